@@ -1,0 +1,180 @@
+//! The command line, defined once with clap: the single source of `--help`
+//! (and, later, of the man page and shell completions).
+//!
+//! Parsing yields what the user said ([`RunArgs`]); [`RunArgs::into_request`]
+//! hands it to [`crate::resolve`], which applies every default.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::env::{EnvArg, parse_env_arg, parse_managed_arg};
+use crate::spec::Request;
+use crate::units::{parse_duration, parse_size, parse_timeout};
+
+const AFTER_HELP: &str = "\
+Output: the command's stdout, a [stderr] section when stderr is not empty,
+notices ([timed out after D], [aborted by SIGNAL]), and always, last,
+[exit code: N] or [killed by signal: NAME]. With --json, one JSON object.
+
+Exit status: the command's own; 124 timed out; 128+S killed by (or aborted
+by) signal S; 125 dsh-exec itself failed; 2 usage error.
+
+Examples:
+  dsh-exec -- 'make test'
+  dsh-exec --timeout 30s --stdout-max-bytes 64K -- cargo build
+  dsh-exec --json -e MY_TOKEN -- ./deploy.sh";
+
+/// Runs one shell command safely and reports exactly what happened.
+#[derive(Debug, Parser)]
+#[command(
+    name = "dsh-exec",
+    version,
+    args_conflicts_with_subcommands = true,
+    after_help = AFTER_HELP
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub subcommand: Option<Sub>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// The subcommands; a name is one only as the first argument.
+#[derive(Debug, Subcommand)]
+pub enum Sub {
+    /// Resolve and show the spec and child environment; run nothing.
+    Explain(RunArgs),
+    /// Read a rendered result and print its final marker as JSON (exit 1 when
+    /// the last line is no marker).
+    ParseStatus {
+        /// The rendered result; standard input when absent.
+        file: Option<PathBuf>,
+    },
+}
+
+/// When to colour the notices and the marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ColorChoice {
+    /// On a terminal, unless NO_COLOR is set.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// A deadline: `None` is no deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeout(pub Option<Duration>);
+
+fn timeout_value(s: &str) -> Result<Timeout, String> {
+    parse_timeout(s).map(Timeout)
+}
+
+fn managed_value(s: &str) -> Result<(String, String), String> {
+    parse_managed_arg(s)
+}
+
+/// Options of a run (and of `explain`).
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// Working directory of the command [default: the current directory].
+    #[arg(short = 'C', long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    /// Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m].
+    #[arg(short = 't', long, value_name = "DURATION", value_parser = timeout_value)]
+    pub timeout: Option<Timeout>,
+    /// Grace period between SIGTERM and SIGKILL [default: 2s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub kill_after: Option<Duration>,
+    /// Bytes of stdout kept (the tail): 4096, 64K, 1MiB [default: 1MiB].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub stdout_max_bytes: Option<u64>,
+    /// Bytes of stderr kept (the tail) [default: 1MiB].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub stderr_max_bytes: Option<u64>,
+    /// Feed this file to the command's stdin ('-': this process's stdin) [default: closed].
+    #[arg(long, value_name = "PATH")]
+    pub stdin_file: Option<PathBuf>,
+    /// Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one).
+    #[arg(short = 'e', long = "env", value_name = "KEY[=VALUE]", value_parser = parse_env_arg)]
+    pub env: Vec<EnvArg>,
+    /// Set a managed DSH_KEY=VALUE entry, applied after every --env entry.
+    #[arg(long = "dsh-env", value_name = "DSH_KEY=VALUE", value_parser = managed_value)]
+    pub dsh_env: Vec<(String, String)>,
+    /// Where the run's private spill directory is created [default: $TMPDIR or /tmp].
+    #[arg(long, value_name = "DIR")]
+    pub spill_dir: Option<PathBuf>,
+    /// Print one JSON object instead of the rendered text.
+    #[arg(long)]
+    pub json: bool,
+    /// Colour the notices and the marker.
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t)]
+    pub color: ColorChoice,
+    /// The command: one word is a bash script; several are shell-quoted and joined.
+    #[arg(
+        value_name = "COMMAND",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<String>,
+}
+
+impl RunArgs {
+    /// What the user said, as a request for [`crate::resolve`].
+    pub fn into_request(self) -> Request {
+        Request {
+            command: self.command,
+            workdir: self.workdir,
+            timeout: self.timeout.map(|t| t.0),
+            kill_after: self.kill_after,
+            stdout_max_bytes: self.stdout_max_bytes,
+            stderr_max_bytes: self.stderr_max_bytes,
+            stdin_file: self.stdin_file,
+            env: self.env,
+            dsh_env: self.dsh_env,
+            spill_dir: self.spill_dir,
+        }
+    }
+}
+
+/// The `clap` command, for help and generated documentation.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn definition_is_consistent() {
+        command().debug_assert();
+    }
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("dsh-exec").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn subcommand_only_as_first_argument() {
+        assert!(matches!(
+            parse(&["explain", "--", "ls"]).subcommand,
+            Some(Sub::Explain(_))
+        ));
+        let cli = parse(&["--", "explain"]);
+        assert!(cli.subcommand.is_none());
+        assert_eq!(cli.run.command, vec!["explain"]);
+        let cli = parse(&["-t", "5", "explain"]);
+        assert!(cli.subcommand.is_none());
+        assert_eq!(cli.run.command, vec!["explain"]);
+    }
+
+    #[test]
+    fn command_words_keep_their_flags() {
+        let cli = parse(&["--json", "ls", "-la", "--color"]);
+        assert!(cli.run.json);
+        assert_eq!(cli.run.command, vec!["ls", "-la", "--color"]);
+    }
+}

@@ -1,0 +1,145 @@
+//! `dsh-exec explain`: the resolved spec, each value with its origin, and the
+//! child environment changes. Runs nothing; values of credential-shaped names
+//! are masked.
+
+use serde_json::{Value, json};
+
+use crate::env::{Layer, display_value};
+use crate::process::find_shell;
+use crate::spec::{Origin, Sourced, Spec, StdinSource};
+use crate::units::{format_duration, format_size};
+
+fn origin_text(o: Origin) -> &'static str {
+    match o {
+        Origin::Flag => "flag",
+        Origin::Default => "default",
+    }
+}
+
+fn layer_text(l: Layer) -> &'static str {
+    match l {
+        Layer::Override => "override",
+        Layer::Explicit => "explicit",
+        Layer::Managed => "managed",
+    }
+}
+
+fn stdin_text(s: &StdinSource) -> String {
+    match s {
+        StdinSource::Closed => "closed (end-of-file at once)".into(),
+        StdinSource::File(p) => format!("file {}", p.display()),
+        StdinSource::Inherited => "this process's stdin".into(),
+    }
+}
+
+fn timeout_text(t: Option<std::time::Duration>) -> String {
+    t.map(format_duration).unwrap_or_else(|| "none".into())
+}
+
+fn sourced_json<T>(s: &Sourced<T>, value: Value) -> Value {
+    json!({"value": value, "origin": s.origin})
+}
+
+/// The explanation as one JSON object.
+pub fn explain_json(spec: &Spec) -> Value {
+    let env = &spec.env;
+    let shell = find_shell(&env.child_env());
+    json!({
+        "command": spec.script,
+        "shell": shell,
+        "workdir": sourced_json(&spec.workdir, json!(spec.workdir.value)),
+        "timeout_ms": sourced_json(&spec.timeout, json!(spec.timeout.value.map(|t| t.as_millis() as u64))),
+        "kill_after_ms": sourced_json(&spec.kill_after, json!(spec.kill_after.value.as_millis() as u64)),
+        "stdout_max_bytes": sourced_json(&spec.stdout_max_bytes, json!(spec.stdout_max_bytes.value)),
+        "stderr_max_bytes": sourced_json(&spec.stderr_max_bytes, json!(spec.stderr_max_bytes.value)),
+        "stdin": sourced_json(&spec.stdin, json!(spec.stdin.value)),
+        "spill_dir": sourced_json(&spec.spill_dir, json!(spec.spill_dir.value)),
+        "environment": {
+            "inherited_count": env.inherited.len(),
+            "scrubbed": env.scrubbed.iter().map(|n| n.to_string_lossy()).collect::<Vec<_>>(),
+            "set": env.effective_settings().iter().map(|s| json!({
+                "name": s.name,
+                "value": display_value(&s.name, &s.value),
+                "layer": s.layer,
+            })).collect::<Vec<_>>(),
+            "missing_pass_through": env.missing_pass_through,
+        },
+    })
+}
+
+/// The explanation as aligned, human-readable text.
+pub fn explain_text(spec: &Spec) -> String {
+    let env = &spec.env;
+    let shell = find_shell(&env.child_env())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "NOT FOUND on PATH".into());
+    let mut rows: Vec<(String, String, String)> = vec![
+        ("command".into(), spec.script.clone(), String::new()),
+        ("shell".into(), format!("{shell} -c COMMAND"), String::new()),
+    ];
+    let mut row = |name: &str, value: String, origin: Origin| {
+        rows.push((name.into(), value, format!("({})", origin_text(origin))));
+    };
+    row(
+        "workdir",
+        spec.workdir.value.display().to_string(),
+        spec.workdir.origin,
+    );
+    row(
+        "timeout",
+        timeout_text(spec.timeout.value),
+        spec.timeout.origin,
+    );
+    row(
+        "kill-after",
+        format_duration(spec.kill_after.value),
+        spec.kill_after.origin,
+    );
+    row(
+        "stdout-max-bytes",
+        format_size(spec.stdout_max_bytes.value),
+        spec.stdout_max_bytes.origin,
+    );
+    row(
+        "stderr-max-bytes",
+        format_size(spec.stderr_max_bytes.value),
+        spec.stderr_max_bytes.origin,
+    );
+    row("stdin", stdin_text(&spec.stdin.value), spec.stdin.origin);
+    row(
+        "spill-dir",
+        spec.spill_dir.value.display().to_string(),
+        spec.spill_dir.origin,
+    );
+    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let vwidth = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).min(48);
+    let mut text = String::new();
+    for (name, value, origin) in rows {
+        let line = format!("{name:width$}  {value:vwidth$}  {origin}");
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    text.push_str("environment:\n");
+    text.push_str(&format!(
+        "  inherited  {} variables from this process\n",
+        env.inherited.len()
+    ));
+    let scrubbed: Vec<_> = env.scrubbed.iter().map(|n| n.to_string_lossy()).collect();
+    if !scrubbed.is_empty() {
+        text.push_str(&format!("  scrubbed   {}\n", scrubbed.join(" ")));
+    }
+    for s in env.effective_settings() {
+        text.push_str(&format!(
+            "  {:9}  {}={}\n",
+            layer_text(s.layer),
+            s.name,
+            display_value(&s.name, &s.value)
+        ));
+    }
+    for name in &env.missing_pass_through {
+        text.push_str(&format!(
+            "  skipped    {name} (--env {name}: not set here)\n"
+        ));
+    }
+    text
+}

@@ -1,0 +1,180 @@
+//! The `dsh-exec` binary: parse, call the library, print, exit with the
+//! mapped status. Everything else lives in the library.
+
+use std::io::{IsTerminal, Read, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+use clap::error::ErrorKind;
+use dsh_exec::cli::{Cli, ColorChoice, RunArgs, Sub};
+use dsh_exec::error::INFRASTRUCTURE_EXIT_STATUS;
+use dsh_exec::explain::{explain_json, explain_text};
+use dsh_exec::render::{parse_status, render_text};
+use dsh_exec::{AbortSignals, Ambient, Error, Spec, resolve};
+
+/// Exit status of a usage error (bad flag or value), as clap and `timeout(1)`.
+const USAGE_EXIT_STATUS: u8 = 2;
+
+fn main() -> ExitCode {
+    startup_hygiene();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_error(e),
+    };
+    match cli.subcommand {
+        Some(Sub::Explain(args)) => explain(args),
+        Some(Sub::ParseStatus { file }) => parse_status_cmd(file),
+        None => run(cli.run),
+    }
+}
+
+/// Undoes what a parent may have left on this process: SIGCHLD ignored (which
+/// would make the child's status unobtainable) and blocked signals (which
+/// would delay aborts). Children get default dispositions in `process`.
+fn startup_hygiene() {
+    use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, sigprocmask};
+    // SAFETY: restoring the default disposition installs no handler code.
+    unsafe {
+        let _ = nix::sys::signal::signal(Signal::SIGCHLD, SigHandler::SigDfl);
+    }
+    let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+}
+
+fn usage_error(message: &str) -> ExitCode {
+    eprintln!("dsh-exec: error: {message}");
+    ExitCode::from(USAGE_EXIT_STATUS)
+}
+
+/// Prints help and version as clap does; any other parse error as one line.
+fn clap_error(e: clap::Error) -> ExitCode {
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    let rendered = e.to_string();
+    let message: Vec<&str> = rendered
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let message = message.join(" ");
+    usage_error(&format!(
+        "{} (see --help)",
+        message.strip_prefix("error: ").unwrap_or(&message)
+    ))
+}
+
+fn print_stdout(text: &str) {
+    // A closed stdout (`dsh-exec ... | head -1`) is not an error worth a panic.
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
+fn to_json(value: &impl serde::Serialize) -> String {
+    // Serializing plain data (strings, numbers, paths made lossy) cannot fail.
+    serde_json::to_string(value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}")) + "\n"
+}
+
+fn resolve_args(args: RunArgs) -> Result<(Spec, bool, ColorChoice), ExitCode> {
+    let (json, color) = (args.json, args.color);
+    let ambient = match Ambient::current() {
+        Ok(a) => a,
+        Err(e) => {
+            let err = Error::WorkdirUnusable {
+                path: ".".into(),
+                reason: format!("current directory: {e}"),
+            };
+            return Err(infrastructure_error(&err, json));
+        }
+    };
+    match resolve(args.into_request(), &ambient) {
+        Ok(spec) => Ok((spec, json, color)),
+        Err(e) => Err(usage_error(&e.0)),
+    }
+}
+
+fn infrastructure_error(err: &Error, json: bool) -> ExitCode {
+    eprintln!("dsh-exec: error: {} ({})", err, err.code());
+    if json {
+        let obj = serde_json::json!({"error": {"code": err.code(), "message": err.to_string()}});
+        print_stdout(&to_json(&obj));
+    }
+    ExitCode::from(INFRASTRUCTURE_EXIT_STATUS as u8)
+}
+
+fn use_color(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stdout().is_terminal()
+        }
+    }
+}
+
+fn run(args: RunArgs) -> ExitCode {
+    let (spec, json, color) = match resolve_args(args) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return infrastructure_error(&Error::SpawnFailed(e.to_string()), json),
+    };
+    let outcome = runtime.block_on(async {
+        let mut aborts = AbortSignals::install().map_err(|e| Error::SpawnFailed(e.to_string()))?;
+        dsh_exec::run(&spec, &mut aborts).await
+    });
+    let result = match outcome {
+        Ok(r) => r,
+        Err(e) => return infrastructure_error(&e, json),
+    };
+    if json {
+        print_stdout(&to_json(&result));
+    } else {
+        print_stdout(&render_text(&result, use_color(color)));
+    }
+    ExitCode::from(result.exit_status().clamp(0, 255) as u8)
+}
+
+fn explain(args: RunArgs) -> ExitCode {
+    let (spec, json, _) = match resolve_args(args) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    if json {
+        print_stdout(&to_json(&explain_json(&spec)));
+    } else {
+        print_stdout(&explain_text(&spec));
+    }
+    ExitCode::SUCCESS
+}
+
+fn parse_status_cmd(file: Option<std::path::PathBuf>) -> ExitCode {
+    let mut bytes = Vec::new();
+    let read = match &file {
+        Some(path) => std::fs::read(path).map(|b| bytes = b),
+        None => std::io::stdin().read_to_end(&mut bytes).map(|_| ()),
+    };
+    if let Err(e) = read {
+        let name = file
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "stdin".into());
+        return usage_error(&format!("cannot read {name}: {e}"));
+    }
+    match parse_status(&String::from_utf8_lossy(&bytes)) {
+        Some(status) => {
+            print_stdout(&to_json(&status));
+            ExitCode::SUCCESS
+        }
+        None => {
+            eprintln!("dsh-exec: error: the last line is no exit marker");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! Bounded capture of one output stream: a tail buffer plus a spill file.
+//!
+//! Each stream keeps at most `budget` bytes, the most recent ones. The first
+//! byte past the budget creates the stream's spill file (mode 0600, inside the
+//! run's private 0700 spill directory), which from then on receives every byte
+//! of the stream, starting with the bytes already held, so it ends up holding
+//! the exact full stream. Memory stays bounded by the budget whatever the
+//! command prints; a stream that fits never touches the disk.
+
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+
+/// The per-run private directory that holds spill files.
+///
+/// Created (mode 0700, random name `dsh-exec-XXXXXX`) before the command
+/// starts, so an unusable spill location is an error before anything runs;
+/// removed again at the end of the run when no stream spilled.
+#[derive(Debug)]
+pub struct SpillDir {
+    path: PathBuf,
+}
+
+impl SpillDir {
+    /// Creates a fresh private directory under `parent`.
+    ///
+    /// Errors with [`Error::SpillUnusable`] when `parent` is missing, not a
+    /// directory, or not writable.
+    pub fn create(parent: &Path) -> Result<SpillDir, Error> {
+        let unusable = |reason: String| Error::SpillUnusable {
+            path: parent.to_path_buf(),
+            reason,
+        };
+        match std::fs::metadata(parent) {
+            Ok(m) if !m.is_dir() => return Err(unusable("not a directory".into())),
+            Ok(_) => {}
+            Err(e) => return Err(unusable(e.to_string())),
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("dsh-exec-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir_in(parent)
+            .map_err(|e| unusable(e.to_string()))?;
+        Ok(SpillDir { path: dir.keep() })
+    }
+
+    /// The directory's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Removes the directory if it is empty (no stream spilled); keeps it
+    /// otherwise. Errors are ignored: a leftover empty directory loses nothing.
+    pub fn remove_if_empty(&self) {
+        let _ = std::fs::remove_dir(&self.path);
+    }
+}
+
+/// What one stream produced, as reported in the result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CollectedOutput {
+    /// The kept tail as text: invalid UTF-8 replaced by U+FFFD, never starting
+    /// inside a UTF-8 character.
+    pub text: String,
+    /// True when earlier bytes were dropped from the tail.
+    pub truncated: bool,
+    /// Bytes the stream produced in all.
+    pub total_bytes: u64,
+    /// Bytes of the stream that `text` was decoded from (the kept tail).
+    #[serde(skip)]
+    pub kept_bytes: u64,
+    /// The spill file holding the exact full stream, when it outgrew its budget.
+    pub spill_path: Option<PathBuf>,
+    /// Why writing the spill file failed, when it did (bytes after the
+    /// failure exist only in the tail).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spill_error: Option<String>,
+}
+
+impl CollectedOutput {
+    /// Bytes produced but not present in `text` (the omitted head).
+    pub fn omitted_bytes(&self) -> u64 {
+        self.total_bytes.saturating_sub(self.kept_bytes)
+    }
+}
+
+/// New bytes since the previous [`StreamCapture::read_delta`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delta {
+    /// The unread bytes still held by the tail buffer.
+    pub bytes: Vec<u8>,
+    /// True when unread bytes had already left the tail buffer (they are in
+    /// the spill file).
+    pub lossy: bool,
+}
+
+/// The live capture of one stream.
+#[derive(Debug)]
+pub struct StreamCapture {
+    name: &'static str,
+    budget: usize,
+    tail: VecDeque<u8>,
+    total: u64,
+    read_cursor: u64,
+    spill_path: Option<PathBuf>,
+    spill_file: Option<File>,
+    spill_error: Option<String>,
+}
+
+impl StreamCapture {
+    /// A capture named `name` (`stdout`, `stderr`: also the spill file's name)
+    /// that keeps at most `budget` bytes in memory.
+    pub fn new(name: &'static str, budget: u64) -> StreamCapture {
+        let budget = usize::try_from(budget).unwrap_or(usize::MAX);
+        StreamCapture {
+            name,
+            budget,
+            tail: VecDeque::new(),
+            total: 0,
+            read_cursor: 0,
+            spill_path: None,
+            spill_file: None,
+            spill_error: None,
+        }
+    }
+
+    /// Takes `chunk`, the next bytes of the stream; opens the spill file in
+    /// `spill_dir` when the stream first outgrows its budget.
+    pub fn push(&mut self, chunk: &[u8], spill_dir: &Path) {
+        if chunk.is_empty() {
+            return;
+        }
+        let outgrows = self.tail.len() + chunk.len() > self.budget;
+        if outgrows && self.spill_path.is_none() && self.spill_error.is_none() {
+            self.open_spill(spill_dir);
+        }
+        if let Some(file) = &mut self.spill_file
+            && let Err(e) = file.write_all(chunk)
+        {
+            self.spill_error = Some(e.to_string());
+            self.spill_file = None;
+        }
+        self.total += chunk.len() as u64;
+        let keep = &chunk[chunk.len().saturating_sub(self.budget)..];
+        let excess = (self.tail.len() + keep.len()).saturating_sub(self.budget);
+        self.tail.drain(..excess);
+        self.tail.extend(keep);
+    }
+
+    fn open_spill(&mut self, spill_dir: &Path) {
+        let path = spill_dir.join(self.name);
+        let opened = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path);
+        let written = opened.and_then(|mut f| {
+            let (a, b) = self.tail.as_slices();
+            f.write_all(a)?;
+            f.write_all(b)?;
+            Ok(f)
+        });
+        match written {
+            Ok(f) => {
+                self.spill_file = Some(f);
+                self.spill_path = Some(path);
+            }
+            Err(e) => self.spill_error = Some(format!("{}: {e}", path.display())),
+        }
+    }
+
+    /// Bytes the stream produced so far.
+    pub fn total_bytes(&self) -> u64 {
+        self.total
+    }
+
+    /// The spill file's path, once the stream has outgrown its budget.
+    pub fn spill_path(&self) -> Option<&Path> {
+        self.spill_path.as_deref()
+    }
+
+    /// Consumes the bytes produced since the previous call (the background
+    /// projection of the same capture).
+    pub fn read_delta(&mut self) -> Delta {
+        let held_from = self.total - self.tail.len() as u64;
+        let lossy = self.read_cursor < held_from;
+        let start = self.read_cursor.max(held_from) - held_from;
+        let bytes = self.tail.range(start as usize..).copied().collect();
+        self.read_cursor = self.total;
+        Delta { bytes, lossy }
+    }
+
+    /// Finishes the capture: closes the spill file and renders the tail.
+    pub fn finish(mut self) -> CollectedOutput {
+        drop(self.spill_file.take());
+        let truncated = self.total > self.tail.len() as u64;
+        let bytes = self.tail.make_contiguous();
+        let skip = if truncated {
+            char_boundary_skip(bytes)
+        } else {
+            0
+        };
+        let kept = &bytes[skip..];
+        CollectedOutput {
+            text: String::from_utf8_lossy(kept).into_owned(),
+            truncated,
+            total_bytes: self.total,
+            kept_bytes: kept.len() as u64,
+            spill_path: self.spill_path,
+            spill_error: self.spill_error,
+        }
+    }
+}
+
+/// Leading bytes to drop so a tail cut does not start inside a UTF-8
+/// character: the continuation bytes (`0b10xxxxxx`) before the first
+/// character start, at most 3 (the longest UTF-8 sequence is 4 bytes).
+pub fn char_boundary_skip(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .take(3)
+        .take_while(|b| (**b & 0xC0) == 0x80)
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fits_in_budget_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = StreamCapture::new("stdout", 10);
+        c.push(b"hello", dir.path());
+        c.push(b"world", dir.path());
+        let out = c.finish();
+        assert_eq!(out.text, "helloworld");
+        assert!(!out.truncated);
+        assert_eq!(out.spill_path, None);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn outgrowing_keeps_tail_and_spills_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = StreamCapture::new("stdout", 4);
+        c.push(b"abc", dir.path());
+        c.push(b"defgh", dir.path());
+        c.push(b"ij", dir.path());
+        let out = c.finish();
+        assert_eq!(out.text, "ghij");
+        assert!(out.truncated);
+        assert_eq!(out.total_bytes, 10);
+        assert_eq!(out.omitted_bytes(), 6);
+        let path = out.spill_path.unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"abcdefghij");
+    }
+
+    #[test]
+    fn tail_cut_never_splits_a_character() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = StreamCapture::new("stdout", 5);
+        c.push("éééé".as_bytes(), dir.path());
+        let out = c.finish();
+        assert_eq!(out.text, "éé");
+        assert_eq!(out.omitted_bytes(), 4);
+    }
+
+    #[test]
+    fn deltas_consume_and_report_loss() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = StreamCapture::new("stdout", 4);
+        c.push(b"ab", dir.path());
+        assert_eq!(
+            c.read_delta(),
+            Delta {
+                bytes: b"ab".to_vec(),
+                lossy: false
+            }
+        );
+        assert_eq!(
+            c.read_delta(),
+            Delta {
+                bytes: vec![],
+                lossy: false
+            }
+        );
+        c.push(b"cdefgh", dir.path());
+        assert_eq!(
+            c.read_delta(),
+            Delta {
+                bytes: b"efgh".to_vec(),
+                lossy: true
+            }
+        );
+    }
+}

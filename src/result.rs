@@ -1,0 +1,118 @@
+//! The outcome of one run, as independent facts.
+//!
+//! `exit_code`, `signal`, `timed_out` and `aborted` are separate fields: a
+//! command can time out and still exit 0 (it trapped SIGTERM), and a caller
+//! must never read a cut-short run as a clean success. The JSON form
+//! (`--json`) is this type serialized with serde.
+
+use std::path::PathBuf;
+
+use nix::sys::signal::Signal;
+use serde::{Deserialize, Serialize};
+
+use crate::output::CollectedOutput;
+
+/// Exit status of `dsh-exec` when the deadline passed (as `timeout(1)`).
+pub const TIMEOUT_EXIT_STATUS: i32 = 124;
+
+/// Sandbox facts of a run (present only when a sandbox mode was asked for).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxFacts {
+    /// `read-only`, `workspace-write` or `full-access`.
+    pub mode: String,
+    /// True when the command failed and its output shows a denied write.
+    pub denied: bool,
+    /// `full` or `partial`: how completely the kernel enforced the mode.
+    pub enforcement: String,
+    /// True when confining the child failed after fork (the command never ran).
+    pub runner_failed: bool,
+}
+
+/// The outcome of one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// The script given to `bash -c`.
+    pub command: String,
+    /// The absolute working directory.
+    pub workdir: PathBuf,
+    /// Exit code of `bash`; `null` when it died from a signal.
+    pub exit_code: Option<i32>,
+    /// Name of the signal that killed `bash` (e.g. `SIGKILL`); `null` on a normal exit.
+    pub signal: Option<String>,
+    /// True when the deadline was the first cause to cut the run short.
+    pub timed_out: bool,
+    /// True when a signal sent to `dsh-exec` was the first cause to cut the run short.
+    pub aborted: bool,
+    /// The signal `dsh-exec` received when `aborted` (e.g. `SIGINT`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted_by: Option<String>,
+    /// The deadline applied, in milliseconds; `null` for no deadline.
+    pub timeout_ms: Option<u64>,
+    /// Wall time from the start of preparation to the end of the run, in
+    /// milliseconds (monotonic clock).
+    pub duration_ms: u64,
+    pub stdout: CollectedOutput,
+    pub stderr: CollectedOutput,
+    /// Sandbox facts; `null` when no sandbox mode was given.
+    pub sandbox: Option<SandboxFacts>,
+}
+
+impl RunResult {
+    /// The exit status `dsh-exec` exits with, following `timeout(1)`:
+    /// 124 when timed out, 128+S when aborted by signal S, otherwise the
+    /// command's exit code, or 128+S when the command was killed by signal S.
+    pub fn exit_status(&self) -> i32 {
+        if self.timed_out {
+            return TIMEOUT_EXIT_STATUS;
+        }
+        if let Some(n) = self.aborted_by.as_deref().and_then(signal_number) {
+            return 128 + n;
+        }
+        match (
+            self.exit_code,
+            self.signal.as_deref().and_then(signal_number),
+        ) {
+            (Some(code), _) => code,
+            (None, Some(n)) => 128 + n,
+            (None, None) => TIMEOUT_EXIT_STATUS,
+        }
+    }
+}
+
+/// The conventional name of signal number `n`: `SIGKILL`, `SIGRTMIN+2`, or
+/// `SIG<n>` for a number with no name (signal(7)).
+pub fn signal_name(n: i32) -> String {
+    if let Ok(sig) = Signal::try_from(n) {
+        return sig.as_str().to_string();
+    }
+    let (min, max) = (nix::libc::SIGRTMIN(), nix::libc::SIGRTMAX());
+    if (min..=max).contains(&n) {
+        return format!("SIGRTMIN+{}", n - min);
+    }
+    format!("SIG{n}")
+}
+
+/// The number of a signal name produced by [`signal_name`].
+pub fn signal_number(name: &str) -> Option<i32> {
+    if let Ok(sig) = name.parse::<Signal>() {
+        return Some(sig as i32);
+    }
+    if let Some(k) = name.strip_prefix("SIGRTMIN+") {
+        return k.parse::<i32>().ok().map(|k| nix::libc::SIGRTMIN() + k);
+    }
+    name.strip_prefix("SIG")?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signal_names_round_trip() {
+        for n in 1..=64 {
+            assert_eq!(signal_number(&signal_name(n)), Some(n), "{n}");
+        }
+        assert_eq!(signal_name(9), "SIGKILL");
+        assert_eq!(signal_name(11), "SIGSEGV");
+    }
+}

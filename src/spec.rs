@@ -1,0 +1,252 @@
+//! Request → spec: the one place where defaults are applied.
+//!
+//! A [`Request`] is what the user said (every field optional). [`resolve`]
+//! turns it into a [`Spec`] in which every value is explicit and carries its
+//! [`Origin`]. Nothing downstream re-defaults; `explain` prints the spec.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::env::{EnvArg, EnvPlan};
+
+/// Default deadline: 10 minutes.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+/// Default grace period between SIGTERM and SIGKILL: 2 seconds.
+pub const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(2);
+/// Default tail budget of each stream: 1 MiB.
+pub const DEFAULT_MAX_BYTES: u64 = 1 << 20;
+
+/// What the user asked for; `None` means "use the default".
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// The command words. One word is a script for `bash -c`; several are
+    /// shell-quoted and joined with spaces.
+    pub command: Vec<String>,
+    /// Working directory (relative paths are taken from the current one).
+    pub workdir: Option<PathBuf>,
+    /// Deadline: `Some(None)` asks for no deadline.
+    pub timeout: Option<Option<Duration>>,
+    /// Grace period between SIGTERM and SIGKILL.
+    pub kill_after: Option<Duration>,
+    /// Tail budget of stdout, in bytes.
+    pub stdout_max_bytes: Option<u64>,
+    /// Tail budget of stderr, in bytes.
+    pub stderr_max_bytes: Option<u64>,
+    /// Where the command's stdin comes from; `None` is a closed pipe.
+    pub stdin_file: Option<PathBuf>,
+    /// `--env` entries, in the order given.
+    pub env: Vec<EnvArg>,
+    /// `--dsh-env` entries (keys start with `DSH_`), in the order given.
+    pub dsh_env: Vec<(String, String)>,
+    /// Parent directory of the run's private spill directory.
+    pub spill_dir: Option<PathBuf>,
+}
+
+/// The process-wide facts `resolve` reads: passed in so that resolution is a
+/// pure function that tests can call directly.
+#[derive(Debug, Clone)]
+pub struct Ambient {
+    /// The current directory of `dsh-exec`.
+    pub cwd: PathBuf,
+    /// The environment of `dsh-exec`, in order.
+    pub env: Vec<(OsString, OsString)>,
+    /// The temp directory (`$TMPDIR`, else `/tmp`).
+    pub temp_dir: PathBuf,
+}
+
+impl Ambient {
+    /// Reads the facts of the running process.
+    ///
+    /// Errors when the current directory cannot be determined (it was
+    /// removed, or is not searchable).
+    pub fn current() -> std::io::Result<Ambient> {
+        Ok(Ambient {
+            cwd: std::env::current_dir()?,
+            env: std::env::vars_os().collect(),
+            temp_dir: std::env::temp_dir(),
+        })
+    }
+}
+
+/// Where a resolved value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// A command-line flag.
+    Flag,
+    /// A built-in default.
+    Default,
+}
+
+/// A resolved value and its origin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Sourced<T> {
+    pub value: T,
+    pub origin: Origin,
+}
+
+impl<T> Sourced<T> {
+    fn pick(flag: Option<T>, default: impl FnOnce() -> T) -> Sourced<T> {
+        match flag {
+            Some(value) => Sourced {
+                value,
+                origin: Origin::Flag,
+            },
+            None => Sourced {
+                value: default(),
+                origin: Origin::Default,
+            },
+        }
+    }
+}
+
+/// Where the command's stdin comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "path")]
+pub enum StdinSource {
+    /// A pipe closed at once: the command reads end-of-file.
+    Closed,
+    /// The bytes of this file, then end-of-file.
+    File(PathBuf),
+    /// The bytes of `dsh-exec`'s own stdin (`--stdin-file -`), then end-of-file.
+    Inherited,
+}
+
+/// A fully resolved run: every value explicit.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The script given to `bash -c`.
+    pub script: String,
+    /// Absolute working directory (not yet checked: `prepare` does that).
+    pub workdir: Sourced<PathBuf>,
+    /// Deadline from the start of the run; `None` is no deadline.
+    pub timeout: Sourced<Option<Duration>>,
+    /// Grace period between SIGTERM and SIGKILL.
+    pub kill_after: Sourced<Duration>,
+    /// Tail budget of stdout, in bytes.
+    pub stdout_max_bytes: Sourced<u64>,
+    /// Tail budget of stderr, in bytes.
+    pub stderr_max_bytes: Sourced<u64>,
+    /// Where stdin comes from.
+    pub stdin: Sourced<StdinSource>,
+    /// Parent directory of the run's private spill directory.
+    pub spill_dir: Sourced<PathBuf>,
+    /// The child environment plan.
+    pub env: EnvPlan,
+}
+
+/// A request that cannot be resolved: a usage error (exit status 2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Joins command words into one `bash -c` script: one word is the script
+/// itself; several are shell-quoted (POSIX rules, `shlex`) and joined.
+///
+/// Errors when there is no word, the script is empty, or a word holds NUL.
+pub fn command_script(words: &[String]) -> Result<String, UsageError> {
+    let script = match words {
+        [] => {
+            return Err(UsageError(
+                "no command given (usage: dsh-exec [OPTIONS] -- COMMAND...)".into(),
+            ));
+        }
+        [one] => one.clone(),
+        many => shlex::try_join(many.iter().map(String::as_str))
+            .map_err(|e| UsageError(format!("cannot quote the command: {e}")))?,
+    };
+    if script.trim().is_empty() {
+        return Err(UsageError("the command is empty".into()));
+    }
+    if script.contains('\0') {
+        return Err(UsageError("the command contains a NUL byte".into()));
+    }
+    Ok(script)
+}
+
+fn absolute(base: &Path, p: PathBuf) -> PathBuf {
+    if p.is_absolute() { p } else { base.join(p) }
+}
+
+/// Resolves a request into a spec, applying every default in one place.
+///
+/// Errors with a [`UsageError`] when the command is missing or empty.
+pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
+    let script = command_script(&req.command)?;
+    let cwd = &ambient.cwd;
+    let stdin = req.stdin_file.map(|p| {
+        if p.as_os_str() == "-" {
+            StdinSource::Inherited
+        } else {
+            StdinSource::File(absolute(cwd, p))
+        }
+    });
+    Ok(Spec {
+        script,
+        workdir: Sourced::pick(req.workdir.map(|p| absolute(cwd, p)), || cwd.clone()),
+        timeout: Sourced::pick(req.timeout, || Some(DEFAULT_TIMEOUT)),
+        kill_after: Sourced::pick(req.kill_after, || DEFAULT_KILL_AFTER),
+        stdout_max_bytes: Sourced::pick(req.stdout_max_bytes, || DEFAULT_MAX_BYTES),
+        stderr_max_bytes: Sourced::pick(req.stderr_max_bytes, || DEFAULT_MAX_BYTES),
+        stdin: Sourced::pick(stdin, || StdinSource::Closed),
+        spill_dir: Sourced::pick(req.spill_dir.map(|p| absolute(cwd, p)), || {
+            ambient.temp_dir.clone()
+        }),
+        env: EnvPlan::build(&ambient.env, false, &req.env, &req.dsh_env),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ambient() -> Ambient {
+        Ambient {
+            cwd: "/work".into(),
+            env: vec![],
+            temp_dir: "/tmp".into(),
+        }
+    }
+
+    #[test]
+    fn defaults_and_origins() {
+        let req = Request {
+            command: vec!["echo hi".into()],
+            ..Request::default()
+        };
+        let spec = resolve(req, &ambient()).unwrap();
+        assert_eq!(spec.script, "echo hi");
+        assert_eq!(spec.workdir.value, PathBuf::from("/work"));
+        assert_eq!(spec.workdir.origin, Origin::Default);
+        assert_eq!(spec.timeout.value, Some(DEFAULT_TIMEOUT));
+        assert_eq!(spec.stdout_max_bytes.value, 1 << 20);
+        assert_eq!(spec.stdin.value, StdinSource::Closed);
+        assert_eq!(spec.spill_dir.value, PathBuf::from("/tmp"));
+    }
+
+    #[test]
+    fn flags_win_and_paths_are_absolute() {
+        let req = Request {
+            command: vec!["grep".into(), "a b".into(), "f.txt".into()],
+            workdir: Some("sub".into()),
+            timeout: Some(None),
+            stdin_file: Some("-".into()),
+            ..Request::default()
+        };
+        let spec = resolve(req, &ambient()).unwrap();
+        assert_eq!(spec.script, "grep 'a b' f.txt");
+        assert_eq!(spec.workdir.value, PathBuf::from("/work/sub"));
+        assert_eq!(spec.workdir.origin, Origin::Flag);
+        assert_eq!(spec.timeout.value, None);
+        assert_eq!(spec.stdin.value, StdinSource::Inherited);
+    }
+
+    #[test]
+    fn empty_commands_are_usage_errors() {
+        assert!(command_script(&[]).is_err());
+        assert!(command_script(&["  ".into()]).is_err());
+    }
+}
