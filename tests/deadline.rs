@@ -1,0 +1,62 @@
+//! The deadline: SIGTERM to the group, SIGKILL after the grace period.
+mod common;
+use common::*;
+use std::time::{Duration, Instant};
+
+#[test]
+fn timeout_keeps_output_and_reports_sigterm() {
+    let t0 = Instant::now();
+    let (text, status) = run(&["--timeout", "300ms", "--", "echo before; sleep 30"]);
+    assert_eq!(text, "before\n[timed out after 300ms]\n[killed by signal: SIGTERM]\n");
+    assert_eq!(status, 124);
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+}
+
+#[test]
+fn a_command_trapping_term_is_killed_after_the_grace_period() {
+    let t0 = Instant::now();
+    let (v, status) = run_json(&[
+        "--timeout",
+        "300ms",
+        "--kill-after",
+        "500ms",
+        "--",
+        "trap '' TERM; echo armed; sleep 30",
+    ]);
+    let took = t0.elapsed();
+    assert_eq!(status, 124);
+    assert_eq!(v["timed_out"], true);
+    assert_eq!(v["aborted"], false);
+    assert_eq!(v["signal"], "SIGKILL");
+    assert_eq!(v["exit_code"], serde_json::Value::Null);
+    assert_eq!(v["stdout"]["text"], "armed\n");
+    assert!(took >= Duration::from_millis(800), "SIGKILL before the grace ended: {took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
+fn a_command_that_traps_term_and_exits_zero_still_reports_the_timeout() {
+    let (text, status) = run(&[
+        "--timeout",
+        "300ms",
+        "--",
+        "trap 'echo caught; exit 0' TERM; sleep 30 & wait",
+    ]);
+    assert_eq!(text, "caught\n[timed out after 300ms]\n[exit code: 0]\n");
+    assert_eq!(status, 124);
+}
+
+#[test]
+fn no_deadline_with_zero_or_none() {
+    for t in ["0", "none"] {
+        let (v, status) = run_json(&["--timeout", t, "--", "echo ok"]);
+        assert_eq!(status, 0);
+        assert_eq!(v["timeout_ms"], serde_json::Value::Null);
+    }
+}
+
+#[test]
+fn default_deadline_is_ten_minutes() {
+    let (v, _) = run_json(&["--", "true"]);
+    assert_eq!(v["timeout_ms"], 600_000);
+}

@@ -1,0 +1,56 @@
+//! The rendered text and the exit status mirror how the command ended.
+mod common;
+use common::*;
+
+#[test]
+fn echo_renders_output_and_exit_zero() {
+    assert_eq!(run(&["--", "echo hello"]), ("hello\n[exit code: 0]\n".into(), 0));
+}
+
+#[test]
+fn nonzero_exit_is_mirrored() {
+    assert_eq!(run(&["--", "exit 3"]), ("[exit code: 3]\n".into(), 3));
+}
+
+#[test]
+fn death_by_signal_keeps_output_and_maps_to_128_plus_n() {
+    assert_eq!(
+        run(&["--", "echo before; kill -SEGV $$"]),
+        ("before\n[killed by signal: SIGSEGV]\n".into(), 139)
+    );
+}
+
+#[test]
+fn bash_statuses_126_and_127_pass_through() {
+    let (text, status) = run(&["--", "no-such-command-dsh-exec-test"]);
+    assert_eq!(status, 127);
+    assert!(text.ends_with("[exit code: 127]\n"), "{text}");
+    assert!(text.contains("[stderr]\n"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("noexec");
+    std::fs::write(&f, "#!/bin/sh\n").unwrap();
+    let (text, status) = run(&["--", f.to_str().unwrap()]);
+    assert_eq!(status, 126, "{text}");
+}
+
+#[test]
+fn several_words_are_quoted_and_joined() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "a b\nab\n").unwrap();
+    let (text, status) = run(&["-C", dir.path().to_str().unwrap(), "grep", "a b", "f.txt"]);
+    assert_eq!((text.as_str(), status), ("a b\n[exit code: 0]\n", 0));
+}
+
+#[test]
+fn stderr_gets_its_own_section_and_missing_newlines_are_added() {
+    assert_eq!(
+        run(&["--", "printf out; printf err >&2"]),
+        ("out\n[stderr]\nerr\n[exit code: 0]\n".into(), 0)
+    );
+}
+
+#[test]
+fn a_subcommand_name_after_double_dash_is_a_command() {
+    let (text, status) = run(&["--", "explain"]);
+    assert_eq!(status, 127, "{text}");
+}

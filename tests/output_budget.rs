@@ -1,0 +1,117 @@
+//! Each stream keeps its tail within its budget; the full stream is spilled.
+mod common;
+use common::*;
+use std::os::unix::fs::PermissionsExt;
+
+#[test]
+fn five_megabytes_with_a_64k_budget_keeps_the_tail_and_spills_every_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill_parent = dir.path().join("spill");
+    std::fs::create_dir(&spill_parent).unwrap();
+    // 5 MB of distinct lines, so a wrong offset would show.
+    let script = "seq 1 1000000 | head -c 5000000";
+    let expected = std::process::Command::new("bash").args(["-c", script]).output().unwrap().stdout;
+    assert_eq!(expected.len(), 5_000_000);
+    let (v, status) = run_json(&[
+        "--stdout-max-bytes",
+        "64KiB",
+        "--spill-dir",
+        spill_parent.to_str().unwrap(),
+        "--",
+        script,
+    ]);
+    assert_eq!(status, 0);
+    let out = &v["stdout"];
+    assert_eq!(out["truncated"], true);
+    assert_eq!(out["total_bytes"], 5_000_000);
+    let tail = &expected[expected.len() - 65536..];
+    assert_eq!(out["text"].as_str().unwrap().as_bytes(), tail);
+    let spill = std::path::PathBuf::from(out["spill_path"].as_str().unwrap());
+    assert_eq!(spill.file_name().unwrap(), "stdout");
+    assert!(spill.starts_with(&spill_parent));
+    let spilled = std::fs::read(&spill).unwrap();
+    assert!(spilled == expected, "spill file differs from the stream");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&spill), 0o600);
+    assert_eq!(mode(spill.parent().unwrap()), 0o700);
+    assert_eq!(v["stderr"]["spill_path"], serde_json::Value::Null);
+}
+
+#[test]
+fn the_rendered_text_opens_with_the_truncation_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, status) = run(&[
+        "--stdout-max-bytes",
+        "4",
+        "--spill-dir",
+        dir.path().to_str().unwrap(),
+        "--",
+        "printf 0123456789",
+    ]);
+    assert_eq!(status, 0);
+    let spill_dir = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+    assert_eq!(
+        text,
+        format!(
+            "[stdout truncated: 6 earlier bytes omitted; full stream: {}/stdout]\n6789\n[exit code: 0]\n",
+            spill_dir.display()
+        )
+    );
+}
+
+#[test]
+fn exactly_the_budget_of_a_long_stream_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let (v, _) = run_json(&[
+        "--stdout-max-bytes",
+        "1024",
+        "--spill-dir",
+        dir.path().to_str().unwrap(),
+        "--",
+        "head -c 300000 /dev/zero | tr '\\0' X",
+    ]);
+    assert_eq!(v["stdout"]["text"], "X".repeat(1024));
+    assert_eq!(v["stdout"]["total_bytes"], 300000);
+}
+
+#[test]
+fn a_stream_within_budget_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (v, status) = run_json(&["--spill-dir", dir.path().to_str().unwrap(), "--", "echo small; echo err >&2"]);
+    assert_eq!(status, 0);
+    assert_eq!(v["stdout"]["spill_path"], serde_json::Value::Null);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_tail_cut_never_splits_a_utf8_character() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dsh()
+        .args(["--stdout-max-bytes", "1001", "--spill-dir", dir.path().to_str().unwrap()])
+        .args(["--", "printf 'é%.0s' {1..40000}"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout.clone()).expect("valid UTF-8");
+    assert_eq!(code(&out), 0);
+    let body = text.lines().nth(1).unwrap();
+    assert_eq!(body, "é".repeat(500));
+    assert!(text.starts_with("[stdout truncated: 79000 earlier bytes omitted; full stream: "), "{}", &text[..100]);
+}
+
+#[test]
+fn stderr_has_its_own_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let (v, _) = run_json(&[
+        "--stderr-max-bytes",
+        "3",
+        "--spill-dir",
+        dir.path().to_str().unwrap(),
+        "--",
+        "echo out; printf abcdef >&2",
+    ]);
+    assert_eq!(v["stdout"]["text"], "out\n");
+    assert_eq!(v["stderr"]["text"], "def");
+    assert_eq!(v["stderr"]["truncated"], true);
+    let spill = v["stderr"]["spill_path"].as_str().unwrap();
+    assert_eq!(std::fs::read(spill).unwrap(), b"abcdef");
+}
