@@ -118,7 +118,7 @@ for label, _ in start:
 #    keep the last 1 MiB. Both run under /usr/bin/time -f %M, whose peak RSS is
 #    the largest of the process and its descendants (KiB).
 time_rss = ["/usr/bin/time", "-f", "%M", "-o", "@DIR@/rss"]
-big = [("peer: `head -c 1G /dev/zero | tee FILE | tail -c 1M`",
+big = [("peer: `head -c 1G /dev/zero \\| tee FILE \\| tail -c 1M`",
         time_rss + ["bash", "-c",
                     f"head -c {GIB} /dev/zero | tee @DIR@/spill | tail -c {MIB}"]),
        ("`dsh-exec --stdout-max-bytes 1MiB -- 'head -c 1G /dev/zero'`",

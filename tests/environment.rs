@@ -1,0 +1,73 @@
+//! The child environment: scrub, non-interactive overrides, explicit, managed.
+mod common;
+use common::*;
+
+fn child_env(extra_args: &[&str]) -> String {
+    let out = dsh()
+        .env("FOO_TOKEN", "t1")
+        .env("MY_API_KEY", "k1")
+        .env("DB_PASSWORD", "p1")
+        .env("aws_secret_access_key", "s1")
+        .env("DSH_ANYTHING", "d1")
+        .env("PLAIN", "plain-value")
+        .env("PAGER", "more")
+        .arg("--json")
+        .args(extra_args)
+        .args(["--", "env"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["stdout"]["text"].as_str().unwrap().to_string()
+}
+
+fn lines(env: &str) -> Vec<&str> {
+    env.lines().collect()
+}
+
+#[test]
+fn credential_shaped_and_managed_names_are_scrubbed() {
+    let env = child_env(&[]);
+    let l = lines(&env);
+    for name in ["FOO_TOKEN=", "MY_API_KEY=", "DB_PASSWORD=", "aws_secret_access_key=", "DSH_ANYTHING="] {
+        assert!(!l.iter().any(|x| x.starts_with(name)), "{name} leaked:\n{env}");
+    }
+    assert!(l.contains(&"PLAIN=plain-value"), "{env}");
+}
+
+#[test]
+fn non_interactive_overrides_are_set() {
+    let env = child_env(&[]);
+    let l = lines(&env);
+    for kv in ["PAGER=cat", "GIT_PAGER=cat", "MANPAGER=cat", "GIT_TERMINAL_PROMPT=0", "TERM=dumb", "NO_COLOR=1"] {
+        assert!(l.contains(&kv), "{kv} missing:\n{env}");
+    }
+}
+
+#[test]
+fn an_explicit_pass_through_brings_a_scrubbed_value_back() {
+    let env = child_env(&["-e", "MY_API_KEY"]);
+    assert!(lines(&env).contains(&"MY_API_KEY=k1"), "{env}");
+    assert!(!lines(&env).iter().any(|x| x.starts_with("FOO_TOKEN=")));
+}
+
+#[test]
+fn an_explicit_entry_beats_an_override() {
+    let env = child_env(&["-e", "PAGER=less"]);
+    assert!(lines(&env).contains(&"PAGER=less"), "{env}");
+}
+
+#[test]
+fn a_managed_entry_beats_an_explicit_one_whatever_the_order() {
+    let env = child_env(&["--dsh-env", "DSH_X=1", "-e", "DSH_X=2"]);
+    assert!(lines(&env).contains(&"DSH_X=1"), "{env}");
+    assert!(!lines(&env).contains(&"DSH_X=2"), "{env}");
+}
+
+#[test]
+fn a_managed_key_without_the_prefix_is_a_usage_error() {
+    let out = dsh().args(["--dsh-env", "FOO=1", "--", "echo ran"]).output().unwrap();
+    assert_eq!(code(&out), 2);
+    assert_eq!(stdout(&out), "");
+    assert!(stderr(&out).contains("must start with DSH_"), "{}", stderr(&out));
+}

@@ -1,0 +1,84 @@
+//! Bad input: one line on stderr, a documented status, and nothing runs.
+mod common;
+use common::*;
+
+/// Runs with a command that would leave a file behind, and asserts it did not run.
+fn assert_refused(args: &[&str], status: i32, needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let script = format!("touch {}", marker.display());
+    let out = dsh().args(args).args(["--", &script]).output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(code(&out), status, "{args:?}: {err}");
+    assert!(!marker.exists(), "{args:?}: the command ran");
+    assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
+    assert!(err.starts_with("dsh-exec: error: "), "{err}");
+    assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
+}
+
+#[test]
+fn a_missing_workdir_is_an_infrastructure_error() {
+    assert_refused(&["--workdir", "/nonexistent"], 125, "WORKDIR_UNUSABLE");
+}
+
+#[test]
+fn a_file_as_workdir_is_an_infrastructure_error() {
+    assert_refused(&["--workdir", "/etc/hostname"], 125, "not a directory");
+}
+
+#[test]
+fn bad_durations_and_sizes_are_usage_errors() {
+    assert_refused(&["--timeout", "abc"], 2, "--timeout");
+    assert_refused(&["--timeout", "-1"], 2, "--timeout");
+    assert_refused(&["--timeout", ""], 2, "--timeout");
+    assert_refused(&["--kill-after", "5 parsecs"], 2, "--kill-after");
+    assert_refused(&["--stdout-max-bytes", "-1"], 2, "--stdout-max-bytes");
+    assert_refused(&["--stderr-max-bytes", "1.5K"], 2, "--stderr-max-bytes");
+    assert_refused(&["--stdout-max-bytes", "99999999999999999999"], 2, "too large");
+}
+
+#[test]
+fn a_bad_managed_entry_is_a_usage_error() {
+    assert_refused(&["--dsh-env", "FOO=1"], 2, "DSH_");
+    assert_refused(&["--dsh-env", "DSH_NOVALUE"], 2, "DSH_KEY=VALUE");
+    assert_refused(&["-e", "=x"], 2, "empty");
+}
+
+#[test]
+fn an_unknown_flag_is_a_usage_error() {
+    assert_refused(&["--no-such-flag"], 2, "--no-such-flag");
+}
+
+#[test]
+fn an_unreadable_stdin_file_is_an_infrastructure_error() {
+    assert_refused(&["--stdin-file", "/nonexistent/in"], 125, "STDIN_UNREADABLE");
+    assert_refused(&["--stdin-file", "/tmp"], 125, "is a directory");
+}
+
+#[test]
+fn an_unusable_spill_dir_is_an_infrastructure_error() {
+    assert_refused(&["--spill-dir", "/nonexistent/spill"], 125, "SPILL_UNUSABLE");
+    assert_refused(&["--spill-dir", "/etc/hostname"], 125, "SPILL_UNUSABLE");
+}
+
+#[test]
+fn a_missing_shell_is_an_infrastructure_error() {
+    assert_refused(&["-e", "PATH=/nonexistent"], 125, "SHELL_NOT_FOUND");
+}
+
+#[test]
+fn no_command_is_a_usage_error() {
+    let out = dsh().output().unwrap();
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("no command given"), "{}", stderr(&out));
+    let out = dsh().args(["--", ""]).output().unwrap();
+    assert_eq!(code(&out), 2);
+}
+
+#[test]
+fn with_json_an_infrastructure_error_is_also_an_object_on_stdout() {
+    let (v, status) = run_json(&["--workdir", "/nonexistent", "--", "true"]);
+    assert_eq!(status, 125);
+    assert_eq!(v["error"]["code"], "WORKDIR_UNUSABLE");
+    assert!(v["error"]["message"].as_str().unwrap().contains("/nonexistent"));
+}
