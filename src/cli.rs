@@ -113,11 +113,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "WHEN", value_enum, default_value_t)]
     pub color: ColorChoice,
     /// The command: one word is a bash script; several are shell-quoted and joined.
-    #[arg(
-        value_name = "COMMAND",
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    #[arg(value_name = "COMMAND", trailing_var_arg = true)]
     pub command: Vec<String>,
 }
 

@@ -102,7 +102,7 @@ fn prepare(spec: &Spec) -> Result<Prepared, Error> {
                 })?,
         ),
     };
-    let spill_dir = SpillDir::create(&spec.spill_dir.value)?;
+    let spill_dir = SpillDir::new(&spec.spill_dir.value)?;
     Ok(Prepared {
         shell,
         env,
@@ -228,7 +228,6 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
     let deadline = spec.timeout.value.map(|t| started + t);
     let prepared = prepare(spec)?;
     if deadline.is_some_and(|d| Instant::now() >= d) {
-        prepared.spill_dir.remove_if_empty();
         let empty = || StreamCapture::new("", 0).finish();
         return Ok(Started::ExpiredBeforeSpawn(Box::new(RunResult {
             command: spec.script.clone(),
@@ -392,11 +391,11 @@ impl Execution {
             let final_read_end = self.kill_sent.map(|t| t + FINAL_READ);
             tokio::select! {
                 r = read_from(&mut self.stdout, &mut out_buf) => match r {
-                    Ok(n) if n > 0 => self.out.push(&out_buf[..n], self.spill_dir.path()),
+                    Ok(n) if n > 0 => self.out.push(&out_buf[..n], &mut self.spill_dir),
                     _ => self.stdout = None,
                 },
                 r = read_from(&mut self.stderr, &mut err_buf) => match r {
-                    Ok(n) if n > 0 => self.err.push(&err_buf[..n], self.spill_dir.path()),
+                    Ok(n) if n > 0 => self.err.push(&err_buf[..n], &mut self.spill_dir),
                     _ => self.stderr = None,
                 },
                 _ = self.sigchld.recv(), if self.exit.is_none() => self.poll_exit()?,
@@ -481,6 +480,7 @@ impl Execution {
         let out = std::mem::replace(&mut self.out, StreamCapture::new("", 0)).finish();
         let err = std::mem::replace(&mut self.err, StreamCapture::new("", 0)).finish();
         if out.spill_path.is_none() && err.spill_path.is_none() {
+            // Created, but no spill file could be opened in it.
             self.spill_dir.remove_if_empty();
         }
         RunResult {

@@ -55,13 +55,20 @@ fn the_rendered_text_names_the_abort() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let script = format!("echo $$ > {}; sleep 30", pidfile.display());
-    let child = dsh().args(["--", &script]).stdout(Stdio::piped()).spawn().unwrap();
+    let child = dsh()
+        .args(["--", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     wait_for_line(&pidfile, Duration::from_secs(10)).expect("command started");
     std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(stdout(&out), "[aborted by SIGINT]\n[killed by signal: SIGTERM]\n");
+    assert_eq!(
+        stdout(&out),
+        "[aborted by SIGINT]\n[killed by signal: SIGTERM]\n"
+    );
     assert_eq!(code(&out), 130);
 }

@@ -7,7 +7,10 @@ use std::time::{Duration, Instant};
 fn timeout_keeps_output_and_reports_sigterm() {
     let t0 = Instant::now();
     let (text, status) = run(&["--timeout", "300ms", "--", "echo before; sleep 30"]);
-    assert_eq!(text, "before\n[timed out after 300ms]\n[killed by signal: SIGTERM]\n");
+    assert_eq!(
+        text,
+        "before\n[timed out after 300ms]\n[killed by signal: SIGTERM]\n"
+    );
     assert_eq!(status, 124);
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
 }
@@ -30,7 +33,10 @@ fn a_command_trapping_term_is_killed_after_the_grace_period() {
     assert_eq!(v["signal"], "SIGKILL");
     assert_eq!(v["exit_code"], serde_json::Value::Null);
     assert_eq!(v["stdout"]["text"], "armed\n");
-    assert!(took >= Duration::from_millis(800), "SIGKILL before the grace ended: {took:?}");
+    assert!(
+        took >= Duration::from_millis(800),
+        "SIGKILL before the grace ended: {took:?}"
+    );
     assert!(took < Duration::from_secs(10), "{took:?}");
 }
 

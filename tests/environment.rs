@@ -29,8 +29,17 @@ fn lines(env: &str) -> Vec<&str> {
 fn credential_shaped_and_managed_names_are_scrubbed() {
     let env = child_env(&[]);
     let l = lines(&env);
-    for name in ["FOO_TOKEN=", "MY_API_KEY=", "DB_PASSWORD=", "aws_secret_access_key=", "DSH_ANYTHING="] {
-        assert!(!l.iter().any(|x| x.starts_with(name)), "{name} leaked:\n{env}");
+    for name in [
+        "FOO_TOKEN=",
+        "MY_API_KEY=",
+        "DB_PASSWORD=",
+        "aws_secret_access_key=",
+        "DSH_ANYTHING=",
+    ] {
+        assert!(
+            !l.iter().any(|x| x.starts_with(name)),
+            "{name} leaked:\n{env}"
+        );
     }
     assert!(l.contains(&"PLAIN=plain-value"), "{env}");
 }
@@ -39,7 +48,14 @@ fn credential_shaped_and_managed_names_are_scrubbed() {
 fn non_interactive_overrides_are_set() {
     let env = child_env(&[]);
     let l = lines(&env);
-    for kv in ["PAGER=cat", "GIT_PAGER=cat", "MANPAGER=cat", "GIT_TERMINAL_PROMPT=0", "TERM=dumb", "NO_COLOR=1"] {
+    for kv in [
+        "PAGER=cat",
+        "GIT_PAGER=cat",
+        "MANPAGER=cat",
+        "GIT_TERMINAL_PROMPT=0",
+        "TERM=dumb",
+        "NO_COLOR=1",
+    ] {
         assert!(l.contains(&kv), "{kv} missing:\n{env}");
     }
 }
@@ -66,8 +82,15 @@ fn a_managed_entry_beats_an_explicit_one_whatever_the_order() {
 
 #[test]
 fn a_managed_key_without_the_prefix_is_a_usage_error() {
-    let out = dsh().args(["--dsh-env", "FOO=1", "--", "echo ran"]).output().unwrap();
+    let out = dsh()
+        .args(["--dsh-env", "FOO=1", "--", "echo ran"])
+        .output()
+        .unwrap();
     assert_eq!(code(&out), 2);
     assert_eq!(stdout(&out), "");
-    assert!(stderr(&out).contains("must start with DSH_"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("must start with DSH_"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -4,7 +4,10 @@ use common::*;
 
 #[test]
 fn echo_renders_output_and_exit_zero() {
-    assert_eq!(run(&["--", "echo hello"]), ("hello\n[exit code: 0]\n".into(), 0));
+    assert_eq!(
+        run(&["--", "echo hello"]),
+        ("hello\n[exit code: 0]\n".into(), 0)
+    );
 }
 
 #[test]

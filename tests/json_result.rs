@@ -6,7 +6,12 @@ use serde_json::{Value, json};
 #[test]
 fn the_object_holds_exactly_the_contract_fields() {
     let dir = tempfile::tempdir().unwrap();
-    let (v, status) = run_json(&["-C", dir.path().to_str().unwrap(), "--", "echo hello; echo oops >&2; exit 4"]);
+    let (v, status) = run_json(&[
+        "-C",
+        dir.path().to_str().unwrap(),
+        "--",
+        "echo hello; echo oops >&2; exit 4",
+    ]);
     assert_eq!(status, 4);
     let obj = v.as_object().unwrap();
     let mut keys: Vec<&str> = obj.keys().map(String::as_str).collect();
@@ -14,8 +19,17 @@ fn the_object_holds_exactly_the_contract_fields() {
     assert_eq!(
         keys,
         [
-            "aborted", "command", "duration_ms", "exit_code", "sandbox", "signal", "stderr", "stdout",
-            "timed_out", "timeout_ms", "workdir"
+            "aborted",
+            "command",
+            "duration_ms",
+            "exit_code",
+            "sandbox",
+            "signal",
+            "stderr",
+            "stdout",
+            "timed_out",
+            "timeout_ms",
+            "workdir"
         ]
     );
     assert_eq!(v["command"], "echo hello; echo oops >&2; exit 4");
@@ -39,7 +53,10 @@ fn the_object_holds_exactly_the_contract_fields() {
 
 #[test]
 fn non_utf8_output_still_yields_valid_json() {
-    let out = dsh().args(["--json", "--", "printf 'a\\377b\\300'"]).output().unwrap();
+    let out = dsh()
+        .args(["--json", "--", "printf 'a\\377b\\300'"])
+        .output()
+        .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
     assert_eq!(v["stdout"]["text"], "a\u{FFFD}b\u{FFFD}");
     assert_eq!(v["stdout"]["total_bytes"], 4);

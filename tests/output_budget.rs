@@ -10,7 +10,11 @@ fn five_megabytes_with_a_64k_budget_keeps_the_tail_and_spills_every_byte() {
     std::fs::create_dir(&spill_parent).unwrap();
     // 5 MB of distinct lines, so a wrong offset would show.
     let script = "seq 1 1000000 | head -c 5000000";
-    let expected = std::process::Command::new("bash").args(["-c", script]).output().unwrap().stdout;
+    let expected = std::process::Command::new("bash")
+        .args(["-c", script])
+        .output()
+        .unwrap()
+        .stdout;
     assert_eq!(expected.len(), 5_000_000);
     let (v, status) = run_json(&[
         "--stdout-max-bytes",
@@ -49,7 +53,12 @@ fn the_rendered_text_opens_with_the_truncation_line() {
         "printf 0123456789",
     ]);
     assert_eq!(status, 0);
-    let spill_dir = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+    let spill_dir = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     assert_eq!(
         text,
         format!(
@@ -77,7 +86,12 @@ fn exactly_the_budget_of_a_long_stream_is_kept() {
 #[test]
 fn a_stream_within_budget_leaves_no_file() {
     let dir = tempfile::tempdir().unwrap();
-    let (v, status) = run_json(&["--spill-dir", dir.path().to_str().unwrap(), "--", "echo small; echo err >&2"]);
+    let (v, status) = run_json(&[
+        "--spill-dir",
+        dir.path().to_str().unwrap(),
+        "--",
+        "echo small; echo err >&2",
+    ]);
     assert_eq!(status, 0);
     assert_eq!(v["stdout"]["spill_path"], serde_json::Value::Null);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
@@ -87,7 +101,12 @@ fn a_stream_within_budget_leaves_no_file() {
 fn a_tail_cut_never_splits_a_utf8_character() {
     let dir = tempfile::tempdir().unwrap();
     let out = dsh()
-        .args(["--stdout-max-bytes", "1001", "--spill-dir", dir.path().to_str().unwrap()])
+        .args([
+            "--stdout-max-bytes",
+            "1001",
+            "--spill-dir",
+            dir.path().to_str().unwrap(),
+        ])
         .args(["--", "printf 'é%.0s' {1..40000}"])
         .output()
         .unwrap();
@@ -95,7 +114,11 @@ fn a_tail_cut_never_splits_a_utf8_character() {
     assert_eq!(code(&out), 0);
     let body = text.lines().nth(1).unwrap();
     assert_eq!(body, "é".repeat(500));
-    assert!(text.starts_with("[stdout truncated: 79000 earlier bytes omitted; full stream: "), "{}", &text[..100]);
+    assert!(
+        text.starts_with("[stdout truncated: 79000 earlier bytes omitted; full stream: "),
+        "{}",
+        &text[..100]
+    );
 }
 
 #[test]

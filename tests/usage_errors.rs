@@ -34,7 +34,11 @@ fn bad_durations_and_sizes_are_usage_errors() {
     assert_refused(&["--kill-after", "5 parsecs"], 2, "--kill-after");
     assert_refused(&["--stdout-max-bytes", "-1"], 2, "--stdout-max-bytes");
     assert_refused(&["--stderr-max-bytes", "1.5K"], 2, "--stderr-max-bytes");
-    assert_refused(&["--stdout-max-bytes", "99999999999999999999"], 2, "too large");
+    assert_refused(
+        &["--stdout-max-bytes", "99999999999999999999"],
+        2,
+        "too large",
+    );
 }
 
 #[test]
@@ -51,13 +55,21 @@ fn an_unknown_flag_is_a_usage_error() {
 
 #[test]
 fn an_unreadable_stdin_file_is_an_infrastructure_error() {
-    assert_refused(&["--stdin-file", "/nonexistent/in"], 125, "STDIN_UNREADABLE");
+    assert_refused(
+        &["--stdin-file", "/nonexistent/in"],
+        125,
+        "STDIN_UNREADABLE",
+    );
     assert_refused(&["--stdin-file", "/tmp"], 125, "is a directory");
 }
 
 #[test]
 fn an_unusable_spill_dir_is_an_infrastructure_error() {
-    assert_refused(&["--spill-dir", "/nonexistent/spill"], 125, "SPILL_UNUSABLE");
+    assert_refused(
+        &["--spill-dir", "/nonexistent/spill"],
+        125,
+        "SPILL_UNUSABLE",
+    );
     assert_refused(&["--spill-dir", "/etc/hostname"], 125, "SPILL_UNUSABLE");
 }
 
@@ -70,7 +82,11 @@ fn a_missing_shell_is_an_infrastructure_error() {
 fn no_command_is_a_usage_error() {
     let out = dsh().output().unwrap();
     assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("no command given"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no command given"),
+        "{}",
+        stderr(&out)
+    );
     let out = dsh().args(["--", ""]).output().unwrap();
     assert_eq!(code(&out), 2);
 }
@@ -80,5 +96,10 @@ fn with_json_an_infrastructure_error_is_also_an_object_on_stdout() {
     let (v, status) = run_json(&["--workdir", "/nonexistent", "--", "true"]);
     assert_eq!(status, 125);
     assert_eq!(v["error"]["code"], "WORKDIR_UNUSABLE");
-    assert!(v["error"]["message"].as_str().unwrap().contains("/nonexistent"));
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent")
+    );
 }

@@ -39,7 +39,11 @@ pub fn code(out: &Output) -> i32 {
 
 /// Runs `dsh-exec --json ARGS` and returns (parsed object, exit status).
 pub fn run_json(args: &[&str]) -> (serde_json::Value, i32) {
-    let out = dsh().arg("--json").args(args).output().expect("spawn dsh-exec");
+    let out = dsh()
+        .arg("--json")
+        .args(args)
+        .output()
+        .expect("spawn dsh-exec");
     let v = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
     (v, code(&out))
@@ -49,7 +53,10 @@ pub fn run_json(args: &[&str]) -> (serde_json::Value, i32) {
 pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
-            let state = stat.rsplit(')').next().and_then(|s| s.split_whitespace().next());
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|s| s.split_whitespace().next());
             state != Some("Z") && state != Some("X")
         }
         Err(_) => false,
@@ -79,10 +86,10 @@ pub fn cleanup(pid: i32) {
 pub fn wait_for_line(path: &std::path::Path, limit: Duration) -> Option<String> {
     let end = Instant::now() + limit;
     while Instant::now() < end {
-        if let Ok(s) = std::fs::read_to_string(path) {
-            if s.ends_with('\n') {
-                return Some(s.trim().to_string());
-            }
+        if let Ok(s) = std::fs::read_to_string(path)
+            && s.ends_with('\n')
+        {
+            return Some(s.trim().to_string());
         }
         std::thread::sleep(Duration::from_millis(10));
     }
