@@ -83,16 +83,16 @@ pub struct RunArgs {
     #[arg(short = 'C', long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
     /// Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m].
-    #[arg(short = 't', long, value_name = "DURATION", value_parser = timeout_value)]
+    #[arg(short = 't', long, value_name = "DURATION", value_parser = timeout_value, allow_hyphen_values = true)]
     pub timeout: Option<Timeout>,
     /// Grace period between SIGTERM and SIGKILL [default: 2s].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub kill_after: Option<Duration>,
     /// Bytes of stdout kept (the tail): 4096, 64K, 1MiB [default: 1MiB].
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub stdout_max_bytes: Option<u64>,
     /// Bytes of stderr kept (the tail) [default: 1MiB].
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub stderr_max_bytes: Option<u64>,
     /// Feed this file to the command's stdin ('-': this process's stdin) [default: closed].
     #[arg(long, value_name = "PATH")]
