@@ -124,7 +124,7 @@ pub struct EnvSetting {
 pub struct EnvPlan {
     /// Layer 1: ambient variables that survive the scrub, in ambient order.
     pub inherited: Vec<(OsString, OsString)>,
-    /// Ambient names removed by the scrub (credential-shaped or `DSH_*`).
+    /// Ambient names removed by the scrub (credential-shaped or `DSH_*`), sorted.
     pub scrubbed: Vec<OsString>,
     /// Layers 2 to 4 in merge order; a later entry for the same name wins.
     pub settings: Vec<EnvSetting>,
@@ -148,6 +148,7 @@ impl EnvPlan {
                 plan.inherited.push((k.clone(), v.clone()));
             }
         }
+        plan.scrubbed.sort();
         if !interactive {
             for (k, v) in NON_INTERACTIVE_OVERRIDES {
                 plan.push(k, v.into(), Layer::Override);
@@ -269,7 +270,7 @@ mod tests {
         assert_eq!(get(&env, "DSH_X"), Some("1"));
         assert_eq!(
             plan.scrubbed,
-            vec![OsString::from("MY_API_KEY"), "DSH_OLD".into()]
+            vec![OsString::from("DSH_OLD"), "MY_API_KEY".into()]
         );
         assert_eq!(plan.missing_pass_through, vec!["UNSET_ONE".to_string()]);
         let eff: Vec<_> = plan

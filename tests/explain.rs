@@ -1,0 +1,87 @@
+//! `explain` shows the resolved spec with origins and runs nothing.
+mod common;
+use common::*;
+use serde_json::{Value, json};
+
+#[test]
+fn json_explanation_names_values_and_origins_and_runs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let script = format!("touch {}", marker.display());
+    let out = dsh()
+        .env("MY_API_KEY", "s3cret")
+        .env("DSH_OLD", "x")
+        .args([
+            "explain",
+            "--json",
+            "--timeout",
+            "30s",
+            "-C",
+            dir.path().to_str().unwrap(),
+        ])
+        .args([
+            "-e",
+            "MY_API_KEY",
+            "-e",
+            "PAGER=less",
+            "--dsh-env",
+            "DSH_RUN=7",
+            "--",
+            &script,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!marker.exists(), "explain ran the command");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["command"], script);
+    assert_eq!(v["timeout_ms"], json!({"value": 30000, "origin": "flag"}));
+    assert_eq!(
+        v["kill_after_ms"],
+        json!({"value": 2000, "origin": "default"})
+    );
+    assert_eq!(
+        v["stdout_max_bytes"],
+        json!({"value": 1048576, "origin": "default"})
+    );
+    assert_eq!(v["workdir"], json!({"value": dir.path(), "origin": "flag"}));
+    assert_eq!(
+        v["stdin"],
+        json!({"value": {"kind": "closed"}, "origin": "default"})
+    );
+    let env = &v["environment"];
+    assert_eq!(env["scrubbed"], json!(["DSH_OLD", "MY_API_KEY"]));
+    let set = env["set"].as_array().unwrap();
+    assert!(set.contains(&json!({"name": "MY_API_KEY", "value": "<masked>", "layer": "explicit"})));
+    assert!(set.contains(&json!({"name": "PAGER", "value": "less", "layer": "explicit"})));
+    assert!(set.contains(&json!({"name": "TERM", "value": "dumb", "layer": "override"})));
+    assert!(set.contains(&json!({"name": "DSH_RUN", "value": "7", "layer": "managed"})));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("s3cret"));
+}
+
+#[test]
+fn text_explanation_is_aligned_and_masks_secrets() {
+    let out = dsh()
+        .env("FOO_TOKEN", "tok")
+        .args([
+            "explain",
+            "-e",
+            "FOO_TOKEN",
+            "--stdout-max-bytes",
+            "64K",
+            "--",
+            "make",
+            "test",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0);
+    let text = stdout(&out);
+    assert!(text.starts_with("command           make test\n"), "{text}");
+    assert!(text.contains("\nstdout-max-bytes  64KiB"), "{text}");
+    assert!(text.contains("(flag)\n"), "{text}");
+    assert!(text.contains("\ntimeout           10m"), "{text}");
+    assert!(text.contains("  scrubbed   FOO_TOKEN\n"), "{text}");
+    assert!(text.contains("  explicit   FOO_TOKEN=<masked>\n"), "{text}");
+    assert!(!text.contains("tok\n"), "{text}");
+}
