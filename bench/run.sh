@@ -22,13 +22,13 @@ BENCH_TMP=$(mktemp -d "${TMPDIR:-/tmp}/dsh-bench.XXXXXX")
 trap 'rm -rf -- "$BENCH_TMP"' EXIT
 trap 'exit 130' INT TERM HUP
 
-# Build into a separate target dir so a concurrent build in target/ is untouched.
+# The release build (LTO) is what users install; DSH_EXEC_BIN skips the build.
 if [[ -n ${DSH_EXEC_BIN:-} ]]; then
   BIN=$DSH_EXEC_BIN
 else
-  echo "building dsh-exec (CARGO_TARGET_DIR=/work/bench-target) ..." >&2
-  (cd "$ROOT" && CARGO_TARGET_DIR=/work/bench-target cargo build --release --quiet)
-  BIN=/work/bench-target/release/dsh-exec
+  echo "building dsh-exec (cargo build --release) ..." >&2
+  (cd "$ROOT" && cargo build --release --quiet)
+  BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/dsh-exec
 fi
 BIN=$(realpath "$BIN")
 [[ -x $BIN ]] || { echo "bench: $BIN is not executable" >&2; exit 1; }
@@ -41,6 +41,11 @@ echo "- binary: $BIN ($("$BIN" --version 2>&1 | head -n1))"
 echo "- startup runs: $RUNS, 1 GiB runs: $BIG_RUNS"
 echo
 
+# bwrap (Debian: bubblewrap) is the sandboxing peer; install it when we can.
+if ! command -v bwrap >/dev/null && [[ $EUID -eq 0 ]] && command -v apt-get >/dev/null; then
+  echo "installing bubblewrap for the sandboxing peer ..." >&2
+  { apt-get update -qq && apt-get install -y -qq bubblewrap; } >/dev/null 2>&1 || true
+fi
 BWRAP=$(command -v bwrap || true)
 
 export BIN RUNS BIG_RUNS BENCH_TMP BWRAP
