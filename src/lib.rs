@@ -19,6 +19,7 @@ pub mod output;
 pub mod process;
 pub mod render;
 pub mod result;
+pub mod spawn;
 pub mod spec;
 pub mod units;
 

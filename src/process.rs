@@ -6,7 +6,8 @@
 //! that one handle.
 //!
 //! The command runs as `bash -c SCRIPT`, the leader of a new session (so of a
-//! new process group, with no controlling terminal). Its exit is observed with
+//! new process group, with no controlling terminal), started by
+//! [`crate::spawn`]. Its exit is observed with
 //! `waitid(WEXITED | WNOWAIT)`, which leaves it a zombie until the run ends:
 //! its pid, and so the process-group id, cannot be reused by an unrelated
 //! process while `dsh-exec` may still signal the group (kill(2), waitid(2)).
@@ -17,9 +18,7 @@ use std::future::{Future, pending};
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
@@ -33,6 +32,7 @@ use tokio::time::sleep_until;
 use crate::error::Error;
 use crate::output::{Delta, SpillDir, StreamCapture};
 use crate::result::{RunResult, signal_name};
+use crate::spawn::{SpawnRequest, spawn};
 use crate::spec::{Spec, StdinSource};
 
 /// How long the pipes are still read after the direct child exited, for
@@ -216,8 +216,8 @@ pub enum Started {
     ExpiredBeforeSpawn(Box<RunResult>),
 }
 
-fn receiver(fd: impl Into<OwnedFd>) -> Result<pipe::Receiver, Error> {
-    pipe::Receiver::from_owned_fd(fd.into()).map_err(|e| Error::SpawnFailed(e.to_string()))
+fn receiver(fd: OwnedFd) -> Result<pipe::Receiver, Error> {
+    pipe::Receiver::from_owned_fd(fd).map_err(|e| Error::SpawnFailed(e.to_string()))
 }
 
 /// Prepares and spawns the command of `spec`; the deadline counts from `started`.
@@ -247,34 +247,25 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
     // Registered before the spawn so that the child's exit cannot be missed.
     let sigchld = signal(SignalKind::child()).map_err(|e| Error::SpawnFailed(e.to_string()))?;
 
-    let mut cmd = Command::new(&prepared.shell);
-    cmd.arg0("bash")
-        .arg("-c")
-        .arg(&spec.script)
-        .current_dir(&spec.workdir.value)
-        .env_clear()
-        .envs(prepared.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let parent = nix::unistd::getpid().as_raw();
-    // SAFETY: the hook runs between fork and exec, so it makes only
-    // async-signal-safe system calls and does not allocate.
-    unsafe {
-        cmd.pre_exec(move || child_setup(parent));
-    }
-    let mut child = cmd.spawn().map_err(|e| Error::SpawnFailed(e.to_string()))?;
-    let pid = Pid::from_raw(child.id() as i32);
+    let spawned = spawn(&SpawnRequest {
+        shell: &prepared.shell,
+        script: &spec.script,
+        workdir: &spec.workdir.value,
+        env: &prepared.env,
+    })
+    .map_err(|e| Error::SpawnFailed(e.to_string()))?;
+    let pid = Pid::from_raw(spawned.pid);
 
     // Without a source the pipe's write end is dropped here: end-of-file.
-    if let (Some(mut sink), Some(mut source)) = (child.stdin.take(), prepared.stdin) {
+    if let Some(mut source) = prepared.stdin {
+        let mut sink = File::from(spawned.stdin);
         // A child that exits without reading gives EPIPE: not an error.
         std::thread::spawn(move || {
             let _ = io::copy(&mut source, &mut sink);
         });
     }
-    let stdout = child.stdout.take().map(receiver).transpose()?;
-    let stderr = child.stderr.take().map(receiver).transpose()?;
+    let stdout = receiver(spawned.stdout)?;
+    let stderr = receiver(spawned.stderr)?;
 
     Ok(Started::Running(Box::new(Execution {
         pid,
@@ -284,8 +275,8 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
         timeout: spec.timeout.value,
         deadline,
         kill_after: spec.kill_after.value,
-        stdout,
-        stderr,
+        stdout: Some(stdout),
+        stderr: Some(stderr),
         out: StreamCapture::new("stdout", spec.stdout_max_bytes.value),
         err: StreamCapture::new("stderr", spec.stderr_max_bytes.value),
         spill_dir: prepared.spill_dir,
@@ -297,37 +288,6 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
         exited_at: None,
         reaped: false,
     })))
-}
-
-/// Runs in the child between fork and exec: new session, parent-death
-/// signal, default signal dispositions and an empty signal mask.
-fn child_setup(parent: i32) -> io::Result<()> {
-    use nix::libc;
-    // SAFETY: plain system calls on this process; no memory is shared.
-    unsafe {
-        if libc::setsid() == -1 {
-            return Err(io::Error::last_os_error());
-        }
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) == -1 {
-            return Err(io::Error::last_os_error());
-        }
-        // The parent may have died before the prctl took effect.
-        if libc::getppid() != parent {
-            libc::_exit(125);
-        }
-        // Handlers are reset by exec, but ignored signals stay ignored.
-        for sig in 1..libc::SIGRTMAX() {
-            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-                libc::signal(sig, libc::SIG_DFL);
-            }
-        }
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        if libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut()) == -1 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
 }
 
 async fn read_from(pipe: &mut Option<pipe::Receiver>, buf: &mut [u8]) -> io::Result<usize> {
