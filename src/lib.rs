@@ -21,6 +21,7 @@ pub mod render;
 pub mod result;
 pub mod spawn;
 pub mod spec;
+pub mod sweep;
 pub mod units;
 
 use std::time::Instant;

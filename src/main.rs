@@ -38,6 +38,8 @@ fn startup_hygiene() {
         let _ = nix::sys::signal::signal(Signal::SIGCHLD, SigHandler::SigDfl);
     }
     let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+    // Orphans of the command become our children, so the sweep finds them.
+    let _ = dsh_exec::sweep::become_subreaper();
 }
 
 fn usage_error(message: &str) -> ExitCode {

@@ -34,6 +34,7 @@ use crate::output::{Delta, SpillDir, StreamCapture};
 use crate::result::{RunResult, signal_name};
 use crate::spawn::{SpawnRequest, spawn};
 use crate::spec::{Spec, StdinSource};
+use crate::sweep::Tree;
 
 /// How long the pipes are still read after the direct child exited, for
 /// output of processes it left behind (a `tee` in a process substitution),
@@ -201,13 +202,34 @@ pub struct Execution {
     err: StreamCapture,
     spill_dir: SpillDir,
     sigchld: tokio::signal::unix::Signal,
+    tree: Tree,
     exit: Option<Exit>,
     cause: Option<Cause>,
-    term_sent: Option<Instant>,
-    kill_sent: Option<Instant>,
-    exited_at: Option<Instant>,
+    phase: Phase,
     reaped: bool,
 }
+
+/// Where a run is in its life; each phase names the instant that ends it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The direct child runs.
+    Running,
+    /// The direct child exited: the pipes are read for leftovers' output
+    /// until they close or `until` ([`DRAIN`]) passes.
+    Draining { until: Instant },
+    /// SIGTERM was sent to the group and the tree: SIGKILL follows at
+    /// `kill_at` unless every process is gone first.
+    Terminating { kill_at: Instant },
+    /// SIGKILL was sent: the pipes are read for bytes already written until
+    /// they close or `until` ([`FINAL_READ`]) passes.
+    Killed { until: Instant },
+    /// Nothing of the run is left; the result can be built.
+    Done,
+}
+
+/// How often the tree is re-read while waiting for it to die, since the
+/// death of a grandchild sends no signal here.
+const TREE_POLL: Duration = Duration::from_millis(20);
 
 /// Either a started command, or a run whose deadline passed during
 /// preparation (nothing was spawned).
@@ -244,6 +266,7 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
             sandbox: None,
         })));
     }
+    let tree = Tree::before_spawn();
     // Registered before the spawn so that the child's exit cannot be missed.
     let sigchld = signal(SignalKind::child()).map_err(|e| Error::SpawnFailed(e.to_string()))?;
 
@@ -281,11 +304,10 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
         err: StreamCapture::new("stderr", spec.stderr_max_bytes.value),
         spill_dir: prepared.spill_dir,
         sigchld,
+        tree,
         exit: None,
         cause: None,
-        term_sent: None,
-        kill_sent: None,
-        exited_at: None,
+        phase: Phase::Running,
         reaped: false,
     })))
 }
@@ -310,9 +332,10 @@ impl Execution {
         self.pid.as_raw()
     }
 
-    /// True once the direct child has exited and both pipes are closed.
+    /// True once the direct child has exited, both pipes are closed (or their
+    /// reading was cut off) and nothing the command started is left.
     pub fn is_finished(&self) -> bool {
-        self.exit.is_some() && self.stdout.is_none() && self.stderr.is_none()
+        self.phase == Phase::Done
     }
 
     /// Consumes the output produced since the previous call: (stdout, stderr).
@@ -320,9 +343,13 @@ impl Execution {
         (self.out.read_delta(), self.err.read_delta())
     }
 
+    fn pipes_closed(&self) -> bool {
+        self.stdout.is_none() && self.stderr.is_none()
+    }
+
     /// Drives the run until it finishes (`Ok(true)`) or `until` passes
-    /// (`Ok(false)`), capturing output and applying the deadline, aborts and
-    /// the leftover drain.
+    /// (`Ok(false)`), capturing output and applying the deadline, aborts, the
+    /// drain and the sweep of leftovers.
     ///
     /// Errors with [`Error::SupervisionFailed`] when the child's status
     /// cannot be read.
@@ -335,20 +362,19 @@ impl Execution {
         let mut err_buf = vec![0u8; READ_CHUNK];
         // A status change may predate this call (or the signal registration).
         self.poll_exit()?;
+        self.advance();
         while !self.is_finished() {
-            let deadline = match (&self.cause, self.exit) {
-                (None, None) => self.deadline,
-                _ => None,
+            let (phase_end, poll) = match self.phase {
+                Phase::Running => (self.deadline, None),
+                Phase::Draining { until } => (Some(until), None),
+                Phase::Terminating { kill_at } => (Some(kill_at), Some(Instant::now() + TREE_POLL)),
+                // Without the direct child's exit there is nothing to cut
+                // short: wait for it (SIGKILL cannot be caught).
+                Phase::Killed { until } => {
+                    (self.exit.map(|_| until), Some(Instant::now() + TREE_POLL))
+                }
+                Phase::Done => break,
             };
-            let grace_end = match self.kill_sent {
-                None => self.term_sent.map(|t| t + self.kill_after),
-                Some(_) => None,
-            };
-            let drain_end = match self.term_sent {
-                None => self.exited_at.map(|t| t + DRAIN),
-                Some(_) => None,
-            };
-            let final_read_end = self.kill_sent.map(|t| t + FINAL_READ);
             tokio::select! {
                 r = read_from(&mut self.stdout, &mut out_buf) => match r {
                     Ok(n) if n > 0 => self.out.push(&out_buf[..n], &mut self.spill_dir),
@@ -358,22 +384,73 @@ impl Execution {
                     Ok(n) if n > 0 => self.err.push(&err_buf[..n], &mut self.spill_dir),
                     _ => self.stderr = None,
                 },
-                _ = self.sigchld.recv(), if self.exit.is_none() => self.poll_exit()?,
-                _ = sleep_opt(deadline) => {
-                    self.cause = Some(Cause::Timeout);
-                    self.terminate();
+                _ = self.sigchld.recv() => {
+                    self.poll_exit()?;
+                    self.tree.reap_orphans(self.pid.as_raw());
                 }
-                _ = sleep_opt(grace_end) => self.kill(),
-                _ = sleep_opt(drain_end) => self.terminate(),
-                _ = sleep_opt(final_read_end), if self.exit.is_some() => {
-                    self.stdout = None;
-                    self.stderr = None;
+                _ = sleep_opt(phase_end) => self.phase_ended(),
+                _ = sleep_opt(poll) => {
+                    if matches!(self.phase, Phase::Killed { .. }) {
+                        // Catch what was forked while SIGKILL was on its way.
+                        self.tree.signal(&self.tree.live(), Signal::SIGKILL);
+                    }
                 }
                 name = aborts.next() => self.abort(name),
                 _ = sleep_opt(until) => return Ok(false),
             }
+            self.advance();
         }
         Ok(true)
+    }
+
+    /// The current phase's end instant has passed.
+    fn phase_ended(&mut self) {
+        match self.phase {
+            Phase::Running => {
+                self.cause = Some(Cause::Timeout);
+                self.terminate();
+            }
+            Phase::Draining { .. } => self.terminate(),
+            Phase::Terminating { .. } => self.kill(),
+            Phase::Killed { .. } => {
+                if self.exit.is_some() {
+                    // A holder of the pipes survived SIGKILL (or escaped the
+                    // sweep): stop reading, keep what was read.
+                    self.stdout = None;
+                    self.stderr = None;
+                    self.phase = Phase::Done;
+                }
+            }
+            Phase::Done => {}
+        }
+    }
+
+    /// Moves to the next phase when the current one's goal is reached.
+    fn advance(&mut self) {
+        if self.exit.is_none() || !self.pipes_closed() {
+            if self.phase == Phase::Running && self.exit.is_some() {
+                self.phase = Phase::Draining {
+                    until: Instant::now() + DRAIN,
+                };
+            }
+            return;
+        }
+        // The direct child has exited and the pipes are closed.
+        match self.phase {
+            Phase::Running | Phase::Draining { .. } => {
+                if self.tree.live().is_empty() {
+                    self.phase = Phase::Done;
+                } else {
+                    self.terminate();
+                }
+            }
+            Phase::Terminating { .. } | Phase::Killed { .. } => {
+                if self.tree.live().is_empty() {
+                    self.phase = Phase::Done;
+                }
+            }
+            Phase::Done => {}
+        }
     }
 
     /// Drives the run to its end and returns the foreground result.
@@ -383,11 +460,13 @@ impl Execution {
     }
 
     fn abort(&mut self, name: String) {
-        if self.cause.is_none() && self.exit.is_none() {
-            self.cause = Some(Cause::Abort(name));
-            self.terminate();
-        } else {
-            self.kill();
+        match self.phase {
+            Phase::Running => {
+                self.cause = Some(Cause::Abort(name));
+                self.terminate();
+            }
+            Phase::Draining { .. } | Phase::Terminating { .. } => self.kill(),
+            Phase::Killed { .. } | Phase::Done => {}
         }
     }
 
@@ -403,25 +482,29 @@ impl Execution {
             Err(e) => return Err(Error::SupervisionFailed(format!("waitid: {}", e.desc()))),
         };
         self.exit = Some(exit);
-        self.exited_at = Some(Instant::now());
         Ok(())
     }
 
-    /// SIGTERM (and SIGCONT, so a stopped process sees it) to the group, once.
+    /// SIGTERM (and SIGCONT, so a stopped process sees it) to the group and
+    /// to every process of the tree; SIGKILL follows after the grace period.
     fn terminate(&mut self) {
-        if self.term_sent.is_none() {
-            let _ = killpg(self.pid, Signal::SIGTERM);
-            let _ = killpg(self.pid, Signal::SIGCONT);
-            self.term_sent = Some(Instant::now());
-        }
+        let _ = killpg(self.pid, Signal::SIGTERM);
+        let _ = killpg(self.pid, Signal::SIGCONT);
+        let live = self.tree.live();
+        self.tree.signal(&live, Signal::SIGTERM);
+        self.tree.signal(&live, Signal::SIGCONT);
+        self.phase = Phase::Terminating {
+            kill_at: Instant::now() + self.kill_after,
+        };
     }
 
-    /// SIGKILL to the group, once.
+    /// SIGKILL to the group and to every process of the tree.
     fn kill(&mut self) {
-        if self.kill_sent.is_none() {
-            let _ = killpg(self.pid, Signal::SIGKILL);
-            self.kill_sent = Some(Instant::now());
-        }
+        let _ = killpg(self.pid, Signal::SIGKILL);
+        self.tree.signal(&self.tree.live(), Signal::SIGKILL);
+        self.phase = Phase::Killed {
+            until: Instant::now() + FINAL_READ,
+        };
     }
 
     /// Ends the run: kills what is left in the group, reaps the direct child,
@@ -459,13 +542,19 @@ impl Execution {
         }
     }
 
-    /// Kills the group and reaps the direct child, once. While the child is
+    /// Kills whatever is left (nothing, after a finished run), reaps the
+    /// orphans and then the direct child, once. While the direct child is
     /// unreaped its pid cannot be reused, so the group id still names ours.
     fn release(&mut self) {
         if self.reaped {
             return;
         }
-        self.kill();
+        let _ = killpg(self.pid, Signal::SIGKILL);
+        if self.phase != Phase::Done {
+            // Dropped mid-run: a finished run has just found its tree empty.
+            self.tree.signal(&self.tree.live(), Signal::SIGKILL);
+        }
+        self.tree.reap_orphans(self.pid.as_raw());
         let _ = waitpid(self.pid, None);
         self.reaped = true;
     }

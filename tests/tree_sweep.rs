@@ -1,0 +1,170 @@
+//! Nothing the command started survives the run, whatever it did to escape,
+//! and nothing dsh-exec did not start is touched.
+mod common;
+use common::*;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn pids_in(path: &Path) -> Vec<i32> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect()
+}
+
+/// Asserts every pid is gone (allowing 2 s for init to reap), killing any
+/// survivor so a failure leaves nothing behind.
+fn assert_all_gone(pids: &[i32]) {
+    assert!(!pids.is_empty(), "no pids were recorded");
+    let survivors: Vec<i32> = pids
+        .iter()
+        .copied()
+        .filter(|p| !gone_within(*p, Duration::from_secs(2)))
+        .collect();
+    for p in &survivors {
+        cleanup(*p);
+    }
+    assert!(survivors.is_empty(), "survived the run: {survivors:?}");
+}
+
+#[test]
+fn busy_loops_in_the_background_die_with_the_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let script = format!(
+        "for i in 1 2; do (while :; do :; done) & echo $! >> {}; done; sleep 60",
+        pids.display()
+    );
+    let t0 = Instant::now();
+    let (v, status) = run_json(&["--timeout", "1s", "--", &script]);
+    let took = t0.elapsed();
+    assert_eq!(status, 124);
+    assert_eq!(v["timed_out"], true);
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    assert_all_gone(&pids_in(&pids));
+}
+
+#[test]
+fn a_fifo_reader_and_writer_die_and_the_lines_so_far_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let script = format!(
+        "mkfifo {d}/p; (while true; do echo child; sleep 0.3; done) > {d}/p & echo $! > {d}/pids; cat {d}/p"
+    );
+    let t0 = Instant::now();
+    let (v, status) = run_json(&["--timeout", "2s", "--", &script]);
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert_eq!(status, 124);
+    let text = v["stdout"]["text"].as_str().unwrap();
+    assert!(text.starts_with("child\nchild\n"), "{text:?}");
+    assert!(text.lines().all(|l| l == "child"), "{text:?}");
+    assert_all_gone(&pids_in(&dir.path().join("pids")));
+}
+
+#[test]
+fn processes_ignoring_sigterm_are_killed_after_the_grace_period() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let script = format!(
+        "(trap '' TERM; exec sleep 98) & echo $! > {d}/pids; trap '' TERM; sleep 99 & echo $! >> {d}/pids; wait"
+    );
+    let t0 = Instant::now();
+    let (v, status) = run_json(&["--timeout", "1s", "--kill-after", "500ms", "--", &script]);
+    let took = t0.elapsed();
+    assert_eq!(status, 124);
+    assert_eq!(v["signal"], "SIGKILL");
+    assert!(took >= Duration::from_millis(1500), "{took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert_all_gone(&pids_in(&dir.path().join("pids")));
+}
+
+#[test]
+fn a_setsid_escapee_is_swept_at_the_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "setsid sh -c 'while :; do echo tick; sleep 0.05; done' & echo $! > {}/pids; sleep 60",
+        dir.path().display()
+    );
+    let t0 = Instant::now();
+    let (v, status) = run_json(&["--timeout", "1s", "--", &script]);
+    assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    assert_eq!(status, 124);
+    assert!(v["stdout"]["text"].as_str().unwrap().starts_with("tick\n"));
+    assert_all_gone(&pids_in(&dir.path().join("pids")));
+}
+
+#[test]
+fn an_orphaned_setsid_escapee_is_swept_when_the_command_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "(setsid sleep 96 > /dev/null 2>&1 & echo $! > {}/pids); echo ok",
+        dir.path().display()
+    );
+    let t0 = Instant::now();
+    let (text, status) = run(&["--", &script]);
+    assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    assert_eq!((text.as_str(), status), ("ok\n[exit code: 0]\n", 0));
+    assert_all_gone(&pids_in(&dir.path().join("pids")));
+}
+
+#[test]
+fn a_looping_background_job_is_killed_after_the_foreground_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "(while :; do echo bg; sleep 0.1; done) & echo $! > {}/pids; echo fg-done",
+        dir.path().display()
+    );
+    let t0 = Instant::now();
+    let (v, status) = run_json(&["--timeout", "0", "--", &script]);
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert_eq!(status, 0);
+    assert_eq!(v["exit_code"], 0);
+    assert!(v["stdout"]["text"].as_str().unwrap().contains("fg-done\n"));
+    assert_all_gone(&pids_in(&dir.path().join("pids")));
+}
+
+#[test]
+fn output_before_the_deadline_is_kept() {
+    let (v, status) = run_json(&[
+        "--timeout",
+        "2s",
+        "--",
+        "for i in 1 2 3 4 5 6; do echo tick $i; sleep 1; done",
+    ]);
+    assert_eq!(status, 124);
+    let text = v["stdout"]["text"].as_str().unwrap();
+    assert!(text.starts_with("tick 1\ntick 2\n"), "{text:?}");
+}
+
+#[test]
+fn dsh_exec_survives_its_own_deadline_to_print_the_marker() {
+    let (text, status) = run(&["--timeout", "1s", "--", "sleep 30"]);
+    assert_eq!(text, "[timed out after 1s]\n[killed by signal: SIGTERM]\n");
+    assert_eq!(status, 124);
+}
+
+#[test]
+fn a_child_the_process_image_already_had_is_never_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    // bash starts a sleep, then execs dsh-exec: the sleep is dsh-exec's child
+    // from its first instruction, but not the command's.
+    let script = format!(
+        "sleep 5 & echo $! > {}; exec {} -- 'sleep 0.2 & echo done'",
+        pidfile.display(),
+        bin().display()
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    let pid = pids_in(&pidfile)[0];
+    let alive_after = alive(pid);
+    cleanup(pid);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "done\n[exit code: 0]\n"
+    );
+    assert!(alive_after, "the pre-existing sleep {pid} was killed");
+}
