@@ -329,3 +329,52 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn tail_and_spill_are_exact_for_any_bytes_and_budget(
+            chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 0..20),
+            budget in 0u64..700,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut sd = SpillDir::new(dir.path()).unwrap();
+            let mut c = StreamCapture::new("stdout", budget);
+            for chunk in &chunks {
+                c.push(chunk, &mut sd);
+            }
+            let all: Vec<u8> = chunks.concat();
+            let out = c.finish();
+            prop_assert_eq!(out.total_bytes, all.len() as u64);
+            let held = all.len().min(budget as usize);
+            let tail = &all[all.len() - held..];
+            let skip = if out.truncated { char_boundary_skip(tail) } else { 0 };
+            prop_assert!(skip <= 3);
+            prop_assert_eq!(&out.text, &String::from_utf8_lossy(&tail[skip..]));
+            prop_assert_eq!(out.truncated, all.len() as u64 > budget);
+            prop_assert_eq!(out.omitted_bytes(), (all.len() - held + skip) as u64);
+            match &out.spill_path {
+                Some(p) => prop_assert_eq!(&std::fs::read(p).unwrap(), &all),
+                None => prop_assert!(!out.truncated),
+            }
+        }
+
+        #[test]
+        fn a_cut_utf8_text_never_starts_with_a_replacement(
+            text in "\\PC{0,200}", budget in 1u64..400,
+        ) {
+            prop_assume!(!text.contains(char::REPLACEMENT_CHARACTER));
+            let dir = tempfile::tempdir().unwrap();
+            let mut sd = SpillDir::new(dir.path()).unwrap();
+            let mut c = StreamCapture::new("stdout", budget);
+            c.push(text.as_bytes(), &mut sd);
+            let out = c.finish();
+            prop_assert!(!out.text.contains(char::REPLACEMENT_CHARACTER));
+            prop_assert!(text.ends_with(&out.text));
+        }
+    }
+}

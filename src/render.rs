@@ -272,3 +272,22 @@ mod tests {
         assert_eq!(parse_status("[killed by signal: ]"), None);
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn parse_status_never_panics(s in "\\PC{0,200}") {
+            let _ = parse_status(&s);
+        }
+
+        #[test]
+        fn a_marker_after_any_output_is_found(body in "\\PC{0,200}", code in any::<i32>()) {
+            let text = format!("{body}\n[exit code: {code}]\n");
+            prop_assert_eq!(parse_status(&text).and_then(|p| p.exit_code), Some(code));
+        }
+    }
+}

@@ -189,3 +189,40 @@ mod tests {
         assert_eq!(format_size(0), "0");
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn duration_parsers_never_panic(s in "\\PC{0,24}") {
+            let _ = parse_duration(&s);
+            let _ = parse_timeout(&s);
+        }
+
+        #[test]
+        fn formatted_durations_parse_back(ms in 1u64..=3_153_600_000_000) {
+            let d = Duration::from_millis(ms);
+            prop_assert_eq!(parse_duration(&format_duration(d)), Ok(d));
+        }
+
+        #[test]
+        fn size_parser_never_panics(s in "\\PC{0,24}") {
+            let _ = parse_size(&s);
+        }
+
+        #[test]
+        fn formatted_sizes_parse_back(n in any::<u64>()) {
+            prop_assert_eq!(parse_size(&format_size(n)), Ok(n));
+        }
+
+        #[test]
+        fn sizes_with_units_multiply(n in 0u64..1 << 30, unit in prop::sample::select(vec![
+            ("", 1u64), ("K", 1024), ("KiB", 1024), ("KB", 1000), ("M", 1 << 20), ("MiB", 1 << 20), ("G", 1 << 30),
+        ])) {
+            prop_assert_eq!(parse_size(&format!("{n}{}", unit.0)), Ok(n * unit.1));
+        }
+    }
+}
