@@ -92,3 +92,17 @@ fn killing_dsh_exec_with_sigkill_kills_the_command_too() {
     cleanup(bash_pid);
     assert!(gone, "the command's shell {bash_pid} outlived dsh-exec");
 }
+
+#[test]
+fn a_closed_stdout_is_not_a_crash() {
+    let script = format!(
+        "{} -- 'seq 1 100000' | head -1; echo \"status=${{PIPESTATUS[0]}}\"",
+        bin().display()
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1\nstatus=0\n");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}
