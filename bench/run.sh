@@ -4,6 +4,7 @@
 #
 #   bash bench/run.sh                      # N=200 startup runs, 3 big runs
 #   BENCH_RUNS=50 BENCH_BIG_RUNS=1 bash bench/run.sh
+#   BENCH_KILL_RUNS=20 BENCH_ESCAPE_RUNS=3 bash bench/run.sh   # (the defaults)
 #   DSH_EXEC_BIN=/path/to/dsh-exec bash bench/run.sh   # skip the build
 #
 # Timing is done by a small embedded python3 loop (time.perf_counter_ns around
@@ -11,10 +12,15 @@
 # cost is in every figure alike, so compare figures with each other, not with
 # other tools. Commands are run round-robin (A B C A B C ...) after a warm-up,
 # so slow drift of the machine hits every command the same way.
+# The kill-latency and escape runs end on a deadline (exit 124); the escape runs
+# start processes that try to outlive it, count those still alive 200 ms after
+# the run, then SIGKILL them, so nothing is left behind.
 set -euo pipefail
 
 RUNS=${BENCH_RUNS:-200}
 BIG_RUNS=${BENCH_BIG_RUNS:-3}
+KILL_RUNS=${BENCH_KILL_RUNS:-20}
+ESCAPE_RUNS=${BENCH_ESCAPE_RUNS:-3}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Everything temporary lives under one directory, removed on any exit.
@@ -38,7 +44,7 @@ echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "- kernel: $(uname -r), nproc: $(nproc)"
 echo "- binary: $BIN ($("$BIN" --version 2>&1 | head -n1))"
-echo "- startup runs: $RUNS, 1 GiB runs: $BIG_RUNS"
+echo "- startup runs: $RUNS, 1 GiB runs: $BIG_RUNS, kill runs: $KILL_RUNS, escape runs: $ESCAPE_RUNS"
 echo
 
 # bwrap (Debian: bubblewrap) is the sandboxing peer; install it when we can.
@@ -48,47 +54,88 @@ if ! command -v bwrap >/dev/null && [[ $EUID -eq 0 ]] && command -v apt-get >/de
 fi
 BWRAP=$(command -v bwrap || true)
 
-export BIN RUNS BIG_RUNS BENCH_TMP BWRAP
+export BIN RUNS BIG_RUNS KILL_RUNS ESCAPE_RUNS BENCH_TMP BWRAP
 python3 - <<'PY'
-import math, os, shutil, statistics, subprocess, sys, tempfile, time
+import math, os, shutil, signal, statistics, subprocess, sys, tempfile, time
 
 BIN, TMP, BWRAP = os.environ["BIN"], os.environ["BENCH_TMP"], os.environ["BWRAP"]
 RUNS, BIG_RUNS = int(os.environ["RUNS"]), int(os.environ["BIG_RUNS"])
+KILL_RUNS, ESCAPE_RUNS = int(os.environ["KILL_RUNS"]), int(os.environ["ESCAPE_RUNS"])
 GIB, MIB = 1 << 30, 1 << 20
 
-def run_once(argv):
+def alive(pid):
+    """True when pid exists and is not a zombie (state Z or X in /proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+def reap(d):
+    """Counts the pids listed in d/pids that are still alive, and SIGKILLs them."""
+    try:
+        with open(os.path.join(d, "pids")) as f:
+            pids = [int(x) for x in f.read().split()]
+    except OSError:
+        return 0
+    survivors = [p for p in pids if alive(p)]
+    for p in survivors:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+    return len(survivors)
+
+def run_once(argv, ok=(0,), pids=False):
     """Wall time (ns) of one run. '@DIR@' in argv becomes a fresh directory
     (mktemp -d) that is deleted right after the run, with whatever the command
-    left in it (dsh-exec's dsh-exec-XXXXXX spill dir, the peer's spill file)."""
+    left in it (dsh-exec's dsh-exec-XXXXXX spill dir, the peer's spill file).
+    ok: the accepted exit statuses (death by signal S counts as 128+S, as in sh).
+    pids: the command lists pids in @DIR@/pids; 200 ms after the run, count
+    those still alive (the third value returned), then SIGKILL them."""
     d = tempfile.mkdtemp(dir=TMP)
     try:
         argv = [a.replace("@DIR@", d) for a in argv]
         t0 = time.perf_counter_ns()
-        rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL).returncode
+        try:
+            rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, timeout=120).returncode
+        except subprocess.TimeoutExpired:
+            sys.exit(f"bench: command still running after 120 s: {argv}")
         dt = time.perf_counter_ns() - t0
-        if rc != 0:  # a failing command would make its timing meaningless
-            sys.exit(f"bench: command failed with exit {rc}: {argv}")
+        rc = 128 - rc if rc < 0 else rc
+        if rc not in ok:  # a failing command would make its timing meaningless
+            sys.exit(f"bench: command exited {rc} (expected {ok}): {argv}")
         rss = None
         if os.path.exists(os.path.join(d, "rss")):
             with open(os.path.join(d, "rss")) as f:
                 rss = int(f.read().split()[-1])  # /usr/bin/time %M: KiB
-        return dt, rss
+        survivors = None
+        if pids:
+            time.sleep(0.2)
+            survivors = reap(d)
+        return dt, rss, survivors
     finally:
+        if pids:
+            reap(d)  # on any early exit too: nothing outlives the benchmark
         shutil.rmtree(d, ignore_errors=True)
 
-def bench(cmds, runs, warmup):
-    """Round-robin over cmds; returns {label: ([wall ns...], [rss KiB...])}."""
+def bench(cmds, runs, warmup, pids=False):
+    """Round-robin over cmds, each (label, argv[, accepted exit statuses]);
+    returns {label: ([wall ns...], [rss KiB...], [survivors...])}."""
+    cmds = [(label, argv, ok[0] if ok else (0,)) for label, argv, *ok in cmds]
     for _ in range(warmup):
-        for _, argv in cmds:
-            run_once(argv)
-    out = {label: ([], []) for label, _ in cmds}
+        for _, argv, ok in cmds:
+            run_once(argv, ok, pids)
+    out = {label: ([], [], []) for label, _, _ in cmds}
     for _ in range(runs):
-        for label, argv in cmds:
-            dt, rss = run_once(argv)
+        for label, argv, ok in cmds:
+            dt, rss, surv = run_once(argv, ok, pids)
             out[label][0].append(dt)
             if rss is not None:
                 out[label][1].append(rss)
+            if surv is not None:
+                out[label][2].append(surv)
     return out
 
 def med(xs): return statistics.median(xs)
@@ -146,10 +193,49 @@ for label, _ in big:
     rows.append((f"peak RSS: {'dsh-exec' if mine else 'peer pipeline'}", BIG_RUNS,
                  f"{mib:.1f} MiB", "", "", "< 16 MiB" if mine else ""))
 
+# 4. Kill latency: a command that outlives a 200 ms deadline; both exit 124.
+#    The difference of medians is dsh-exec's cost of killing over timeout's.
+kill = [("`timeout 0.2 sleep 100`", ["timeout", "0.2", "sleep", "100"], (124,)),
+        ("`dsh-exec --timeout 200ms -- 'sleep 100'`",
+         [BIN, "--timeout", "200ms", "--", "sleep 100"], (124,))]
+res = bench(kill, KILL_RUNS, warmup=min(2, KILL_RUNS))
+t_peer = med(res[kill[0][0]][0])
+for label, _, _ in kill:
+    xs = res[label][0]
+    mine = label == kill[1][0]
+    rows.append((f"kill latency: {label}", KILL_RUNS, f"{med(xs) / 1e6:.1f} ms",
+                 f"{p90(xs) / 1e6:.1f} ms",
+                 f"{round((med(xs) - t_peer) / 1e6, 1) + 0.0:+.1f} ms vs timeout" if mine else "",
+                 "within 20 ms of timeout" if mine else ""))
+
 print("| Measure | Runs | Median | p90 | Ratio | Target |")
 print("|---|---:|---:|---:|---:|---|")
 for r in rows:
     print("| " + " | ".join(str(c) for c in r) + " |")
+
+# 5. Escapes: hostile commands that try to outlive the deadline. Each lists the
+#    pids of its would-be escapees in @DIR@/pids; run_once counts those alive
+#    200 ms after the run (then kills them). The peer is timeout(1) with a
+#    300 ms grace period; when its SIGKILL reaches its own process group it
+#    dies of it too (137), so it may end with 124 or 137.
+escapes = [("setsid escapee", "setsid sh -c 'while :; do sleep 0.05; done' & "
+            "echo $! >> @DIR@/pids; sleep 60"),
+           ("TERM-ignoring", "(trap '' TERM; exec sleep 98) & echo $! >> @DIR@/pids; "
+            "trap '' TERM; sleep 99 & echo $! >> @DIR@/pids; wait")]
+cmds = []
+for case, cmd in escapes:
+    cmds.append((f"{case}: `timeout -k 0.3 1 bash -c CMD`",
+                 ["timeout", "-k", "0.3", "1", "bash", "-c", cmd], (124, 137)))
+    cmds.append((f"{case}: `dsh-exec --timeout 1s --kill-after 300ms -- CMD`",
+                 [BIN, "--timeout", "1s", "--kill-after", "300ms", "--", cmd], (124,)))
+res = bench(cmds, ESCAPE_RUNS, warmup=0, pids=True)
+print()
+print("| Escape | Runs | Median wall | Survivors (total) | Target |")
+print("|---|---:|---:|---:|---|")
+for label, _, _ in cmds:
+    xs, _, surv = res[label]
+    print(f"| {label} | {ESCAPE_RUNS} | {med(xs) / 1e9:.2f} s | {sum(surv)} | "
+          f"{'0 survivors' if 'dsh-exec' in label else ''} |")
 if not BWRAP:
     print("\nbwrap: not installed")
 PY

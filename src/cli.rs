@@ -10,6 +10,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::env::{EnvArg, parse_env_arg, parse_managed_arg};
+use crate::sandbox::{Mode, Network};
 use crate::spec::Request;
 use crate::units::{parse_duration, parse_size, parse_timeout};
 
@@ -45,7 +46,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Sub {
     /// Resolve and show the spec and child environment; run nothing.
-    Explain(RunArgs),
+    Explain(Box<RunArgs>),
     /// Read a rendered result and print its final marker as JSON (exit 1 when
     /// the last line is no marker).
     ParseStatus {
@@ -106,6 +107,21 @@ pub struct RunArgs {
     /// Where the run's private spill directory is created [default: $TMPDIR or /tmp].
     #[arg(long, value_name = "DIR")]
     pub spill_dir: Option<PathBuf>,
+    /// Confine the command: read-only, workspace-write or full-access (Linux Landlock).
+    #[arg(short = 's', long, value_name = "MODE", value_enum)]
+    pub sandbox: Option<Mode>,
+    /// Root the command may write under in workspace-write [default: the workdir].
+    #[arg(long, value_name = "DIR")]
+    pub workspace_root: Option<PathBuf>,
+    /// Another directory writable in workspace-write (repeatable; missing ones are skipped).
+    #[arg(long = "writable-root", value_name = "PATH")]
+    pub writable_roots: Vec<PathBuf>,
+    /// Keep the temp directory read-only in workspace-write.
+    #[arg(long)]
+    pub no_temp_write: bool,
+    /// Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow].
+    #[arg(long, value_name = "allow|deny", value_enum)]
+    pub network: Option<Network>,
     /// Print one JSON object instead of the rendered text.
     #[arg(long)]
     pub json: bool,
@@ -131,6 +147,11 @@ impl RunArgs {
             env: self.env,
             dsh_env: self.dsh_env,
             spill_dir: self.spill_dir,
+            sandbox: self.sandbox,
+            network: self.network,
+            workspace_root: self.workspace_root,
+            writable_roots: self.writable_roots,
+            no_temp_write: self.no_temp_write,
         }
     }
 }

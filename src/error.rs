@@ -25,6 +25,10 @@ pub enum Error {
     /// The spill directory is missing, not a directory, or not writable.
     #[error("spill directory {path}: {reason}")]
     SpillUnusable { path: PathBuf, reason: String },
+    /// A confining sandbox mode was asked for but cannot be enforced here
+    /// (no usable Landlock): nothing runs, never unconfined.
+    #[error("sandbox unavailable: {0}")]
+    SandboxUnavailable(String),
     /// The operating system refused to start the command (fork, exec, pipes).
     #[error("could not start the command: {0}")]
     SpawnFailed(String),
@@ -42,6 +46,7 @@ impl Error {
             Error::ShellNotFound => "SHELL_NOT_FOUND",
             Error::StdinUnreadable { .. } => "STDIN_UNREADABLE",
             Error::SpillUnusable { .. } => "SPILL_UNUSABLE",
+            Error::SandboxUnavailable(_) => "SANDBOX_UNAVAILABLE",
             Error::SpawnFailed(_) => "SPAWN_FAILED",
             Error::SupervisionFailed(_) => "SUPERVISION_FAILED",
         }

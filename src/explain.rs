@@ -6,6 +6,8 @@ use serde_json::{Value, json};
 
 use crate::env::{Layer, display_value};
 use crate::process::find_shell;
+use crate::sandbox::ruleset::{enforcement, kernel_abi};
+use crate::sandbox::{Mode, Policy};
 use crate::spec::{Origin, Sourced, Spec, StdinSource};
 use crate::units::{format_duration, format_size};
 
@@ -40,6 +42,85 @@ fn sourced_json<T>(s: &Sourced<T>, value: Value) -> Value {
     json!({"value": value, "origin": s.origin})
 }
 
+/// The sandbox part of the explanation, as JSON (`null` without a sandbox).
+fn sandbox_json(spec: &Spec) -> Value {
+    let Some(policy) = &spec.sandbox else {
+        return Value::Null;
+    };
+    let (abi, enforcement) = match kernel_abi() {
+        Ok(abi) => (json!(abi), json!(enforcement(policy, abi))),
+        Err(e) => (Value::Null, json!({"error": e})),
+    };
+    json!({
+        "mode": policy.mode,
+        "network": policy.network,
+        "workspace_root": policy.workspace_root,
+        "writable": policy.writable,
+        "temp_dir": policy.temp_dir,
+        "skipped": policy.skipped,
+        "landlock_abi": abi,
+        "enforcement": enforcement,
+    })
+}
+
+/// The sandbox rows of the text explanation.
+fn sandbox_rows(policy: &Policy) -> Vec<(String, String, String)> {
+    let o = |o: Origin| format!("({})", origin_text(o));
+    let mut rows = vec![
+        (
+            "sandbox".into(),
+            policy.mode.value.as_str().into(),
+            o(policy.mode.origin),
+        ),
+        (
+            "network".into(),
+            policy.network.value.as_str().into(),
+            o(policy.network.origin),
+        ),
+    ];
+    if policy.mode.value == Mode::WorkspaceWrite {
+        rows.push((
+            "workspace-root".into(),
+            policy.workspace_root.value.display().to_string(),
+            o(policy.workspace_root.origin),
+        ));
+        for (i, w) in policy.writable.iter().enumerate() {
+            let name = if i == 0 { "writable" } else { "" };
+            rows.push((name.into(), w.display().to_string(), String::new()));
+        }
+        if policy.temp_dir.is_none() {
+            rows.push((
+                "temp-dir".into(),
+                "read-only (--no-temp-write)".into(),
+                String::new(),
+            ));
+        }
+    }
+    for s in &policy.skipped {
+        rows.push((
+            "skipped".into(),
+            format!("{} ({})", s.path.display(), s.reason),
+            "(warning)".into(),
+        ));
+    }
+    match kernel_abi() {
+        Ok(abi) => {
+            let e = enforcement(policy, abi);
+            rows.push((
+                "landlock".into(),
+                format!("ABI {abi}, enforcement {}", e.level),
+                String::new(),
+            ));
+            for (i, m) in e.missing.iter().enumerate() {
+                let name = if i == 0 { "not enforced" } else { "" };
+                rows.push((name.into(), m.clone(), String::new()));
+            }
+        }
+        Err(e) => rows.push(("landlock".into(), e, "(unavailable)".into())),
+    }
+    rows
+}
+
 /// The explanation as one JSON object.
 pub fn explain_json(spec: &Spec) -> Value {
     let env = &spec.env;
@@ -64,6 +145,7 @@ pub fn explain_json(spec: &Spec) -> Value {
             })).collect::<Vec<_>>(),
             "missing_pass_through": env.missing_pass_through,
         },
+        "sandbox": sandbox_json(spec),
     })
 }
 
@@ -111,6 +193,9 @@ pub fn explain_text(spec: &Spec) -> String {
         spec.spill_dir.value.display().to_string(),
         spec.spill_dir.origin,
     );
+    if let Some(policy) = &spec.sandbox {
+        rows.extend(sandbox_rows(policy));
+    }
     let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     let vwidth = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).min(48);
     let mut text = String::new();

@@ -19,6 +19,7 @@ pub mod output;
 pub mod process;
 pub mod render;
 pub mod result;
+pub mod sandbox;
 pub mod spawn;
 pub mod spec;
 pub mod sweep;
@@ -40,6 +41,6 @@ pub use spec::{Ambient, Request, Spec, UsageError, resolve};
 pub async fn run(spec: &Spec, aborts: &mut impl AbortSource) -> Result<RunResult, Error> {
     match start(spec, Instant::now())? {
         Started::Running(execution) => execution.wait(aborts).await,
-        Started::ExpiredBeforeSpawn(result) => Ok(*result),
+        Started::NotRun(result) => Ok(*result),
     }
 }

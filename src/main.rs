@@ -22,7 +22,7 @@ fn main() -> ExitCode {
         Err(e) => return clap_error(e),
     };
     match cli.subcommand {
-        Some(Sub::Explain(args)) => explain(args),
+        Some(Sub::Explain(args)) => explain(*args),
         Some(Sub::ParseStatus { file }) => parse_status_cmd(file),
         None => run(cli.run),
     }
@@ -91,7 +91,16 @@ fn resolve_args(args: RunArgs) -> Result<(Spec, bool, ColorChoice), ExitCode> {
         }
     };
     match resolve(args.into_request(), &ambient) {
-        Ok(spec) => Ok((spec, json, color)),
+        Ok(spec) => {
+            for s in spec.sandbox.iter().flat_map(|p| &p.skipped) {
+                eprintln!(
+                    "dsh-exec: warning: writable root {} skipped: {}",
+                    s.path.display(),
+                    s.reason
+                );
+            }
+            Ok((spec, json, color))
+        }
         Err(e) => Err(usage_error(&e.0)),
     }
 }

@@ -198,6 +198,13 @@ impl StreamCapture {
         }
     }
 
+    /// Takes a note that `dsh-exec` itself adds to the stream (it never
+    /// outgrows an unlimited budget, so no spill directory is needed).
+    pub fn push_text(&mut self, text: &str) {
+        self.total += text.len() as u64;
+        self.tail.extend(text.as_bytes());
+    }
+
     /// Bytes the stream produced so far.
     pub fn total_bytes(&self) -> u64 {
         self.total

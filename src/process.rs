@@ -31,7 +31,8 @@ use tokio::time::sleep_until;
 
 use crate::error::Error;
 use crate::output::{Delta, SpillDir, StreamCapture};
-use crate::result::{RunResult, signal_name};
+use crate::result::{RunResult, SandboxFacts, signal_name};
+use crate::sandbox;
 use crate::spawn::{SpawnRequest, spawn};
 use crate::spec::{Spec, StdinSource};
 use crate::sweep::Tree;
@@ -73,6 +74,7 @@ struct Prepared {
     env: Vec<(OsString, OsString)>,
     stdin: Option<File>,
     spill_dir: SpillDir,
+    sandbox: Option<sandbox::Prepared>,
 }
 
 fn prepare(spec: &Spec) -> Result<Prepared, Error> {
@@ -104,11 +106,13 @@ fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         ),
     };
     let spill_dir = SpillDir::new(&spec.spill_dir.value)?;
+    let sandbox = spec.sandbox.as_ref().map(sandbox::prepare).transpose()?;
     Ok(Prepared {
         shell,
         env,
         stdin,
         spill_dir,
+        sandbox,
     })
 }
 
@@ -203,6 +207,8 @@ pub struct Execution {
     spill_dir: SpillDir,
     sigchld: tokio::signal::unix::Signal,
     tree: Tree,
+    /// Sandbox facts known before the run (`denied` is decided at the end).
+    sandbox: Option<SandboxFacts>,
     exit: Option<Exit>,
     cause: Option<Cause>,
     phase: Phase,
@@ -231,11 +237,33 @@ enum Phase {
 /// death of a grandchild sends no signal here.
 const TREE_POLL: Duration = Duration::from_millis(20);
 
-/// Either a started command, or a run whose deadline passed during
-/// preparation (nothing was spawned).
+/// Either a started command, or the result of a run whose command never
+/// ran: its deadline passed during preparation, or confining the child
+/// failed (`sandbox.runner_failed`).
 pub enum Started {
     Running(Box<Execution>),
-    ExpiredBeforeSpawn(Box<RunResult>),
+    NotRun(Box<RunResult>),
+}
+
+/// The result of a run whose command never ran, with `stderr_note` as its
+/// stderr text.
+fn not_run(spec: &Spec, started: Instant, stderr_note: &str) -> RunResult {
+    let mut stderr = StreamCapture::new("stderr", u64::MAX);
+    stderr.push_text(stderr_note);
+    RunResult {
+        command: spec.script.clone(),
+        workdir: spec.workdir.value.clone(),
+        exit_code: None,
+        signal: None,
+        timed_out: false,
+        aborted: false,
+        aborted_by: None,
+        timeout_ms: spec.timeout.value.map(|t| t.as_millis() as u64),
+        duration_ms: started.elapsed().as_millis() as u64,
+        stdout: StreamCapture::new("stdout", 0).finish(),
+        stderr: stderr.finish(),
+        sandbox: None,
+    }
 }
 
 fn receiver(fd: OwnedFd) -> Result<pipe::Receiver, Error> {
@@ -249,22 +277,17 @@ fn receiver(fd: OwnedFd) -> Result<pipe::Receiver, Error> {
 pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
     let deadline = spec.timeout.value.map(|t| started + t);
     let prepared = prepare(spec)?;
+    let facts = |runner_failed| {
+        spec.sandbox
+            .as_ref()
+            .zip(prepared.sandbox.as_ref())
+            .map(|(policy, p)| sandbox::facts(policy, &p.enforcement, runner_failed, false))
+    };
     if deadline.is_some_and(|d| Instant::now() >= d) {
-        let empty = || StreamCapture::new("", 0).finish();
-        return Ok(Started::ExpiredBeforeSpawn(Box::new(RunResult {
-            command: spec.script.clone(),
-            workdir: spec.workdir.value.clone(),
-            exit_code: None,
-            signal: None,
-            timed_out: true,
-            aborted: false,
-            aborted_by: None,
-            timeout_ms: spec.timeout.value.map(|t| t.as_millis() as u64),
-            duration_ms: started.elapsed().as_millis() as u64,
-            stdout: empty(),
-            stderr: empty(),
-            sandbox: None,
-        })));
+        let mut result = not_run(spec, started, "");
+        result.timed_out = true;
+        result.sandbox = facts(false);
+        return Ok(Started::NotRun(Box::new(result)));
     }
     let tree = Tree::before_spawn();
     // Registered before the spawn so that the child's exit cannot be missed.
@@ -275,8 +298,22 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
         script: &spec.script,
         workdir: &spec.workdir.value,
         env: &prepared.env,
-    })
-    .map_err(|e| Error::SpawnFailed(e.to_string()))?;
+        confine: prepared
+            .sandbox
+            .as_ref()
+            .and_then(|p| p.confinement.as_ref()),
+    });
+    let spawned = match spawned {
+        Ok(s) => s,
+        Err(e) if e.confinement => {
+            let note =
+                format!("dsh-exec: the sandbox runner failed, the command did not run: {e}\n");
+            let mut result = not_run(spec, started, &note);
+            result.sandbox = facts(true);
+            return Ok(Started::NotRun(Box::new(result)));
+        }
+        Err(e) => return Err(Error::SpawnFailed(e.to_string())),
+    };
     let pid = Pid::from_raw(spawned.pid);
 
     // Without a source the pipe's write end is dropped here: end-of-file.
@@ -305,6 +342,7 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
         spill_dir: prepared.spill_dir,
         sigchld,
         tree,
+        sandbox: facts(false),
         exit: None,
         cause: None,
         phase: Phase::Running,
@@ -526,6 +564,15 @@ impl Execution {
             // Created, but no spill file could be opened in it.
             self.spill_dir.remove_if_empty();
         }
+        let sandbox = self.sandbox.clone().map(|mut facts| {
+            let mode = match facts.mode.as_str() {
+                "read-only" => sandbox::Mode::ReadOnly,
+                "workspace-write" => sandbox::Mode::WorkspaceWrite,
+                _ => sandbox::Mode::FullAccess,
+            };
+            facts.denied = sandbox::looks_denied(mode, exit_code != Some(0), &out.text, &err.text);
+            facts
+        });
         RunResult {
             command: self.command.clone(),
             workdir: self.workdir.clone(),
@@ -538,7 +585,7 @@ impl Execution {
             duration_ms: self.started.elapsed().as_millis() as u64,
             stdout: out,
             stderr: err,
-            sandbox: None,
+            sandbox,
         }
     }
 

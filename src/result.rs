@@ -26,6 +26,10 @@ pub struct SandboxFacts {
     pub enforcement: String,
     /// True when confining the child failed after fork (the command never ran).
     pub runner_failed: bool,
+    /// `allow` or `deny`.
+    pub network: String,
+    /// `full` when IPv4/IPv6 sockets are refused, `none` when allowed.
+    pub network_enforcement: String,
 }
 
 /// The outcome of one run.
@@ -59,9 +63,12 @@ pub struct RunResult {
 
 impl RunResult {
     /// The exit status `dsh-exec` exits with, following `timeout(1)`:
-    /// 124 when timed out, 128+S when aborted by signal S, otherwise the
+    /// 125 when the sandbox runner failed (nothing ran), 124 when timed out, 128+S when aborted by signal S, otherwise the
     /// command's exit code, or 128+S when the command was killed by signal S.
     pub fn exit_status(&self) -> i32 {
+        if self.sandbox.as_ref().is_some_and(|s| s.runner_failed) {
+            return crate::error::INFRASTRUCTURE_EXIT_STATUS;
+        }
         if self.timed_out {
             return TIMEOUT_EXIT_STATUS;
         }

@@ -19,7 +19,12 @@
 //!    after the call);
 //! 4. dup2 of the three pipe ends onto 0, 1 and 2;
 //! 5. chdir(2) to the working directory;
-//! 6. an empty signal mask, then execve(2).
+//! 6. with a [`Confinement`]: no-new-privileges (prctl(2)); for a confining
+//!    mode, every capability dropped (bounding set, ambient set, then
+//!    effective, permitted and inheritable with capset(2), so even root ends
+//!    with none: capabilities(7)); landlock_restrict_self(2) with the ruleset
+//!    built by the parent; the seccomp filter (seccomp(2));
+//! 7. an empty signal mask, then execve(2).
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
@@ -44,6 +49,19 @@ pub struct SpawnRequest<'a> {
     pub workdir: &'a Path,
     /// The complete child environment.
     pub env: &'a [(OsString, OsString)],
+    /// Confinement to apply before execve, if any.
+    pub confine: Option<&'a Confinement>,
+}
+
+/// What the child applies to itself before execve; built by the parent.
+#[derive(Debug, Default)]
+pub struct Confinement {
+    /// Drop every capability (confining modes).
+    pub drop_capabilities: bool,
+    /// A Landlock ruleset to enforce.
+    pub ruleset: Option<OwnedFd>,
+    /// A seccomp filter to load (`--network deny`).
+    pub seccomp: Option<Vec<libc::sock_filter>>,
 }
 
 /// A started child: its pid (also its session and process-group id) and the
@@ -71,6 +89,12 @@ enum Step {
     Chdir,
     Sigmask,
     Exec,
+    NoNewPrivs,
+    CapBounding,
+    CapAmbient,
+    Capset,
+    Landlock,
+    Seccomp,
 }
 
 impl Step {
@@ -84,6 +108,12 @@ impl Step {
             Step::Chdir,
             Step::Sigmask,
             Step::Exec,
+            Step::NoNewPrivs,
+            Step::CapBounding,
+            Step::CapAmbient,
+            Step::Capset,
+            Step::Landlock,
+            Step::Seccomp,
         ]
         .get(n as usize)
         .copied()
@@ -100,8 +130,54 @@ impl Step {
             Step::Chdir => "chdir",
             Step::Sigmask => "sigprocmask",
             Step::Exec => "execve",
+            Step::NoNewPrivs => "prctl(PR_SET_NO_NEW_PRIVS)",
+            Step::CapBounding => "prctl(PR_CAPBSET_DROP)",
+            Step::CapAmbient => "prctl(PR_CAP_AMBIENT_CLEAR_ALL)",
+            Step::Capset => "capset",
+            Step::Landlock => "landlock_restrict_self",
+            Step::Seccomp => "seccomp(SECCOMP_SET_MODE_FILTER)",
         }
     }
+
+    /// True for the confinement steps: their failure is a runner failure.
+    fn is_confinement(self) -> bool {
+        (self as i32) >= Step::NoNewPrivs as i32
+    }
+}
+
+/// A failed spawn; `confinement` is true when restricting the child failed
+/// (the command never ran).
+#[derive(Debug)]
+pub struct SpawnError {
+    pub confinement: bool,
+    pub error: io::Error,
+}
+
+impl std::fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl From<io::Error> for SpawnError {
+    fn from(error: io::Error) -> Self {
+        SpawnError {
+            confinement: false,
+            error,
+        }
+    }
+}
+
+/// Child-side view of a [`Confinement`]: raw values only.
+struct ChildConfine {
+    enabled: bool,
+    drop_capabilities: bool,
+    /// Whether this process holds capabilities worth dropping from the
+    /// bounding set (needs CAP_SETPCAP; an unprivileged caller has none).
+    privileged: bool,
+    cap_last: c_int,
+    ruleset_fd: c_int,
+    filter: libc::sock_fprog,
 }
 
 /// Everything the child reads, prepared by the parent. The child writes only
@@ -116,6 +192,7 @@ struct ChildArgs {
     fds: [c_int; 3],
     parent: libc::pid_t,
     sigrtmax: c_int,
+    confine: ChildConfine,
     failed_step: AtomicI32,
     errno: AtomicI32,
 }
@@ -173,6 +250,50 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         if libc::chdir(a.workdir) == -1 {
             return fail(Step::Chdir);
         }
+        let c = &a.confine;
+        if c.enabled {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0) == -1 {
+                return fail(Step::NoNewPrivs);
+            }
+            if c.drop_capabilities {
+                if c.privileged {
+                    for cap in 0..=c.cap_last {
+                        if libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) == -1 {
+                            return fail(Step::CapBounding);
+                        }
+                    }
+                }
+                let clear = libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong;
+                if libc::prctl(libc::PR_CAP_AMBIENT, clear, 0, 0, 0) == -1
+                    && *libc::__errno_location() != libc::EINVAL
+                {
+                    return fail(Step::CapAmbient);
+                }
+                // struct __user_cap_header_struct / __user_cap_data_struct
+                // (capget(2)), version 3: two 32-bit halves, all zero.
+                let header: [u32; 2] = [0x2008_0522, 0];
+                let data = [0u32; 6];
+                if libc::syscall(libc::SYS_capset, header.as_ptr(), data.as_ptr()) == -1 {
+                    return fail(Step::Capset);
+                }
+            }
+            if c.ruleset_fd >= 0
+                && libc::syscall(libc::SYS_landlock_restrict_self, c.ruleset_fd, 0) == -1
+            {
+                return fail(Step::Landlock);
+            }
+            if !c.filter.filter.is_null()
+                && libc::prctl(
+                    libc::PR_SET_SECCOMP,
+                    libc::SECCOMP_MODE_FILTER as libc::c_ulong,
+                    &c.filter as *const libc::sock_fprog as libc::c_ulong,
+                    0,
+                    0,
+                ) == -1
+            {
+                return fail(Step::Seccomp);
+            }
+        }
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut empty);
         if libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) == -1 {
@@ -213,12 +334,65 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(n) })
 }
 
+/// The highest capability number of this kernel (`/proc/sys/kernel/cap_last_cap`).
+fn cap_last() -> c_int {
+    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(40)
+}
+
+/// True when this process has any effective capability (`CapEff` of
+/// `/proc/self/status`, proc(5)).
+fn holds_capabilities() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .is_none_or(|caps| caps != 0)
+}
+
+fn child_confine(confine: Option<&Confinement>) -> ChildConfine {
+    let none = libc::sock_fprog {
+        len: 0,
+        filter: std::ptr::null_mut(),
+    };
+    match confine {
+        None => ChildConfine {
+            enabled: false,
+            drop_capabilities: false,
+            privileged: false,
+            cap_last: 0,
+            ruleset_fd: -1,
+            filter: none,
+        },
+        Some(c) => ChildConfine {
+            enabled: true,
+            drop_capabilities: c.drop_capabilities,
+            privileged: c.drop_capabilities && holds_capabilities(),
+            cap_last: cap_last(),
+            ruleset_fd: c.ruleset.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
+            filter: match &c.seccomp {
+                Some(prog) => libc::sock_fprog {
+                    len: prog.len() as u16,
+                    filter: prog.as_ptr() as *mut libc::sock_filter,
+                },
+                None => none,
+            },
+        },
+    }
+}
+
 /// Starts `bash -c SCRIPT` as described in the module documentation.
 ///
 /// Errors when a string holds a NUL byte, pipes cannot be created, clone(2)
 /// fails, or a child setup step fails (the message names the step; the child
-/// is reaped before returning).
-pub fn spawn(req: &SpawnRequest) -> io::Result<Spawned> {
+/// is reaped before returning). A failed confinement step is marked as such:
+/// the command never ran.
+pub fn spawn(req: &SpawnRequest) -> Result<Spawned, SpawnError> {
     let path = cstring(req.shell.as_os_str().as_bytes(), "the shell path")?;
     let argv = [
         cstring(b"bash", "argv")?,
@@ -264,6 +438,7 @@ pub fn spawn(req: &SpawnRequest) -> io::Result<Spawned> {
         ],
         parent: nix::unistd::getpid().as_raw(),
         sigrtmax: libc::SIGRTMAX(),
+        confine: child_confine(req.confine),
         failed_step: AtomicI32::new(Step::None as i32),
         errno: AtomicI32::new(0),
     };
@@ -296,7 +471,7 @@ pub fn spawn(req: &SpawnRequest) -> io::Result<Spawned> {
     drop(child_fds);
     drop(stack);
     if pid == -1 {
-        return Err(clone_error);
+        return Err(clone_error.into());
     }
     let step = Step::from_i32(args.failed_step.load(Ordering::SeqCst));
     if step != Step::None {
@@ -304,10 +479,10 @@ pub fn spawn(req: &SpawnRequest) -> io::Result<Spawned> {
         // The child has already called _exit: reap it.
         let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
         let cause = io::Error::from_raw_os_error(errno);
-        return Err(io::Error::new(
-            cause.kind(),
-            format!("{}: {cause}", step.describe()),
-        ));
+        return Err(SpawnError {
+            confinement: step.is_confinement(),
+            error: io::Error::new(cause.kind(), format!("{}: {cause}", step.describe())),
+        });
     }
     Ok(Spawned {
         pid,

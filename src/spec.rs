@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::env::{EnvArg, EnvPlan};
+use crate::sandbox::{Mode, Network, Policy, Skipped};
 
 /// Default deadline: 10 minutes.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -43,6 +44,16 @@ pub struct Request {
     pub dsh_env: Vec<(String, String)>,
     /// Parent directory of the run's private spill directory.
     pub spill_dir: Option<PathBuf>,
+    /// Sandbox mode; `None` runs unconfined with no sandbox facts.
+    pub sandbox: Option<Mode>,
+    /// Network switch; `Some(Deny)` without a mode implies `full-access`.
+    pub network: Option<Network>,
+    /// Workspace root for `workspace-write` (default: the workdir).
+    pub workspace_root: Option<PathBuf>,
+    /// Extra writable directories for `workspace-write`.
+    pub writable_roots: Vec<PathBuf>,
+    /// Keep the temp directory read-only in `workspace-write`.
+    pub no_temp_write: bool,
 }
 
 /// The process-wide facts `resolve` reads: passed in so that resolution is a
@@ -136,6 +147,9 @@ pub struct Spec {
     pub spill_dir: Sourced<PathBuf>,
     /// The child environment plan.
     pub env: EnvPlan,
+    /// The sandbox policy; `None` when neither `--sandbox` nor `--network`
+    /// was given.
+    pub sandbox: Option<Policy>,
 }
 
 /// A request that cannot be resolved: a usage error (exit status 2).
@@ -177,16 +191,27 @@ fn absolute(base: &Path, p: PathBuf) -> PathBuf {
 pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
     let script = command_script(&req.command)?;
     let cwd = &ambient.cwd;
-    let stdin = req.stdin_file.map(|p| {
+    let stdin = req.stdin_file.clone().map(|p| {
         if p.as_os_str() == "-" {
             StdinSource::Inherited
         } else {
             StdinSource::File(absolute(cwd, p))
         }
     });
+    let workdir = Sourced::pick(req.workdir.clone().map(|p| absolute(cwd, p)), || {
+        cwd.clone()
+    });
+    let sandbox = resolve_sandbox(&req, ambient, &workdir.value);
+    let mut managed = req.dsh_env.clone();
+    if let Some(policy) = &sandbox {
+        managed.push(("DSH_SANDBOX_MODE".into(), policy.mode.value.as_str().into()));
+        if policy.network.value == Network::Deny {
+            managed.push(("DSH_SANDBOX_NETWORK".into(), "deny".into()));
+        }
+    }
     Ok(Spec {
         script,
-        workdir: Sourced::pick(req.workdir.map(|p| absolute(cwd, p)), || cwd.clone()),
+        workdir,
         timeout: Sourced::pick(req.timeout, || Some(DEFAULT_TIMEOUT)),
         kill_after: Sourced::pick(req.kill_after, || DEFAULT_KILL_AFTER),
         stdout_max_bytes: Sourced::pick(req.stdout_max_bytes, || DEFAULT_MAX_BYTES),
@@ -195,7 +220,61 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         spill_dir: Sourced::pick(req.spill_dir.map(|p| absolute(cwd, p)), || {
             ambient.temp_dir.clone()
         }),
-        env: EnvPlan::build(&ambient.env, false, &req.env, &req.dsh_env),
+        env: EnvPlan::build(&ambient.env, false, &req.env, &managed),
+        sandbox,
+    })
+}
+
+/// The sandbox policy of a request: paths made absolute with symlinks
+/// resolved (Landlock judges a path at its target), missing ones skipped.
+fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<Policy> {
+    if req.sandbox.is_none() && req.network.is_none() {
+        return None;
+    }
+    let mode = Sourced::pick(req.sandbox, || Mode::FullAccess);
+    let network = Sourced::pick(req.network, || Network::Allow);
+    let workspace_root = Sourced::pick(
+        req.workspace_root
+            .clone()
+            .map(|p| absolute(&ambient.cwd, p)),
+        || workdir.to_path_buf(),
+    );
+    let temp_dir = if req.no_temp_write {
+        None
+    } else {
+        std::fs::canonicalize(&ambient.temp_dir).ok()
+    };
+    let mut writable: Vec<PathBuf> = Vec::new();
+    let mut skipped = Vec::new();
+    if mode.value == Mode::WorkspaceWrite {
+        let roots = std::iter::once(workspace_root.value.clone()).chain(
+            req.writable_roots
+                .iter()
+                .map(|p| absolute(&ambient.cwd, p.clone())),
+        );
+        for root in roots {
+            match std::fs::canonicalize(&root) {
+                Ok(real) if !writable.contains(&real) => writable.push(real),
+                Ok(_) => {}
+                Err(e) => skipped.push(Skipped {
+                    path: root,
+                    reason: e.to_string(),
+                }),
+            }
+        }
+        if let Some(t) = &temp_dir
+            && !writable.contains(t)
+        {
+            writable.push(t.clone());
+        }
+    }
+    Some(Policy {
+        mode,
+        network,
+        workspace_root,
+        temp_dir,
+        writable,
+        skipped,
     })
 }
 

@@ -1,0 +1,61 @@
+//! `--network deny`: a seccomp filter that refuses IPv4 and IPv6 sockets.
+//!
+//! socket(2) and socketpair(2) with `AF_INET` or `AF_INET6` fail with
+//! EACCES; every other family (Unix domain sockets above all) keeps working.
+//! The filter is compiled in the parent with the `seccompiler` crate and
+//! loaded in the child with prctl(PR_SET_SECCOMP) after no-new-privileges.
+//! Landlock's TCP rules ([`super::ruleset`]) add a second layer where the
+//! ABI has them.
+
+use std::collections::BTreeMap;
+
+use nix::libc;
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+fn target_arch() -> Result<TargetArch, String> {
+    match std::env::consts::ARCH {
+        "x86_64" => Ok(TargetArch::x86_64),
+        "aarch64" => Ok(TargetArch::aarch64),
+        "riscv64" => Ok(TargetArch::riscv64),
+        other => Err(format!("no seccomp support for architecture {other}")),
+    }
+}
+
+/// The compiled filter, as the `sock_filter` instructions prctl(2) takes.
+///
+/// Errors with a message when the architecture is not supported or the
+/// filter cannot be compiled.
+pub fn deny_ip_sockets() -> Result<Vec<libc::sock_filter>, String> {
+    let family_is = |family: i32| -> Result<SeccompRule, String> {
+        let cond =
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, family as u64)
+                .map_err(|e| e.to_string())?;
+        SeccompRule::new(vec![cond]).map_err(|e| e.to_string())
+    };
+    let ip_families = || -> Result<Vec<SeccompRule>, String> {
+        Ok(vec![family_is(libc::AF_INET)?, family_is(libc::AF_INET6)?])
+    };
+    let mut rules = BTreeMap::new();
+    rules.insert(libc::SYS_socket, ip_families()?);
+    rules.insert(libc::SYS_socketpair, ip_families()?);
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EACCES as u32),
+        target_arch()?,
+    )
+    .map_err(|e| e.to_string())?;
+    let program = BpfProgram::try_from(filter).map_err(|e| e.to_string())?;
+    Ok(program
+        .iter()
+        .map(|i| libc::sock_filter {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        })
+        .collect())
+}
