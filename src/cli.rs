@@ -122,6 +122,9 @@ pub struct RunArgs {
     /// Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow].
     #[arg(long, value_name = "allow|deny", value_enum)]
     pub network: Option<Network>,
+    /// Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand).
+    #[arg(short = 'i', long, conflicts_with = "stdin_file")]
+    pub interactive: bool,
     /// Print one JSON object instead of the rendered text.
     #[arg(long)]
     pub json: bool,
@@ -152,6 +155,7 @@ impl RunArgs {
             workspace_root: self.workspace_root,
             writable_roots: self.writable_roots,
             no_temp_write: self.no_temp_write,
+            interactive: self.interactive,
         }
     }
 }

@@ -126,6 +126,9 @@ fn use_color(choice: ColorChoice) -> bool {
 }
 
 fn run(args: RunArgs) -> ExitCode {
+    if args.interactive && !std::io::stdin().is_terminal() {
+        return usage_error("--interactive needs a terminal on stdin");
+    }
     let (spec, json, color) = match resolve_args(args) {
         Ok(r) => r,
         Err(code) => return code,

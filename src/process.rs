@@ -202,6 +202,8 @@ pub struct Execution {
     kill_after: Duration,
     stdout: Option<pipe::Receiver>,
     stderr: Option<pipe::Receiver>,
+    /// The command has the terminal (its process group is the foreground one).
+    interactive: bool,
     out: StreamCapture,
     err: StreamCapture,
     spill_dir: SpillDir,
@@ -302,6 +304,7 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
             .sandbox
             .as_ref()
             .and_then(|p| p.confinement.as_ref()),
+        interactive: spec.interactive,
     });
     let spawned = match spawned {
         Ok(s) => s,
@@ -317,15 +320,15 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
     let pid = Pid::from_raw(spawned.pid);
 
     // Without a source the pipe's write end is dropped here: end-of-file.
-    if let Some(mut source) = prepared.stdin {
-        let mut sink = File::from(spawned.stdin);
+    if let (Some(mut source), Some(sink)) = (prepared.stdin, spawned.stdin) {
+        let mut sink = File::from(sink);
         // A child that exits without reading gives EPIPE: not an error.
         std::thread::spawn(move || {
             let _ = io::copy(&mut source, &mut sink);
         });
     }
-    let stdout = receiver(spawned.stdout)?;
-    let stderr = receiver(spawned.stderr)?;
+    let stdout = spawned.stdout.map(receiver).transpose()?;
+    let stderr = spawned.stderr.map(receiver).transpose()?;
 
     Ok(Started::Running(Box::new(Execution {
         pid,
@@ -335,8 +338,9 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
         timeout: spec.timeout.value,
         deadline,
         kill_after: spec.kill_after.value,
-        stdout: Some(stdout),
-        stderr: Some(stderr),
+        stdout,
+        stderr,
+        interactive: spec.interactive,
         out: StreamCapture::new("stdout", spec.stdout_max_bytes.value),
         err: StreamCapture::new("stderr", spec.stderr_max_bytes.value),
         spill_dir: prepared.spill_dir,
@@ -348,6 +352,20 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
         phase: Phase::Running,
         reaped: false,
     })))
+}
+
+/// Makes this process's group the terminal's foreground group again after
+/// an interactive run. From a background group tcsetpgrp(3) raises SIGTTOU,
+/// which is blocked around the call.
+fn take_back_terminal() {
+    use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
+    let mut ttou = SigSet::empty();
+    ttou.add(Signal::SIGTTOU);
+    let mut old = SigSet::empty();
+    if sigprocmask(SigmaskHow::SIG_BLOCK, Some(&ttou), Some(&mut old)).is_ok() {
+        let _ = nix::unistd::tcsetpgrp(io::stdin(), nix::unistd::getpgrp());
+        let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
+    }
 }
 
 async fn read_from(pipe: &mut Option<pipe::Receiver>, buf: &mut [u8]) -> io::Result<usize> {
@@ -604,6 +622,9 @@ impl Execution {
         self.tree.reap_orphans(self.pid.as_raw());
         let _ = waitpid(self.pid, None);
         self.reaped = true;
+        if self.interactive {
+            take_back_terminal();
+        }
     }
 }
 

@@ -51,6 +51,10 @@ pub struct SpawnRequest<'a> {
     pub env: &'a [(OsString, OsString)],
     /// Confinement to apply before execve, if any.
     pub confine: Option<&'a Confinement>,
+    /// Attach the command to this process's terminal instead of pipes: it
+    /// keeps stdin, stdout and stderr, stays in this session, and becomes
+    /// the terminal's foreground process group (setpgid(2), tcsetpgrp(3)).
+    pub interactive: bool,
 }
 
 /// What the child applies to itself before execve; built by the parent.
@@ -64,17 +68,18 @@ pub struct Confinement {
     pub seccomp: Option<Vec<libc::sock_filter>>,
 }
 
-/// A started child: its pid (also its session and process-group id) and the
-/// parent's ends of its three pipes, all close-on-exec.
+/// A started child: its pid (also its process-group id, and its session id
+/// unless interactive) and the parent's ends of its three pipes, all
+/// close-on-exec (`None` for an interactive child, which has the terminal).
 #[derive(Debug)]
 pub struct Spawned {
     pub pid: i32,
     /// Write end of the child's stdin.
-    pub stdin: OwnedFd,
+    pub stdin: Option<OwnedFd>,
     /// Read end of the child's stdout.
-    pub stdout: OwnedFd,
+    pub stdout: Option<OwnedFd>,
     /// Read end of the child's stderr.
-    pub stderr: OwnedFd,
+    pub stderr: Option<OwnedFd>,
 }
 
 /// The step of the child setup that failed, for the error message.
@@ -95,6 +100,8 @@ enum Step {
     Capset,
     Landlock,
     Seccomp,
+    Setpgid,
+    Tcsetpgrp,
 }
 
 impl Step {
@@ -114,6 +121,8 @@ impl Step {
             Step::Capset,
             Step::Landlock,
             Step::Seccomp,
+            Step::Setpgid,
+            Step::Tcsetpgrp,
         ]
         .get(n as usize)
         .copied()
@@ -136,12 +145,14 @@ impl Step {
             Step::Capset => "capset",
             Step::Landlock => "landlock_restrict_self",
             Step::Seccomp => "seccomp(SECCOMP_SET_MODE_FILTER)",
+            Step::Setpgid => "setpgid",
+            Step::Tcsetpgrp => "tcsetpgrp",
         }
     }
 
     /// True for the confinement steps: their failure is a runner failure.
     fn is_confinement(self) -> bool {
-        (self as i32) >= Step::NoNewPrivs as i32
+        (Step::NoNewPrivs as i32..=Step::Seccomp as i32).contains(&(self as i32))
     }
 }
 
@@ -192,6 +203,7 @@ struct ChildArgs {
     fds: [c_int; 3],
     parent: libc::pid_t,
     sigrtmax: c_int,
+    interactive: bool,
     confine: ChildConfine,
     failed_step: AtomicI32,
     errno: AtomicI32,
@@ -226,7 +238,15 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
                 );
             }
         }
-        if libc::setsid() == -1 {
+        if a.interactive {
+            // Signals are still blocked, so SIGTTOU cannot stop us here.
+            if libc::setpgid(0, 0) == -1 {
+                return fail(Step::Setpgid);
+            }
+            if libc::tcsetpgrp(0, libc::getpid()) == -1 {
+                return fail(Step::Tcsetpgrp);
+            }
+        } else if libc::setsid() == -1 {
             return fail(Step::Setsid);
         }
         if libc::prctl(
@@ -243,7 +263,7 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
             return fail(Step::ParentGone);
         }
         for (target, fd) in a.fds.iter().enumerate() {
-            if libc::dup2(*fd, target as c_int) == -1 {
+            if *fd != target as c_int && libc::dup2(*fd, target as c_int) == -1 {
                 return fail(Step::Dup2);
             }
         }
@@ -421,23 +441,36 @@ pub fn spawn(req: &SpawnRequest) -> Result<Spawned, SpawnError> {
         .chain(std::iter::once(std::ptr::null()))
         .collect();
 
-    let (in_r, in_w) = pipe()?;
-    let (out_r, out_w) = pipe()?;
-    let (err_r, err_w) = pipe()?;
-    let child_fds = [above_stdio(in_r)?, above_stdio(out_w)?, above_stdio(err_w)?];
+    // (parent end, child end) of each pipe; an interactive child keeps 0-2.
+    let pipes = if req.interactive {
+        None
+    } else {
+        let (in_r, in_w) = pipe()?;
+        let (out_r, out_w) = pipe()?;
+        let (err_r, err_w) = pipe()?;
+        Some((
+            [in_w, out_r, err_r],
+            [above_stdio(in_r)?, above_stdio(out_w)?, above_stdio(err_w)?],
+        ))
+    };
+    let fds = match &pipes {
+        Some((_, child)) => [
+            child[0].as_raw_fd(),
+            child[1].as_raw_fd(),
+            child[2].as_raw_fd(),
+        ],
+        None => [0, 1, 2],
+    };
 
     let args = ChildArgs {
         path: path.as_ptr(),
         argv: argv_ptrs.as_ptr(),
         envp: env_ptrs.as_ptr(),
         workdir: workdir.as_ptr(),
-        fds: [
-            child_fds[0].as_raw_fd(),
-            child_fds[1].as_raw_fd(),
-            child_fds[2].as_raw_fd(),
-        ],
+        fds,
         parent: nix::unistd::getpid().as_raw(),
         sigrtmax: libc::SIGRTMAX(),
+        interactive: req.interactive,
         confine: child_confine(req.confine),
         failed_step: AtomicI32::new(Step::None as i32),
         errno: AtomicI32::new(0),
@@ -468,7 +501,7 @@ pub fn spawn(req: &SpawnRequest) -> Result<Spawned, SpawnError> {
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
         (pid, clone_error)
     };
-    drop(child_fds);
+    let parent_ends = pipes.map(|(parent, _child)| parent);
     drop(stack);
     if pid == -1 {
         return Err(clone_error.into());
@@ -484,10 +517,14 @@ pub fn spawn(req: &SpawnRequest) -> Result<Spawned, SpawnError> {
             error: io::Error::new(cause.kind(), format!("{}: {cause}", step.describe())),
         });
     }
+    let [stdin, stdout, stderr] = match parent_ends {
+        Some([i, o, e]) => [Some(i), Some(o), Some(e)],
+        None => [None, None, None],
+    };
     Ok(Spawned {
         pid,
-        stdin: in_w,
-        stdout: out_r,
-        stderr: err_r,
+        stdin,
+        stdout,
+        stderr,
     })
 }

@@ -54,6 +54,8 @@ pub struct Request {
     pub writable_roots: Vec<PathBuf>,
     /// Keep the temp directory read-only in `workspace-write`.
     pub no_temp_write: bool,
+    /// Attach the command to this terminal, uncaptured.
+    pub interactive: bool,
 }
 
 /// The process-wide facts `resolve` reads: passed in so that resolution is a
@@ -150,6 +152,9 @@ pub struct Spec {
     /// The sandbox policy; `None` when neither `--sandbox` nor `--network`
     /// was given.
     pub sandbox: Option<Policy>,
+    /// The command gets this terminal (stdin, stdout, stderr, foreground
+    /// process group); its output is not captured.
+    pub interactive: bool,
 }
 
 /// A request that cannot be resolved: a usage error (exit status 2).
@@ -220,8 +225,9 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         spill_dir: Sourced::pick(req.spill_dir.map(|p| absolute(cwd, p)), || {
             ambient.temp_dir.clone()
         }),
-        env: EnvPlan::build(&ambient.env, false, &req.env, &managed),
+        env: EnvPlan::build(&ambient.env, req.interactive, &req.env, &managed),
         sandbox,
+        interactive: req.interactive,
     })
 }
 
