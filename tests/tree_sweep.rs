@@ -151,7 +151,7 @@ fn a_child_the_process_image_already_had_is_never_touched() {
     // bash starts a sleep, then execs dsh-exec: the sleep is dsh-exec's child
     // from its first instruction, but not the command's.
     let script = format!(
-        "sleep 5 & echo $! > {}; exec {} -- 'sleep 0.2 & echo done'",
+        "sleep 30 >/dev/null 2>&1 & echo $! > {}; exec {} -- 'sleep 0.2 & echo done'",
         pidfile.display(),
         bin().display()
     );
