@@ -146,21 +146,32 @@ rows = []  # (measure, runs, median, p90, ratio, target)
 # 1. Startup overhead: wall time of a do-nothing command, median and p90 (ms).
 #    dsh-exec runs `bash -c true` itself, so "dsh-exec / timeout" is the cost of
 #    dsh-exec relative to the usual "run with a deadline" wrapper.
+UNSANDBOXED = "`dsh-exec -- true`"
+SANDBOXED = "`dsh-exec --sandbox workspace-write -- true`"
+BWRAP_WS = "`bwrap --ro-bind / / --dev /dev --bind WS WS -- bash -c true`"
 start = [("`bash -c true`", ["bash", "-c", "true"]),
          ("`timeout 10 bash -c true`", ["timeout", "10", "bash", "-c", "true"]),
-         ("`dsh-exec -- true`", [BIN, "--", "true"])]
-if BWRAP:  # a sandboxing peer (namespaces + bind mounts), for scale
-    start.append(("`bwrap --ro-bind / / --dev /dev --proc /proc -- bash -c true`",
-                  [BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                   "--", "bash", "-c", "true"]))
+         (UNSANDBOXED, [BIN, "--", "true"]),
+         # The sandboxed run: Landlock ruleset, no-new-privs, capabilities
+         # dropped; the workspace is a fresh directory (@DIR@).
+         (SANDBOXED, [BIN, "--sandbox", "workspace-write", "-C", "@DIR@", "--", "true"])]
+if BWRAP:  # the sandboxing peer (namespaces + bind mounts), same job
+    start.append((BWRAP_WS, [BWRAP, "--ro-bind", "/", "/", "--dev", "/dev",
+                             "--bind", "@DIR@", "@DIR@", "--", "bash", "-c", "true"]))
 res = bench(start, RUNS, warmup=min(10, RUNS))
 t_base = med(res["`timeout 10 bash -c true`"][0])
 for label, _ in start:
     xs = res[label][0]
     ratio, target = "", ""
-    if "dsh-exec" in label:
+    if label == UNSANDBOXED:
         ratio, target = f"{med(xs) / t_base:.2f}x timeout", "<= 1.2x timeout"
-    elif "bwrap" in label:
+    elif label == SANDBOXED:
+        ratio = f"{med(xs) / med(res[UNSANDBOXED][0]):.2f}x unsandboxed"
+        target = "<= 1.5x unsandboxed"
+        if BWRAP:
+            ratio += f", {med(xs) / med(res[BWRAP_WS][0]):.2f}x bwrap"
+            target += ", <= 1.0x bwrap"
+    elif label == BWRAP_WS:
         ratio = f"{med(xs) / t_base:.2f}x timeout"
     rows.append((f"startup: {label}", RUNS, f"{med(xs) / 1e6:.2f} ms",
                  f"{p90(xs) / 1e6:.2f} ms", ratio, target))
