@@ -2,6 +2,7 @@
 //! child environment changes. Runs nothing; values of credential-shaped names
 //! are masked.
 
+use owo_colors::OwoColorize;
 use serde_json::{Value, json};
 
 use crate::env::{Layer, display_value};
@@ -149,8 +150,26 @@ pub fn explain_json(spec: &Spec) -> Value {
     })
 }
 
-/// The explanation as aligned, human-readable text.
-pub fn explain_text(spec: &Spec) -> String {
+/// Colours one aligned row for a terminal: names bold, the sandbox mode by
+/// how much it allows, warnings yellow, what is not enforced red.
+fn paint_row(name: &str, value: &str, line: &str) -> String {
+    let (head, rest) = line.split_at(name.len().min(line.len()));
+    let head = head.bold().to_string();
+    let rest = match (name, value) {
+        ("sandbox", "read-only") => rest.green().to_string(),
+        ("sandbox", "workspace-write") => rest.yellow().to_string(),
+        ("sandbox", _) => rest.red().to_string(),
+        ("skipped", _) => rest.yellow().to_string(),
+        ("not enforced", _) | ("", _) if line.contains("(ABI") => rest.red().to_string(),
+        ("landlock", v) if v.contains("partial") || !v.starts_with("ABI") => rest.red().to_string(),
+        ("landlock", _) => rest.green().to_string(),
+        _ => rest.to_string(),
+    };
+    head + &rest
+}
+
+/// The explanation as aligned, human-readable text, coloured when `color`.
+pub fn explain_text(spec: &Spec, color: bool) -> String {
     let env = &spec.env;
     let shell = find_shell(&env.child_env())
         .map(|p| p.display().to_string())
@@ -201,10 +220,20 @@ pub fn explain_text(spec: &Spec) -> String {
     let mut text = String::new();
     for (name, value, origin) in rows {
         let line = format!("{name:width$}  {value:vwidth$}  {origin}");
-        text.push_str(line.trim_end());
+        let line = line.trim_end();
+        if color {
+            text.push_str(&paint_row(&name, &value, line));
+        } else {
+            text.push_str(line);
+        }
         text.push('\n');
     }
-    text.push_str("environment:\n");
+    text.push_str(&if color {
+        "environment:".bold().to_string()
+    } else {
+        "environment:".into()
+    });
+    text.push('\n');
     text.push_str(&format!(
         "  inherited  {} variables from this process\n",
         env.inherited.len()

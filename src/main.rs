@@ -157,14 +157,14 @@ fn run(args: RunArgs) -> ExitCode {
 }
 
 fn explain(args: RunArgs) -> ExitCode {
-    let (spec, json, _) = match resolve_args(args) {
+    let (spec, json, color) = match resolve_args(args) {
         Ok(r) => r,
         Err(code) => return code,
     };
     if json {
         print_stdout(&to_json(&explain_json(&spec)));
     } else {
-        print_stdout(&explain_text(&spec));
+        print_stdout(&explain_text(&spec, use_color(color)));
     }
     ExitCode::SUCCESS
 }

@@ -85,3 +85,24 @@ fn text_explanation_is_aligned_and_masks_secrets() {
     assert!(text.contains("  explicit   FOO_TOKEN=<masked>\n"), "{text}");
     assert!(!text.contains("tok\n"), "{text}");
 }
+
+#[test]
+fn explain_is_coloured_only_when_asked_or_on_a_terminal() {
+    let run = |args: &[&str]| {
+        let out = dsh()
+            .arg("explain")
+            .args(args)
+            .args(["-s", "read-only", "--", "true"])
+            .output()
+            .unwrap();
+        stdout(&out)
+    };
+    let coloured = run(&["--color", "always"]);
+    assert!(
+        coloured.contains("\u{1b}[1msandbox\u{1b}[0m\u{1b}[32m"),
+        "{coloured}"
+    );
+    // Piped output is plain under auto.
+    assert!(!run(&[]).contains('\u{1b}'));
+    assert!(!run(&["--color", "never"]).contains('\u{1b}'));
+}
