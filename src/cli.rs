@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::env::{EnvArg, parse_env_arg, parse_managed_arg};
 use crate::sandbox::{Mode, Network};
 use crate::spec::Request;
-use crate::units::{parse_duration, parse_size, parse_timeout};
+use crate::units::{parse_budget, parse_duration, parse_timeout};
 
 const AFTER_HELP: &str = "\
 Output: the command's stdout, a [stderr] section when stderr is not empty,
@@ -33,6 +33,7 @@ Examples:
     name = "dsh-exec",
     version,
     args_conflicts_with_subcommands = true,
+    disable_help_subcommand = true,
     after_help = AFTER_HELP
 )]
 pub struct Cli {
@@ -90,10 +91,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub kill_after: Option<Duration>,
     /// Bytes of stdout kept (the tail): 4096, 64K, 1MiB [default: 1MiB].
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_budget, allow_hyphen_values = true)]
     pub stdout_max_bytes: Option<u64>,
     /// Bytes of stderr kept (the tail) [default: 1MiB].
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_budget, allow_hyphen_values = true)]
     pub stderr_max_bytes: Option<u64>,
     /// Feed this file to the command's stdin ('-': this process's stdin) [default: closed].
     #[arg(long, value_name = "PATH")]

@@ -39,6 +39,19 @@ fn timeout_text(t: Option<std::time::Duration>) -> String {
     t.map(format_duration).unwrap_or_else(|| "none".into())
 }
 
+/// A path as a (lossy) string: JSON cannot hold non-UTF-8 bytes.
+fn lossy(p: &std::path::Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+fn stdin_json(s: &StdinSource) -> Value {
+    match s {
+        StdinSource::Closed => json!({"kind": "closed"}),
+        StdinSource::File(p) => json!({"kind": "file", "path": lossy(p)}),
+        StdinSource::Inherited => json!({"kind": "inherited"}),
+    }
+}
+
 fn sourced_json<T>(s: &Sourced<T>, value: Value) -> Value {
     json!({"value": value, "origin": s.origin})
 }
@@ -55,10 +68,10 @@ fn sandbox_json(spec: &Spec) -> Value {
     json!({
         "mode": policy.mode,
         "network": policy.network,
-        "workspace_root": policy.workspace_root,
-        "writable": policy.writable,
-        "temp_dir": policy.temp_dir,
-        "skipped": policy.skipped,
+        "workspace_root": sourced_json(&policy.workspace_root, json!(lossy(&policy.workspace_root.value))),
+        "writable": policy.writable.iter().map(|p| lossy(p)).collect::<Vec<_>>(),
+        "temp_dir": policy.temp_dir.as_deref().map(lossy),
+        "skipped": policy.skipped.iter().map(|s| json!({"path": lossy(&s.path), "reason": s.reason})).collect::<Vec<_>>(),
         "landlock_abi": abi,
         "enforcement": enforcement,
     })
@@ -125,17 +138,17 @@ fn sandbox_rows(policy: &Policy) -> Vec<(String, String, String)> {
 /// The explanation as one JSON object.
 pub fn explain_json(spec: &Spec) -> Value {
     let env = &spec.env;
-    let shell = find_shell(&env.child_env());
+    let shell = find_shell(&env.child_env()).map(|p| lossy(&p));
     json!({
         "command": spec.script,
         "shell": shell,
-        "workdir": sourced_json(&spec.workdir, json!(spec.workdir.value)),
+        "workdir": sourced_json(&spec.workdir, json!(lossy(&spec.workdir.value))),
         "timeout_ms": sourced_json(&spec.timeout, json!(spec.timeout.value.map(|t| t.as_millis() as u64))),
         "kill_after_ms": sourced_json(&spec.kill_after, json!(spec.kill_after.value.as_millis() as u64)),
         "stdout_max_bytes": sourced_json(&spec.stdout_max_bytes, json!(spec.stdout_max_bytes.value)),
         "stderr_max_bytes": sourced_json(&spec.stderr_max_bytes, json!(spec.stderr_max_bytes.value)),
-        "stdin": sourced_json(&spec.stdin, json!(spec.stdin.value)),
-        "spill_dir": sourced_json(&spec.spill_dir, json!(spec.spill_dir.value)),
+        "stdin": sourced_json(&spec.stdin, stdin_json(&spec.stdin.value)),
+        "spill_dir": sourced_json(&spec.spill_dir, json!(lossy(&spec.spill_dir.value))),
         "environment": {
             "inherited_count": env.inherited.len(),
             "scrubbed": env.scrubbed.iter().map(|n| n.to_string_lossy()).collect::<Vec<_>>(),

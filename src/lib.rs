@@ -15,6 +15,7 @@ pub mod cli;
 pub mod env;
 pub mod error;
 pub mod explain;
+pub mod lossy;
 pub mod output;
 pub mod process;
 pub mod render;

@@ -12,6 +12,14 @@ use dsh_exec::explain::{explain_json, explain_text};
 use dsh_exec::render::{parse_status, render_text};
 use dsh_exec::{AbortSignals, Ambient, Error, Spec, resolve};
 
+/// Writes one line to stderr; a closed or full stderr is not worth a panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// Exit status of a usage error (bad flag or value), as clap and `timeout(1)`.
 const USAGE_EXIT_STATUS: u8 = 2;
 
@@ -38,12 +46,16 @@ fn startup_hygiene() {
         let _ = nix::sys::signal::signal(Signal::SIGCHLD, SigHandler::SigDfl);
     }
     let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+    // Not dumpable: /proc/PID/environ of dsh-exec, which still holds the
+    // secrets scrubbed from the child's environment, is then unreadable to
+    // the command (unless it has CAP_SYS_PTRACE, which confined runs drop).
+    let _ = nix::sys::prctl::set_dumpable(false);
     // Orphans of the command become our children, so the sweep finds them.
     let _ = dsh_exec::sweep::become_subreaper();
 }
 
 fn usage_error(message: &str) -> ExitCode {
-    eprintln!("dsh-exec: error: {message}");
+    say!("dsh-exec: error: {message}");
     ExitCode::from(USAGE_EXIT_STATUS)
 }
 
@@ -80,7 +92,7 @@ fn to_json(value: &impl serde::Serialize) -> String {
 
 fn resolve_args(args: RunArgs) -> Result<(Spec, bool, ColorChoice), ExitCode> {
     let (json, color) = (args.json, args.color);
-    let ambient = match Ambient::current() {
+    let ambient = match Ambient::current(args.workdir.as_deref()) {
         Ok(a) => a,
         Err(e) => {
             let err = Error::WorkdirUnusable {
@@ -93,7 +105,7 @@ fn resolve_args(args: RunArgs) -> Result<(Spec, bool, ColorChoice), ExitCode> {
     match resolve(args.into_request(), &ambient) {
         Ok(spec) => {
             for s in spec.sandbox.iter().flat_map(|p| &p.skipped) {
-                eprintln!(
+                say!(
                     "dsh-exec: warning: writable root {} skipped: {}",
                     s.path.display(),
                     s.reason
@@ -106,7 +118,7 @@ fn resolve_args(args: RunArgs) -> Result<(Spec, bool, ColorChoice), ExitCode> {
 }
 
 fn infrastructure_error(err: &Error, json: bool) -> ExitCode {
-    eprintln!("dsh-exec: error: {} ({})", err, err.code());
+    say!("dsh-exec: error: {} ({})", err, err.code());
     if json {
         let obj = serde_json::json!({"error": {"code": err.code(), "message": err.to_string()}});
         print_stdout(&to_json(&obj));
@@ -169,25 +181,50 @@ fn explain(args: RunArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn parse_status_cmd(file: Option<std::path::PathBuf>) -> ExitCode {
-    let mut bytes = Vec::new();
-    let read = match &file {
-        Some(path) => std::fs::read(path).map(|b| bytes = b),
-        None => std::io::stdin().read_to_end(&mut bytes).map(|_| ()),
-    };
-    if let Err(e) = read {
-        let name = file
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| "stdin".into());
-        return usage_error(&format!("cannot read {name}: {e}"));
+/// The last `keep` bytes of `r`: memory stays bounded whatever the input.
+fn read_tail(mut r: impl Read, keep: usize) -> std::io::Result<Vec<u8>> {
+    let mut tail = Vec::with_capacity(keep * 2);
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) => return Ok(tail),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > keep {
+            tail.drain(..tail.len() - keep);
+        }
     }
+}
+
+/// How much of a rendered result `parse-status` reads: its last 64 KiB,
+/// where the marker line is.
+const PARSE_STATUS_TAIL: usize = 64 * 1024;
+
+fn parse_status_cmd(file: Option<std::path::PathBuf>) -> ExitCode {
+    let file = file.filter(|f| f.as_os_str() != "-");
+    let read = match &file {
+        Some(path) => std::fs::File::open(path).and_then(|f| read_tail(f, PARSE_STATUS_TAIL)),
+        None => read_tail(std::io::stdin().lock(), PARSE_STATUS_TAIL),
+    };
+    let bytes = match read {
+        Ok(b) => b,
+        Err(e) => {
+            let name = file
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "stdin".into());
+            return usage_error(&format!("cannot read {name}: {e}"));
+        }
+    };
     match parse_status(&String::from_utf8_lossy(&bytes)) {
         Some(status) => {
             print_stdout(&to_json(&status));
             ExitCode::SUCCESS
         }
         None => {
-            eprintln!("dsh-exec: error: the last line is no exit marker");
+            say!("dsh-exec: error: the last line is no exit marker");
             ExitCode::from(1)
         }
     }

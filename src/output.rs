@@ -92,6 +92,7 @@ pub struct CollectedOutput {
     #[serde(skip)]
     pub kept_bytes: u64,
     /// The spill file holding the exact full stream, when it outgrew its budget.
+    #[serde(serialize_with = "crate::lossy::opt_path")]
     pub spill_path: Option<PathBuf>,
     /// Why writing the spill file failed, when it did (bytes after the
     /// failure exist only in the tail).

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
-use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
+use nix::sys::wait::waitpid;
 use nix::unistd::{AccessFlags, Pid, access};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
@@ -72,7 +72,8 @@ pub fn find_shell(env: &[(OsString, OsString)]) -> Option<PathBuf> {
 struct Prepared {
     shell: PathBuf,
     env: Vec<(OsString, OsString)>,
-    stdin: Option<File>,
+    /// Hands the child's stdin pipe to the feeder thread, when there is a source.
+    stdin: Option<std::sync::mpsc::SyncSender<File>>,
     spill_dir: SpillDir,
     sandbox: Option<sandbox::Prepared>,
 }
@@ -94,7 +95,7 @@ fn prepare(spec: &Spec) -> Result<Prepared, Error> {
     let stdin = match &spec.stdin.value {
         StdinSource::Closed => None,
         StdinSource::File(path) => Some(open_stdin_file(path)?),
-        StdinSource::Inherited => Some(
+        StdinSource::Inherited => Some(StdinFeed::Open(
             io::stdin()
                 .as_fd()
                 .try_clone_to_owned()
@@ -103,8 +104,9 @@ fn prepare(spec: &Spec) -> Result<Prepared, Error> {
                     path: "-".into(),
                     reason: e.to_string(),
                 })?,
-        ),
+        )),
     };
+    let stdin = stdin.map(start_feeder).transpose()?;
     let spill_dir = SpillDir::new(&spec.spill_dir.value)?;
     let sandbox = spec.sandbox.as_ref().map(sandbox::prepare).transpose()?;
     Ok(Prepared {
@@ -116,17 +118,63 @@ fn prepare(spec: &Spec) -> Result<Prepared, Error> {
     })
 }
 
-fn open_stdin_file(path: &Path) -> Result<File, Error> {
+/// Where the stdin bytes come from, opened (or checked) before the spawn.
+enum StdinFeed {
+    /// An open file (regular file, device, our own stdin).
+    Open(File),
+    /// A FIFO, opened by the feeder thread: opening one for reading waits
+    /// for a writer, which must not hold up the run, its deadline or aborts.
+    Fifo(PathBuf),
+}
+
+fn open_stdin_file(path: &Path) -> Result<StdinFeed, Error> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let unreadable = |reason: String| Error::StdinUnreadable {
         path: path.to_path_buf(),
         reason,
     };
-    let file = File::open(path).map_err(|e| unreadable(e.to_string()))?;
-    match file.metadata() {
-        Ok(m) if m.is_dir() => Err(unreadable("is a directory".into())),
-        Ok(_) => Ok(file),
-        Err(e) => Err(unreadable(e.to_string())),
+    let meta = std::fs::metadata(path).map_err(|e| unreadable(e.to_string()))?;
+    if meta.is_dir() {
+        return Err(unreadable("is a directory".into()));
     }
+    if meta.file_type().is_fifo() {
+        access(path, AccessFlags::R_OK).map_err(|e| unreadable(e.desc().into()))?;
+        return Ok(StdinFeed::Fifo(path.to_path_buf()));
+    }
+    // O_NONBLOCK so that a device cannot hold up the open; reads block again.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| unreadable(e.to_string()))?;
+    let flags = nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_GETFL)
+        .map_err(|e| unreadable(e.desc().into()))?;
+    let blocking = nix::fcntl::OFlag::from_bits_truncate(flags) & !nix::fcntl::OFlag::O_NONBLOCK;
+    nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_SETFL(blocking))
+        .map_err(|e| unreadable(e.desc().into()))?;
+    Ok(StdinFeed::Open(file))
+}
+
+/// Starts the thread that copies the stdin source into the child's stdin
+/// pipe once it is handed the pipe; started before the spawn, so a thread
+/// that cannot be created is an error before anything runs. A child that
+/// exits without reading gives EPIPE: not an error.
+fn start_feeder(feed: StdinFeed) -> Result<std::sync::mpsc::SyncSender<File>, Error> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<File>(1);
+    std::thread::Builder::new()
+        .name("stdin-feeder".into())
+        .spawn(move || {
+            let Ok(mut sink) = rx.recv() else { return };
+            let source = match feed {
+                StdinFeed::Open(f) => Ok(f),
+                StdinFeed::Fifo(path) => File::open(path),
+            };
+            if let Ok(mut source) = source {
+                let _ = io::copy(&mut source, &mut sink);
+            }
+        })
+        .map_err(|e| Error::SpawnFailed(format!("cannot start the stdin thread: {e}")))?;
+    Ok(tx)
 }
 
 /// A source of abort requests: each value names the cause (for signals, the
@@ -146,7 +194,10 @@ impl AbortSource for NoAbort {
     }
 }
 
-/// SIGINT, SIGTERM and SIGHUP sent to this process, as abort requests.
+/// SIGINT, SIGTERM and SIGHUP sent to this process, as abort requests, and
+/// the other signals whose default action would end it without cleaning up
+/// (SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM), so that no signal short of SIGKILL
+/// leaves the command's tree behind.
 ///
 /// Installing replaces the default action of those signals (termination) for
 /// the whole process, which is what the `dsh-exec` binary wants.
@@ -154,6 +205,10 @@ pub struct AbortSignals {
     int: tokio::signal::unix::Signal,
     term: tokio::signal::unix::Signal,
     hup: tokio::signal::unix::Signal,
+    quit: tokio::signal::unix::Signal,
+    usr1: tokio::signal::unix::Signal,
+    usr2: tokio::signal::unix::Signal,
+    alrm: tokio::signal::unix::Signal,
 }
 
 impl AbortSignals {
@@ -163,6 +218,10 @@ impl AbortSignals {
             int: signal(SignalKind::interrupt())?,
             term: signal(SignalKind::terminate())?,
             hup: signal(SignalKind::hangup())?,
+            quit: signal(SignalKind::quit())?,
+            usr1: signal(SignalKind::user_defined1())?,
+            usr2: signal(SignalKind::user_defined2())?,
+            alrm: signal(SignalKind::alarm())?,
         })
     }
 }
@@ -170,9 +229,14 @@ impl AbortSignals {
 impl AbortSource for AbortSignals {
     async fn next(&mut self) -> String {
         let sig = tokio::select! {
+            biased;
             _ = self.int.recv() => Signal::SIGINT,
             _ = self.term.recv() => Signal::SIGTERM,
             _ = self.hup.recv() => Signal::SIGHUP,
+            _ = self.quit.recv() => Signal::SIGQUIT,
+            _ = self.usr1.recv() => Signal::SIGUSR1,
+            _ = self.usr2.recv() => Signal::SIGUSR2,
+            _ = self.alrm.recv() => Signal::SIGALRM,
         };
         sig.as_str().to_string()
     }
@@ -320,12 +384,8 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
     let pid = Pid::from_raw(spawned.pid);
 
     // Without a source the pipe's write end is dropped here: end-of-file.
-    if let (Some(mut source), Some(sink)) = (prepared.stdin, spawned.stdin) {
-        let mut sink = File::from(sink);
-        // A child that exits without reading gives EPIPE: not an error.
-        std::thread::spawn(move || {
-            let _ = io::copy(&mut source, &mut sink);
-        });
+    if let (Some(feeder), Some(sink)) = (prepared.stdin, spawned.stdin) {
+        let _ = feeder.send(File::from(sink));
     }
     let stdout = spawned.stdout.map(receiver).transpose()?;
     let stderr = spawned.stderr.map(receiver).transpose()?;
@@ -352,6 +412,32 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
         phase: Phase::Running,
         reaped: false,
     })))
+}
+
+/// How `pid` ended, if it has, leaving it a zombie (waitid(2) with
+/// `WEXITED | WNOHANG | WNOWAIT`). Read from the raw `siginfo_t`, so that a
+/// death by any signal, real-time ones included, is understood.
+fn exited_status(pid: Pid) -> io::Result<Option<Exit>> {
+    use nix::libc;
+    // SAFETY: waitid fills the zeroed siginfo_t we own.
+    let info = unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+        if libc::waitid(libc::P_PID, pid.as_raw() as libc::id_t, &mut info, flags) == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        info
+    };
+    // SAFETY: the fields of a SIGCHLD siginfo_t filled by waitid.
+    let (si_pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if si_pid == 0 {
+        return Ok(None);
+    }
+    Ok(match info.si_code {
+        libc::CLD_EXITED => Some(Exit::Code(status)),
+        libc::CLD_KILLED | libc::CLD_DUMPED => Some(Exit::Signal(status)),
+        _ => None,
+    })
 }
 
 /// Makes this process's group the terminal's foreground group again after
@@ -486,7 +572,7 @@ impl Execution {
         if self.exit.is_none() || !self.pipes_closed() {
             if self.phase == Phase::Running && self.exit.is_some() {
                 self.phase = Phase::Draining {
-                    until: Instant::now() + DRAIN,
+                    until: self.bounded_by_deadline(Instant::now() + DRAIN),
                 };
             }
             return;
@@ -530,14 +616,8 @@ impl Execution {
         if self.exit.is_some() {
             return Ok(());
         }
-        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
-        let exit = match waitid(Id::Pid(self.pid), flags) {
-            Ok(WaitStatus::Exited(_, code)) => Exit::Code(code),
-            Ok(WaitStatus::Signaled(_, sig, _)) => Exit::Signal(sig as i32),
-            Ok(_) => return Ok(()),
-            Err(e) => return Err(Error::SupervisionFailed(format!("waitid: {}", e.desc()))),
-        };
-        self.exit = Some(exit);
+        self.exit = exited_status(self.pid)
+            .map_err(|e| Error::SupervisionFailed(format!("waitid: {e}")))?;
         Ok(())
     }
 
@@ -549,9 +629,23 @@ impl Execution {
         let live = self.tree.live();
         self.tree.signal(&live, Signal::SIGTERM);
         self.tree.signal(&live, Signal::SIGCONT);
+        let kill_at = Instant::now() + self.kill_after;
         self.phase = Phase::Terminating {
-            kill_at: Instant::now() + self.kill_after,
+            kill_at: if self.exit.is_some() {
+                self.bounded_by_deadline(kill_at)
+            } else {
+                kill_at
+            },
         };
+    }
+
+    /// Leftovers of a command that has exited get no time past the run's
+    /// deadline: `at`, or the deadline if that comes first.
+    fn bounded_by_deadline(&self, at: Instant) -> Instant {
+        match self.deadline {
+            Some(d) => at.min(d.max(Instant::now())),
+            None => at,
+        }
     }
 
     /// SIGKILL to the group and to every process of the tree.

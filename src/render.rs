@@ -176,19 +176,20 @@ pub fn parse_status(text: &str) -> Option<ParsedStatus> {
         .strip_prefix("[exit code: ")
         .and_then(|s| s.strip_suffix(']'))
     {
-        let code: i32 = code.parse().ok()?;
+        // Exit statuses are 0 to 255 (wait(2)); digits only, no sign.
+        if !code.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let code: u8 = code.parse().ok()?;
         return Some(ParsedStatus {
-            exit_code: Some(code),
+            exit_code: Some(code.into()),
             signal: None,
         });
     }
     let sig = last
         .strip_prefix("[killed by signal: ")
         .and_then(|s| s.strip_suffix(']'))?;
-    let valid = sig.len() > 3
-        && sig.starts_with("SIG")
-        && sig.chars().all(|c| c.is_ascii_alphanumeric() || c == '+');
-    valid.then(|| ParsedStatus {
+    crate::result::signal_number(sig).map(|_| ParsedStatus {
         exit_code: None,
         signal: Some(sig.to_string()),
     })
@@ -270,6 +271,10 @@ mod tests {
         assert_eq!(parse_status("[exit code: x]\n"), None);
         assert_eq!(parse_status("[exit code: 0]\nmore\n"), None);
         assert_eq!(parse_status("[killed by signal: ]"), None);
+        assert_eq!(parse_status("[killed by signal: SIGFOO]"), None);
+        assert_eq!(parse_status("[exit code: -1]"), None);
+        assert_eq!(parse_status("[exit code: +7]"), None);
+        assert_eq!(parse_status("[exit code: 256]"), None);
     }
 }
 
@@ -285,9 +290,9 @@ mod properties {
         }
 
         #[test]
-        fn a_marker_after_any_output_is_found(body in "\\PC{0,200}", code in any::<i32>()) {
+        fn a_marker_after_any_output_is_found(body in "\\PC{0,200}", code in any::<u8>()) {
             let text = format!("{body}\n[exit code: {code}]\n");
-            prop_assert_eq!(parse_status(&text).and_then(|p| p.exit_code), Some(code));
+            prop_assert_eq!(parse_status(&text).and_then(|p| p.exit_code), Some(i32::from(code)));
         }
     }
 }

@@ -38,6 +38,7 @@ pub struct RunResult {
     /// The script given to `bash -c`.
     pub command: String,
     /// The absolute working directory.
+    #[serde(serialize_with = "crate::lossy::path")]
     pub workdir: PathBuf,
     /// Exit code of `bash`; `null` when it died from a signal.
     pub exit_code: Option<i32>,
@@ -93,6 +94,9 @@ pub fn signal_name(n: i32) -> String {
         return sig.as_str().to_string();
     }
     let (min, max) = (nix::libc::SIGRTMIN(), nix::libc::SIGRTMAX());
+    if n == min {
+        return "SIGRTMIN".into();
+    }
     if (min..=max).contains(&n) {
         return format!("SIGRTMIN+{}", n - min);
     }
@@ -103,6 +107,9 @@ pub fn signal_name(n: i32) -> String {
 pub fn signal_number(name: &str) -> Option<i32> {
     if let Ok(sig) = name.parse::<Signal>() {
         return Some(sig as i32);
+    }
+    if name == "SIGRTMIN" {
+        return Some(nix::libc::SIGRTMIN());
     }
     if let Some(k) = name.strip_prefix("SIGRTMIN+") {
         return k.parse::<i32>().ok().map(|k| nix::libc::SIGRTMIN() + k);

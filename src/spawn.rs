@@ -24,7 +24,7 @@
 //!    effective, permitted and inheritable with capset(2), so even root ends
 //!    with none: capabilities(7)); landlock_restrict_self(2) with the ruleset
 //!    built by the parent; the seccomp filter (seccomp(2));
-//! 7. an empty signal mask, then execve(2).
+//! 7. every descriptor above 2 closed, an empty signal mask, then execve(2).
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
@@ -314,6 +314,10 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
                 return fail(Step::Seccomp);
             }
         }
+        // Only 0, 1 and 2 reach the command: descriptors this process
+        // inherited without close-on-exec are not passed on (close_range(2),
+        // Linux 5.9; older kernels keep them).
+        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut empty);
         if libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) == -1 {
@@ -414,9 +418,11 @@ fn child_confine(confine: Option<&Confinement>) -> ChildConfine {
 /// the command never ran.
 pub fn spawn(req: &SpawnRequest) -> Result<Spawned, SpawnError> {
     let path = cstring(req.shell.as_os_str().as_bytes(), "the shell path")?;
+    // `--` ends bash's options, so a script such as `-x` is a command.
     let argv = [
         cstring(b"bash", "argv")?,
         cstring(b"-c", "argv")?,
+        cstring(b"--", "argv")?,
         cstring(req.script.as_bytes(), "the command")?,
     ];
     let env: Vec<CString> = req

@@ -74,12 +74,24 @@ impl Ambient {
     /// Reads the facts of the running process.
     ///
     /// Errors when the current directory cannot be determined (it was
-    /// removed, or is not searchable).
-    pub fn current() -> std::io::Result<Ambient> {
+    /// removed, or is not searchable) and no absolute fallback is given.
+    /// `fallback_cwd` stands in for a current directory that was removed
+    /// (an absolute `--workdir` makes the current one irrelevant).
+    pub fn current(fallback_cwd: Option<&Path>) -> std::io::Result<Ambient> {
+        let cwd = match (std::env::current_dir(), fallback_cwd) {
+            (Ok(cwd), _) => cwd,
+            (Err(_), Some(f)) if f.is_absolute() => f.to_path_buf(),
+            (Err(e), _) => return Err(e),
+        };
+        // An empty TMPDIR means unset (as for mktemp(1)).
+        let temp_dir = std::env::var_os("TMPDIR")
+            .filter(|t| !t.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/tmp"));
         Ok(Ambient {
-            cwd: std::env::current_dir()?,
+            cwd,
             env: std::env::vars_os().collect(),
-            temp_dir: std::env::temp_dir(),
+            temp_dir,
         })
     }
 }

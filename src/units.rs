@@ -13,17 +13,50 @@ use std::time::Duration;
 /// enough that `Instant + d` never overflows.
 pub const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
+/// The shortest deadline: 1 ms (results report deadlines in milliseconds).
+pub const MIN_TIMEOUT: Duration = Duration::from_millis(1);
+
+/// Largest tail budget of one stream: 1 GiB. The tail is held in memory;
+/// the whole stream always goes to the spill file, whatever the budget.
+pub const MAX_BUDGET: u64 = 1 << 30;
+
 /// Parses a deadline: `Ok(None)` for `0` / `none` (no deadline).
 ///
 /// Errors (a one-line message) on an empty string, a negative or non-finite
-/// number, an unknown unit, or a value above [`MAX_DURATION`].
+/// number, an unknown unit, a value below [`MIN_TIMEOUT`] that is not zero,
+/// or a value above [`MAX_DURATION`].
 pub fn parse_timeout(text: &str) -> Result<Option<Duration>, String> {
     let t = text.trim();
     if t.eq_ignore_ascii_case("none") {
         return Ok(None);
     }
     let d = parse_duration(t)?;
-    Ok(if d.is_zero() { None } else { Some(d) })
+    let literal_zero = t
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+        .trim()
+        .bytes()
+        .all(|b| b == b'0' || b == b'.');
+    if d.is_zero() && literal_zero {
+        return Ok(None);
+    }
+    if d < MIN_TIMEOUT {
+        return Err(format!(
+            "timeout '{t}' is too small (at least 1ms; 0 means none)"
+        ));
+    }
+    Ok(Some(d))
+}
+
+/// Parses a tail budget: a size of at most [`MAX_BUDGET`].
+pub fn parse_budget(text: &str) -> Result<u64, String> {
+    let n = parse_size(text)?;
+    if n > MAX_BUDGET {
+        return Err(format!(
+            "budget '{}' is too large (at most 1GiB is kept in memory; the whole stream always goes to the spill file)",
+            text.trim()
+        ));
+    }
+    Ok(n)
 }
 
 /// Parses a duration where zero is a plain value (e.g. the grace period).
@@ -135,6 +168,10 @@ mod tests {
         assert_eq!(parse_timeout("0"), Ok(None));
         assert_eq!(parse_timeout("none"), Ok(None));
         assert_eq!(parse_timeout("0s"), Ok(None));
+        assert_eq!(parse_timeout("0.0"), Ok(None));
+        assert!(parse_timeout("0.0000000001").is_err());
+        assert!(parse_timeout("500us").is_err());
+        assert_eq!(parse_timeout("1ms"), Ok(Some(MIN_TIMEOUT)));
         for bad in [
             "",
             "abc",
@@ -187,6 +224,8 @@ mod tests {
         assert_eq!(format_size(65536), "64KiB");
         assert_eq!(format_size(1000), "1000");
         assert_eq!(format_size(0), "0");
+        assert_eq!(parse_budget("1GiB"), Ok(1 << 30));
+        assert!(parse_budget("1TiB").is_err());
     }
 }
 

@@ -70,6 +70,7 @@ impl Network {
 /// A path given as writable that does not exist: skipped, with a warning.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Skipped {
+    #[serde(serialize_with = "crate::lossy::path")]
     pub path: PathBuf,
     pub reason: String,
 }
@@ -80,13 +81,16 @@ pub struct Policy {
     pub mode: Sourced<Mode>,
     pub network: Sourced<Network>,
     /// The workspace root, absolute with symlinks resolved.
+    #[serde(serialize_with = "crate::lossy::sourced_path")]
     pub workspace_root: Sourced<PathBuf>,
     /// The temp directory, absolute with symlinks resolved; `None` with
     /// `--no-temp-write` (or when it does not exist).
+    #[serde(serialize_with = "crate::lossy::opt_path")]
     pub temp_dir: Option<PathBuf>,
     /// Every directory the command may write under, in `workspace-write`:
     /// the workspace root, each existing `--writable-root`, the temp dir.
     /// Empty in the other modes.
+    #[serde(serialize_with = "crate::lossy::paths")]
     pub writable: Vec<PathBuf>,
     /// Writable paths that were skipped because they do not exist.
     pub skipped: Vec<Skipped>,
