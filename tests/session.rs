@@ -106,3 +106,23 @@ fn a_closed_stdout_is_not_a_crash() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "1\nstatus=0\n");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
 }
+
+#[test]
+fn works_as_pid_1_of_a_pid_namespace() {
+    // unshare(1) makes dsh-exec the init of a new PID namespace, where every
+    // orphan is its child and signals without a handler are ignored.
+    let out = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc"])
+        .arg(bin())
+        .args(["--json", "--timeout", "1s", "--", "echo pid=$PPID; (setsid sleep 50 &); sleep 30"])
+        .output()
+        .unwrap();
+    if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("unshare failed") {
+        eprintln!("skipped: no PID namespaces here");
+        return;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(code(&out), 124);
+    assert_eq!(v["stdout"]["text"], "pid=1\n");
+    assert_eq!(v["timed_out"], true);
+}
