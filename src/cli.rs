@@ -27,6 +27,89 @@ Examples:
   dsh-exec --timeout 30s --stdout-max-bytes 64K -- cargo build
   dsh-exec --json -e MY_TOKEN -- ./deploy.sh";
 
+/// The reference sections of `--help` and of the man page, defined once:
+/// (heading, paragraphs).
+pub const REFERENCE: &[(&str, &[&str])] = &[
+    (
+        "OUTPUT",
+        &[
+            "The command's stdout comes first, then a [stderr] section when stderr is not empty. \
+             A stream that outgrew its budget opens with [STREAM truncated: N earlier bytes omitted; \
+             full stream: PATH]; the spill file at PATH holds every byte.",
+            "Notices follow, each only when true: [sandbox: MODE; a write was denied] (or the \
+             sandbox runner failed), [timed out after D], [aborted by SIGNAL].",
+            "The last line is always the marker: [exit code: N] or [killed by signal: NAME]. \
+             'dsh-exec parse-status' reads it back. With --json, one JSON object is printed \
+             instead: command, workdir, exit_code, signal, timed_out, aborted, timeout_ms, \
+             duration_ms, stdout and stderr (text, truncated, total_bytes, spill_path), sandbox.",
+        ],
+    ),
+    (
+        "EXIT STATUS",
+        &[
+            "The command's own exit status; 124 when the deadline passed; 128+S when the command \
+             was killed by signal S, or when dsh-exec was aborted by signal S (SIGINT 130, SIGTERM \
+             143, SIGHUP 129); 125 when dsh-exec itself failed (WORKDIR_UNUSABLE, SHELL_NOT_FOUND, \
+             STDIN_UNREADABLE, SPILL_UNUSABLE, SANDBOX_UNAVAILABLE, SPAWN_FAILED) or the sandbox \
+             runner failed; 2 for a usage error. 126 and 127 come from bash itself.",
+        ],
+    ),
+    (
+        "ENVIRONMENT",
+        &[
+            "The command's environment is built in four layers: the environment of dsh-exec minus \
+             credential-shaped names (containing KEY, SECRET, TOKEN, PASSWORD, PASSWD or CREDENTIAL, \
+             in any case) and minus every DSH_* name; then PAGER=cat, GIT_PAGER=cat, MANPAGER=cat, \
+             GIT_TERMINAL_PROMPT=0, TERM=dumb and NO_COLOR=1 (not with --interactive); then --env \
+             entries; then --dsh-env entries, which no --env entry can displace. Sandboxed runs \
+             also get DSH_SANDBOX_MODE (and DSH_SANDBOX_NETWORK=deny).",
+            "NO_COLOR turns colour off; TMPDIR is the default spill directory and the temp \
+             directory that workspace-write may write.",
+        ],
+    ),
+];
+
+/// Examples for `--help` and the man page: (command, what it does).
+pub const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "dsh-exec -- 'make test'",
+        "Run the tests with the default 10-minute deadline.",
+    ),
+    (
+        "dsh-exec --timeout 30s --stdout-max-bytes 64K -- cargo build",
+        "Keep the last 64 KiB of stdout; the rest goes to a spill file.",
+    ),
+    (
+        "dsh-exec --json -e MY_TOKEN -- ./deploy.sh",
+        "Pass one scrubbed secret through and print the result as JSON.",
+    ),
+    (
+        "dsh-exec -s workspace-write --network deny -- npm test",
+        "Confine writes to the workdir and the temp dir, with no IP networking.",
+    ),
+    (
+        "dsh-exec explain -s read-only -- make",
+        "Show what would run, with which environment and confinement.",
+    ),
+];
+
+/// The reference sections and examples as plain text, for `--help`.
+pub fn reference_text() -> String {
+    let mut text = String::new();
+    for (heading, paragraphs) in REFERENCE {
+        text.push_str(&format!("{heading}:\n"));
+        for p in *paragraphs {
+            text.push_str(&format!("  {p}\n"));
+        }
+        text.push('\n');
+    }
+    text.push_str("EXAMPLES:\n");
+    for (cmd, what) in EXAMPLES {
+        text.push_str(&format!("  {cmd}\n      {what}\n"));
+    }
+    text
+}
+
 /// Runs one shell command safely and reports exactly what happened.
 #[derive(Debug, Parser)]
 #[command(
@@ -161,9 +244,17 @@ impl RunArgs {
     }
 }
 
-/// The `clap` command, for help and generated documentation.
+/// The `clap` command, for parsing, help and generated documentation.
 pub fn command() -> clap::Command {
-    <Cli as clap::CommandFactory>::command()
+    <Cli as clap::CommandFactory>::command().after_long_help(reference_text())
+}
+
+/// Parses this process's arguments with [`command`].
+///
+/// Errors with clap's error (help and version requests included).
+pub fn parse() -> Result<Cli, clap::Error> {
+    let matches = command().try_get_matches()?;
+    <Cli as clap::FromArgMatches>::from_arg_matches(&matches)
 }
 
 #[cfg(test)]

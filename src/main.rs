@@ -4,9 +4,8 @@
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
 
-use clap::Parser;
 use clap::error::ErrorKind;
-use dsh_exec::cli::{Cli, ColorChoice, RunArgs, Sub};
+use dsh_exec::cli::{ColorChoice, RunArgs, Sub};
 use dsh_exec::error::INFRASTRUCTURE_EXIT_STATUS;
 use dsh_exec::explain::{explain_json, explain_text};
 use dsh_exec::render::{parse_status, render_text};
@@ -25,7 +24,7 @@ const USAGE_EXIT_STATUS: u8 = 2;
 
 fn main() -> ExitCode {
     startup_hygiene();
-    let cli = match Cli::try_parse() {
+    let cli = match dsh_exec::cli::parse() {
         Ok(cli) => cli,
         Err(e) => return clap_error(e),
     };

@@ -284,21 +284,8 @@ fn denial_classification_is_conservative() {
     }
 }
 
-/// The `seccomp_errno` example, which `cargo test` builds beside the test
-/// binaries (built here when a filtered test run skipped it).
 fn seccomp_errno() -> PathBuf {
-    let mut path = bin();
-    path.pop();
-    let path = path.join("examples").join("seccomp_errno");
-    if !path.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--quiet", "--example", "seccomp_errno"])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-    path
+    example("seccomp_errno")
 }
 
 #[test]

@@ -114,7 +114,13 @@ fn works_as_pid_1_of_a_pid_namespace() {
     let out = std::process::Command::new("unshare")
         .args(["--pid", "--fork", "--mount-proc"])
         .arg(bin())
-        .args(["--json", "--timeout", "1s", "--", "echo pid=$PPID; (setsid sleep 50 &); sleep 30"])
+        .args([
+            "--json",
+            "--timeout",
+            "1s",
+            "--",
+            "echo pid=$PPID; (setsid sleep 50 &); sleep 30",
+        ])
         .output()
         .unwrap();
     if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("unshare failed") {

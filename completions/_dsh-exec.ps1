@@ -1,0 +1,90 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'dsh-exec'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'dsh-exec' {
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Working directory of the command [default: the current directory]')
+            [CompletionResult]::new('--workdir', '--workdir', [CompletionResultType]::ParameterName, 'Working directory of the command [default: the current directory]')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]')
+            [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'Grace period between SIGTERM and SIGKILL [default: 2s]')
+            [CompletionResult]::new('--stdout-max-bytes', '--stdout-max-bytes', [CompletionResultType]::ParameterName, 'Bytes of stdout kept (the tail): 4096, 64K, 1MiB [default: 1MiB]')
+            [CompletionResult]::new('--stderr-max-bytes', '--stderr-max-bytes', [CompletionResultType]::ParameterName, 'Bytes of stderr kept (the tail) [default: 1MiB]')
+            [CompletionResult]::new('--stdin-file', '--stdin-file', [CompletionResultType]::ParameterName, 'Feed this file to the command''s stdin (''-'': this process''s stdin) [default: closed]')
+            [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)')
+            [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)')
+            [CompletionResult]::new('--dsh-env', '--dsh-env', [CompletionResultType]::ParameterName, 'Set a managed DSH_KEY=VALUE entry, applied after every --env entry')
+            [CompletionResult]::new('--spill-dir', '--spill-dir', [CompletionResultType]::ParameterName, 'Where the run''s private spill directory is created [default: $TMPDIR or /tmp]')
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)')
+            [CompletionResult]::new('--sandbox', '--sandbox', [CompletionResultType]::ParameterName, 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)')
+            [CompletionResult]::new('--workspace-root', '--workspace-root', [CompletionResultType]::ParameterName, 'Root the command may write under in workspace-write [default: the workdir]')
+            [CompletionResult]::new('--writable-root', '--writable-root', [CompletionResultType]::ParameterName, 'Another directory writable in workspace-write (repeatable; missing ones are skipped)')
+            [CompletionResult]::new('--network', '--network', [CompletionResultType]::ParameterName, 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour the notices and the marker')
+            [CompletionResult]::new('--no-temp-write', '--no-temp-write', [CompletionResultType]::ParameterName, 'Keep the temp directory read-only in workspace-write')
+            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)')
+            [CompletionResult]::new('--interactive', '--interactive', [CompletionResultType]::ParameterName, 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object instead of the rendered text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Resolve and show the spec and child environment; run nothing')
+            [CompletionResult]::new('parse-status', 'parse-status', [CompletionResultType]::ParameterValue, 'Read a rendered result and print its final marker as JSON (exit 1 when the last line is no marker)')
+            break
+        }
+        'dsh-exec;explain' {
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Working directory of the command [default: the current directory]')
+            [CompletionResult]::new('--workdir', '--workdir', [CompletionResultType]::ParameterName, 'Working directory of the command [default: the current directory]')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]')
+            [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'Grace period between SIGTERM and SIGKILL [default: 2s]')
+            [CompletionResult]::new('--stdout-max-bytes', '--stdout-max-bytes', [CompletionResultType]::ParameterName, 'Bytes of stdout kept (the tail): 4096, 64K, 1MiB [default: 1MiB]')
+            [CompletionResult]::new('--stderr-max-bytes', '--stderr-max-bytes', [CompletionResultType]::ParameterName, 'Bytes of stderr kept (the tail) [default: 1MiB]')
+            [CompletionResult]::new('--stdin-file', '--stdin-file', [CompletionResultType]::ParameterName, 'Feed this file to the command''s stdin (''-'': this process''s stdin) [default: closed]')
+            [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)')
+            [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)')
+            [CompletionResult]::new('--dsh-env', '--dsh-env', [CompletionResultType]::ParameterName, 'Set a managed DSH_KEY=VALUE entry, applied after every --env entry')
+            [CompletionResult]::new('--spill-dir', '--spill-dir', [CompletionResultType]::ParameterName, 'Where the run''s private spill directory is created [default: $TMPDIR or /tmp]')
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)')
+            [CompletionResult]::new('--sandbox', '--sandbox', [CompletionResultType]::ParameterName, 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)')
+            [CompletionResult]::new('--workspace-root', '--workspace-root', [CompletionResultType]::ParameterName, 'Root the command may write under in workspace-write [default: the workdir]')
+            [CompletionResult]::new('--writable-root', '--writable-root', [CompletionResultType]::ParameterName, 'Another directory writable in workspace-write (repeatable; missing ones are skipped)')
+            [CompletionResult]::new('--network', '--network', [CompletionResultType]::ParameterName, 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour the notices and the marker')
+            [CompletionResult]::new('--no-temp-write', '--no-temp-write', [CompletionResultType]::ParameterName, 'Keep the temp directory read-only in workspace-write')
+            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)')
+            [CompletionResult]::new('--interactive', '--interactive', [CompletionResultType]::ParameterName, 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object instead of the rendered text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'dsh-exec;parse-status' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

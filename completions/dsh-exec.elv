@@ -1,0 +1,82 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[dsh-exec] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'dsh-exec'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'dsh-exec'= {
+            cand -C 'Working directory of the command [default: the current directory]'
+            cand --workdir 'Working directory of the command [default: the current directory]'
+            cand -t 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]'
+            cand --timeout 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]'
+            cand --kill-after 'Grace period between SIGTERM and SIGKILL [default: 2s]'
+            cand --stdout-max-bytes 'Bytes of stdout kept (the tail): 4096, 64K, 1MiB [default: 1MiB]'
+            cand --stderr-max-bytes 'Bytes of stderr kept (the tail) [default: 1MiB]'
+            cand --stdin-file 'Feed this file to the command''s stdin (''-'': this process''s stdin) [default: closed]'
+            cand -e 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)'
+            cand --env 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)'
+            cand --dsh-env 'Set a managed DSH_KEY=VALUE entry, applied after every --env entry'
+            cand --spill-dir 'Where the run''s private spill directory is created [default: $TMPDIR or /tmp]'
+            cand -s 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)'
+            cand --sandbox 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)'
+            cand --workspace-root 'Root the command may write under in workspace-write [default: the workdir]'
+            cand --writable-root 'Another directory writable in workspace-write (repeatable; missing ones are skipped)'
+            cand --network 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]'
+            cand --color 'Colour the notices and the marker'
+            cand --no-temp-write 'Keep the temp directory read-only in workspace-write'
+            cand -i 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
+            cand --interactive 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
+            cand --json 'Print one JSON object instead of the rendered text'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand explain 'Resolve and show the spec and child environment; run nothing'
+            cand parse-status 'Read a rendered result and print its final marker as JSON (exit 1 when the last line is no marker)'
+        }
+        &'dsh-exec;explain'= {
+            cand -C 'Working directory of the command [default: the current directory]'
+            cand --workdir 'Working directory of the command [default: the current directory]'
+            cand -t 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]'
+            cand --timeout 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]'
+            cand --kill-after 'Grace period between SIGTERM and SIGKILL [default: 2s]'
+            cand --stdout-max-bytes 'Bytes of stdout kept (the tail): 4096, 64K, 1MiB [default: 1MiB]'
+            cand --stderr-max-bytes 'Bytes of stderr kept (the tail) [default: 1MiB]'
+            cand --stdin-file 'Feed this file to the command''s stdin (''-'': this process''s stdin) [default: closed]'
+            cand -e 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)'
+            cand --env 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)'
+            cand --dsh-env 'Set a managed DSH_KEY=VALUE entry, applied after every --env entry'
+            cand --spill-dir 'Where the run''s private spill directory is created [default: $TMPDIR or /tmp]'
+            cand -s 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)'
+            cand --sandbox 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)'
+            cand --workspace-root 'Root the command may write under in workspace-write [default: the workdir]'
+            cand --writable-root 'Another directory writable in workspace-write (repeatable; missing ones are skipped)'
+            cand --network 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]'
+            cand --color 'Colour the notices and the marker'
+            cand --no-temp-write 'Keep the temp directory read-only in workspace-write'
+            cand -i 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
+            cand --interactive 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
+            cand --json 'Print one JSON object instead of the rendered text'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'dsh-exec;parse-status'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+    ]
+    $completions[$command]
+}

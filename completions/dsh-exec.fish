@@ -1,0 +1,76 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_dsh_exec_global_optspecs
+    string join \n C/workdir= t/timeout= kill-after= stdout-max-bytes= stderr-max-bytes= stdin-file= e/env= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write network= i/interactive json color= h/help V/version
+end
+
+function __fish_dsh_exec_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_dsh_exec_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_dsh_exec_using_subcommand
+    set -l cmd (__fish_dsh_exec_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s C -l workdir -d 'Working directory of the command [default: the current directory]' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s t -l timeout -d 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l kill-after -d 'Grace period between SIGTERM and SIGKILL [default: 2s]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stdout-max-bytes -d 'Bytes of stdout kept (the tail): 4096, 64K, 1MiB [default: 1MiB]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stderr-max-bytes -d 'Bytes of stderr kept (the tail) [default: 1MiB]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stdin-file -d 'Feed this file to the command\'s stdin (\'-\': this process\'s stdin) [default: closed]' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s e -l env -d 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)' -r
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l dsh-env -d 'Set a managed DSH_KEY=VALUE entry, applied after every --env entry' -r
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l spill-dir -d 'Where the run\'s private spill directory is created [default: $TMPDIR or /tmp]' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s s -l sandbox -d 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)' -r -f -a "read-only\t'Read and execute anything; write nothing but character devices'
+workspace-write\t'Also write under the workspace root, writable roots and the temp dir'
+full-access\t'No confinement'"
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l workspace-root -d 'Root the command may write under in workspace-write [default: the workdir]' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l writable-root -d 'Another directory writable in workspace-write (repeatable; missing ones are skipped)' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l network -d 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]' -r -f -a "allow\t''
+deny\t''"
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l color -d 'Colour the notices and the marker' -r -f -a "auto\t'On a terminal, unless NO_COLOR is set'
+always\t''
+never\t''"
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l no-temp-write -d 'Keep the temp directory read-only in workspace-write'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s i -l interactive -d 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l json -d 'Print one JSON object instead of the rendered text'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s V -l version -d 'Print version'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "explain" -d 'Resolve and show the spec and child environment; run nothing'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "parse-status" -d 'Read a rendered result and print its final marker as JSON (exit 1 when the last line is no marker)'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s C -l workdir -d 'Working directory of the command [default: the current directory]' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s t -l timeout -d 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l kill-after -d 'Grace period between SIGTERM and SIGKILL [default: 2s]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stdout-max-bytes -d 'Bytes of stdout kept (the tail): 4096, 64K, 1MiB [default: 1MiB]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stderr-max-bytes -d 'Bytes of stderr kept (the tail) [default: 1MiB]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stdin-file -d 'Feed this file to the command\'s stdin (\'-\': this process\'s stdin) [default: closed]' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s e -l env -d 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l dsh-env -d 'Set a managed DSH_KEY=VALUE entry, applied after every --env entry' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l spill-dir -d 'Where the run\'s private spill directory is created [default: $TMPDIR or /tmp]' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s s -l sandbox -d 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)' -r -f -a "read-only\t'Read and execute anything; write nothing but character devices'
+workspace-write\t'Also write under the workspace root, writable roots and the temp dir'
+full-access\t'No confinement'"
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l workspace-root -d 'Root the command may write under in workspace-write [default: the workdir]' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l writable-root -d 'Another directory writable in workspace-write (repeatable; missing ones are skipped)' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l network -d 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]' -r -f -a "allow\t''
+deny\t''"
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l color -d 'Colour the notices and the marker' -r -f -a "auto\t'On a terminal, unless NO_COLOR is set'
+always\t''
+never\t''"
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l no-temp-write -d 'Keep the temp directory read-only in workspace-write'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s i -l interactive -d 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l json -d 'Print one JSON object instead of the rendered text'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand parse-status" -s h -l help -d 'Print help'

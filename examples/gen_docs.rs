@@ -1,0 +1,99 @@
+//! Generates the shell completions (`completions/`) and the man page
+//! (`man/dsh-exec.1`) from the one clap definition in `src/cli.rs`.
+//!
+//! ```text
+//! cargo run --example gen_docs            # write the files
+//! cargo run --example gen_docs -- --check # exit 1 when a committed file drifted
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use clap_complete::Shell;
+use roff::{Roff, bold, roman};
+
+/// Every generated file: (path relative to the repository, contents).
+fn generated() -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    for (shell, name) in [
+        (Shell::Bash, "dsh-exec.bash"),
+        (Shell::Zsh, "_dsh-exec"),
+        (Shell::Fish, "dsh-exec.fish"),
+        (Shell::Elvish, "dsh-exec.elv"),
+        (Shell::PowerShell, "_dsh-exec.ps1"),
+    ] {
+        let mut out = Vec::new();
+        clap_complete::generate(shell, &mut dsh_exec::cli::command(), "dsh-exec", &mut out);
+        files.push((Path::new("completions").join(name), out));
+    }
+    files.push((Path::new("man").join("dsh-exec.1"), man_page()));
+    for sub in dsh_exec::cli::command().get_subcommands() {
+        let name = format!("dsh-exec-{}", sub.get_name());
+        // clap takes a static name; this short-lived generator can leak it.
+        let cmd = sub.clone().name(&*Box::leak(name.clone().into_boxed_str()));
+        let mut out = Vec::new();
+        clap_mangen::Man::new(cmd)
+            .date("2026-11-30")
+            .render(&mut out)
+            .expect("render");
+        files.push((Path::new("man").join(format!("{name}.1")), out));
+    }
+    files
+}
+
+/// The man page: clap_mangen's title, name, synopsis, description, options
+/// and subcommands, then the reference sections and examples of `cli.rs`.
+fn man_page() -> Vec<u8> {
+    // The short after-help is replaced by the full reference sections below.
+    let cmd = dsh_exec::cli::command()
+        .after_help(None::<&str>)
+        .after_long_help(None::<&str>);
+    let man = clap_mangen::Man::new(cmd).date("2026-11-30");
+    let mut out = Vec::new();
+    man.render_title(&mut out).expect("render");
+    man.render_name_section(&mut out).expect("render");
+    man.render_synopsis_section(&mut out).expect("render");
+    man.render_description_section(&mut out).expect("render");
+    man.render_options_section(&mut out).expect("render");
+    man.render_subcommands_section(&mut out).expect("render");
+    let mut roff = Roff::default();
+    for (heading, paragraphs) in dsh_exec::cli::REFERENCE {
+        roff.control("SH", [*heading]);
+        for p in *paragraphs {
+            roff.control("PP", []).text([roman(*p)]);
+        }
+    }
+    roff.control("SH", ["EXAMPLES"]);
+    for (cmd, what) in dsh_exec::cli::EXAMPLES {
+        roff.control("TP", [])
+            .text([bold(*cmd)])
+            .text([roman(*what)]);
+    }
+    roff.to_writer(&mut out).expect("render");
+    man.render_version_section(&mut out).expect("render");
+    out
+}
+
+fn main() {
+    let check = std::env::args().any(|a| a == "--check");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut drifted = Vec::new();
+    for (rel, contents) in generated() {
+        let path = root.join(&rel);
+        if check {
+            if std::fs::read(&path).ok().as_deref() != Some(&contents[..]) {
+                drifted.push(rel);
+            }
+        } else {
+            std::fs::create_dir_all(path.parent().expect("a parent")).expect("create dir");
+            std::fs::write(&path, contents).expect("write");
+            println!("wrote {}", rel.display());
+        }
+    }
+    if !drifted.is_empty() {
+        for rel in &drifted {
+            eprintln!("gen_docs: {} differs from src/cli.rs", rel.display());
+        }
+        eprintln!("gen_docs: run `cargo run --example gen_docs` and commit the result");
+        std::process::exit(1);
+    }
+}

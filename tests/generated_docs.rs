@@ -1,0 +1,46 @@
+//! The completions and man pages are generated from the clap definition and
+//! must not drift from it; the man page must render cleanly.
+mod common;
+use common::*;
+
+#[test]
+fn completions_and_man_pages_match_the_cli_definition() {
+    let out = std::process::Command::new(example("gen_docs"))
+        .arg("--check")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_man_page_renders_without_warnings() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = std::process::Command::new("man")
+        .args(["--warnings", "-l", &format!("{root}/man/dsh-exec.1")])
+        .env("MANWIDTH", "80")
+        .env("LC_ALL", "C.UTF-8")
+        .output();
+    let Ok(out) = out else {
+        eprintln!("skipped: man is not installed");
+        return;
+    };
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for heading in [
+        "OPTIONS",
+        "OUTPUT",
+        "EXIT STATUS",
+        "ENVIRONMENT",
+        "EXAMPLES",
+    ] {
+        assert!(
+            text.contains(&format!("\n{heading}\n")),
+            "no {heading} section"
+        );
+    }
+}
