@@ -29,7 +29,7 @@ _dsh__exec() {
 
     case "${cmd}" in
         dsh__exec)
-            opts="-C -t -e -s -i -h -V --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --network --interactive --json --color --help --version explain parse-status"
+            opts="-C -t -e -s -i -h -V --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --network --interactive --stream --json --color --help --version explain parse-status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -115,7 +115,7 @@ _dsh__exec() {
             return 0
             ;;
         dsh__subcmd__exec__subcmd__explain)
-            opts="-C -t -e -s -i -h --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --network --interactive --json --color --help"
+            opts="-C -t -e -s -i -h --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --network --interactive --stream --json --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

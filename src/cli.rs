@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::env::{EnvArg, parse_env_arg, parse_managed_arg};
 use crate::sandbox::{Mode, Network};
-use crate::spec::Request;
+use crate::spec::{LiveOutput, Request};
 use crate::units::{parse_budget, parse_duration, parse_timeout};
 
 const AFTER_HELP: &str = "\
@@ -209,6 +209,9 @@ pub struct RunArgs {
     /// Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand).
     #[arg(short = 'i', long, conflicts_with = "stdin_file")]
     pub interactive: bool,
+    /// Show the output live as it is produced (to stderr with --json), capturing it as usual.
+    #[arg(long, conflicts_with = "interactive")]
+    pub stream: bool,
     /// Print one JSON object instead of the rendered text.
     #[arg(long)]
     pub json: bool,
@@ -240,6 +243,11 @@ impl RunArgs {
             writable_roots: self.writable_roots,
             no_temp_write: self.no_temp_write,
             interactive: self.interactive,
+            stream: match (self.stream, self.json) {
+                (false, _) => None,
+                (true, false) => Some(LiveOutput::Mirrored),
+                (true, true) => Some(LiveOutput::Stderr),
+            },
         }
     }
 }

@@ -34,7 +34,7 @@ use crate::output::{Delta, SpillDir, StreamCapture};
 use crate::result::{RunResult, SandboxFacts, signal_name};
 use crate::sandbox;
 use crate::spawn::{SpawnRequest, spawn};
-use crate::spec::{Spec, StdinSource};
+use crate::spec::{LiveOutput, Spec, StdinSource};
 use crate::sweep::Tree;
 
 /// How long the pipes are still read after the direct child exited, for
@@ -268,6 +268,8 @@ pub struct Execution {
     stderr: Option<pipe::Receiver>,
     /// The command has the terminal (its process group is the foreground one).
     interactive: bool,
+    /// Where output is copied live (`--stream`).
+    live: Live,
     out: StreamCapture,
     err: StreamCapture,
     spill_dir: SpillDir,
@@ -297,6 +299,41 @@ enum Phase {
     Killed { until: Instant },
     /// Nothing of the run is left; the result can be built.
     Done,
+}
+
+/// The live copy of the output for `--stream`. Writes block (a slow reader
+/// slows the run, as with `tee`); a write error (a closed stdout) ends the
+/// copy to that target, never the run.
+struct Live {
+    target: Option<LiveOutput>,
+    stdout_ok: bool,
+    stderr_ok: bool,
+}
+
+impl Live {
+    fn new(target: Option<LiveOutput>) -> Live {
+        Live {
+            target,
+            stdout_ok: true,
+            stderr_ok: true,
+        }
+    }
+
+    fn copy(&mut self, bytes: &[u8], from_stderr: bool) {
+        use std::io::Write;
+        let to_stderr = match self.target {
+            None => return,
+            Some(LiveOutput::Stderr) => true,
+            Some(LiveOutput::Mirrored) => from_stderr,
+        };
+        if to_stderr && self.stderr_ok {
+            let mut e = io::stderr().lock();
+            self.stderr_ok = e.write_all(bytes).and_then(|_| e.flush()).is_ok();
+        } else if !to_stderr && self.stdout_ok {
+            let mut o = io::stdout().lock();
+            self.stdout_ok = o.write_all(bytes).and_then(|_| o.flush()).is_ok();
+        }
+    }
 }
 
 /// How often the tree is re-read while waiting for it to die, since the
@@ -401,6 +438,7 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
         stdout,
         stderr,
         interactive: spec.interactive,
+        live: Live::new(spec.stream),
         out: StreamCapture::new("stdout", spec.stdout_max_bytes.value),
         err: StreamCapture::new("stderr", spec.stderr_max_bytes.value),
         spill_dir: prepared.spill_dir,
@@ -519,11 +557,17 @@ impl Execution {
             };
             tokio::select! {
                 r = read_from(&mut self.stdout, &mut out_buf) => match r {
-                    Ok(n) if n > 0 => self.out.push(&out_buf[..n], &mut self.spill_dir),
+                    Ok(n) if n > 0 => {
+                        self.live.copy(&out_buf[..n], false);
+                        self.out.push(&out_buf[..n], &mut self.spill_dir);
+                    }
                     _ => self.stdout = None,
                 },
                 r = read_from(&mut self.stderr, &mut err_buf) => match r {
-                    Ok(n) if n > 0 => self.err.push(&err_buf[..n], &mut self.spill_dir),
+                    Ok(n) if n > 0 => {
+                        self.live.copy(&err_buf[..n], true);
+                        self.err.push(&err_buf[..n], &mut self.spill_dir);
+                    }
                     _ => self.stderr = None,
                 },
                 _ = self.sigchld.recv() => {

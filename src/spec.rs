@@ -56,6 +56,18 @@ pub struct Request {
     pub no_temp_write: bool,
     /// Attach the command to this terminal, uncaptured.
     pub interactive: bool,
+    /// Show the output live while capturing it.
+    pub stream: Option<LiveOutput>,
+}
+
+/// Where `--stream` copies the command's output as it is produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LiveOutput {
+    /// stdout to this process's stdout, stderr to its stderr.
+    Mirrored,
+    /// Both to this process's stderr (stdout carries the JSON result).
+    Stderr,
 }
 
 /// The process-wide facts `resolve` reads: passed in so that resolution is a
@@ -167,6 +179,8 @@ pub struct Spec {
     /// The command gets this terminal (stdin, stdout, stderr, foreground
     /// process group); its output is not captured.
     pub interactive: bool,
+    /// Copy the output live (`--stream`), besides capturing it.
+    pub stream: Option<LiveOutput>,
 }
 
 /// A request that cannot be resolved: a usage error (exit status 2).
@@ -240,6 +254,7 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         env: EnvPlan::build(&ambient.env, req.interactive, &req.env, &managed),
         sandbox,
         interactive: req.interactive,
+        stream: req.stream,
     })
 }
 

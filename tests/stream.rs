@@ -1,0 +1,84 @@
+//! `--stream`: output appears live, is still captured, and is not printed twice.
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader, Read};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+#[test]
+fn the_first_line_appears_before_the_run_ends() {
+    let t0 = Instant::now();
+    let mut child = dsh()
+        .args([
+            "--stream",
+            "--",
+            "echo first; sleep 2; echo second; echo err >&2",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let first_at = t0.elapsed();
+    assert_eq!(first, "first\n");
+    assert!(
+        first_at < Duration::from_millis(1500),
+        "first line after {first_at:?}"
+    );
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(rest, "second\n[exit code: 0]\n");
+    assert_eq!(err, "err\n");
+}
+
+#[test]
+fn with_json_the_live_output_goes_to_stderr_and_the_object_alone_to_stdout() {
+    let out = dsh()
+        .args(["--stream", "--json", "--", "echo out; echo err >&2; exit 2"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2);
+    assert_eq!(stderr(&out), "out\nerr\n");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["stdout"]["text"], "out\n");
+    assert_eq!(v["stderr"]["text"], "err\n");
+}
+
+#[test]
+fn streaming_keeps_the_budget_and_the_spill_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dsh()
+        .args([
+            "--stream",
+            "--json",
+            "--stdout-max-bytes",
+            "10",
+            "--spill-dir",
+            dir.path().to_str().unwrap(),
+        ])
+        .args(["--", "seq 1 1000"])
+        .output()
+        .unwrap();
+    let all = std::process::Command::new("seq")
+        .args(["1", "1000"])
+        .output()
+        .unwrap()
+        .stdout;
+    assert_eq!(out.stderr, all);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["stdout"]["truncated"], true);
+    assert_eq!(
+        std::fs::read(v["stdout"]["spill_path"].as_str().unwrap()).unwrap(),
+        all
+    );
+}
