@@ -125,14 +125,17 @@ fn infrastructure_error(err: &Error, json: bool) -> ExitCode {
     ExitCode::from(INFRASTRUCTURE_EXIT_STATUS as u8)
 }
 
+/// Whether to colour: `--color always|never` decide; under `auto`, a
+/// non-empty NO_COLOR turns colour off (no-color.org), a CLICOLOR_FORCE
+/// other than `0` turns it on, and otherwise stdout being a terminal does.
 fn use_color(choice: ColorChoice) -> bool {
+    let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                && std::io::stdout().is_terminal()
-        }
+        ColorChoice::Auto if set("NO_COLOR").is_some() => false,
+        ColorChoice::Auto if set("CLICOLOR_FORCE").is_some_and(|v| v != "0") => true,
+        ColorChoice::Auto => std::io::stdout().is_terminal(),
     }
 }
 

@@ -1,0 +1,79 @@
+//! Colour: on a terminal or when forced; never when piped unless asked.
+mod common;
+use common::*;
+
+const GREEN_MARKER: &str = "\u{1b}[1m\u{1b}[32m[exit code: 0]";
+
+/// Runs dsh-exec under a pseudo-terminal and returns what it printed.
+fn under_pty(args: &[&str], env: &[(&str, &str)]) -> String {
+    let driver = r#"
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+out = b""
+while True:
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        break
+    if not data:
+        break
+    out += data
+os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+"#;
+    let mut cmd = std::process::Command::new("python3");
+    cmd.args(["-c", driver])
+        .arg(bin())
+        .args(args)
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    String::from_utf8_lossy(&cmd.output().unwrap().stdout).into_owned()
+}
+
+#[test]
+fn auto_colours_on_a_terminal() {
+    let text = under_pty(&["--", "true"], &[]);
+    assert!(text.contains(GREEN_MARKER), "{text:?}");
+    let text = under_pty(&["--timeout", "100ms", "--", "sleep 5"], &[]);
+    assert!(
+        text.contains("\u{1b}[33m[timed out after 100ms]"),
+        "{text:?}"
+    );
+    assert!(
+        text.contains("\u{1b}[31m[killed by signal: SIGTERM]"),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn no_color_wins_on_a_terminal() {
+    let text = under_pty(&["--", "true"], &[("NO_COLOR", "1")]);
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+    let text = under_pty(&["--color", "never", "--", "true"], &[]);
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+}
+
+#[test]
+fn piped_output_is_plain_unless_forced() {
+    let plain = dsh().args(["--", "exit 1"]).output().unwrap();
+    assert_eq!(stdout(&plain), "[exit code: 1]\n");
+    let forced = dsh()
+        .env("CLICOLOR_FORCE", "1")
+        .args(["--", "exit 1"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout(&forced),
+        "\u{1b}[1m\u{1b}[31m[exit code: 1]\u{1b}[39m\u{1b}[0m\n"
+    );
+    let always = dsh()
+        .args(["--color", "always", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(stdout(&always).starts_with(GREEN_MARKER));
+}
