@@ -121,8 +121,10 @@ pub fn reference_text() -> String {
 )]
 pub struct Cli {
     #[command(subcommand)]
+    /// `explain` or `parse-status`; `None` runs the command.
     pub subcommand: Option<Sub>,
     #[command(flatten)]
+    /// The options and command of a run.
     pub run: RunArgs,
 }
 
@@ -145,7 +147,9 @@ pub enum ColorChoice {
     /// On a terminal, unless NO_COLOR is set.
     #[default]
     Auto,
+    /// Always colour.
     Always,
+    /// Never colour.
     Never,
 }
 

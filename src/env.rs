@@ -113,8 +113,11 @@ pub enum Layer {
 /// A variable that one of layers 2 to 4 sets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvSetting {
+    /// The variable name.
     pub name: String,
+    /// Its value.
     pub value: OsString,
+    /// The layer that sets it.
     pub layer: Layer,
 }
 

@@ -15,16 +15,31 @@ pub const INFRASTRUCTURE_EXIT_STATUS: i32 = 125;
 pub enum Error {
     /// The working directory does not exist, is not a directory, or cannot be entered.
     #[error("working directory {path}: {reason}")]
-    WorkdirUnusable { path: PathBuf, reason: String },
+    WorkdirUnusable {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// `bash` was not found on `PATH` (or the fixed fallback locations).
     #[error("shell not found: no executable 'bash' on PATH")]
     ShellNotFound,
     /// The `--stdin-file` could not be opened for reading.
     #[error("stdin file {path}: {reason}")]
-    StdinUnreadable { path: PathBuf, reason: String },
+    StdinUnreadable {
+        /// The file (`-` for this process's stdin).
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The spill directory is missing, not a directory, or not writable.
     #[error("spill directory {path}: {reason}")]
-    SpillUnusable { path: PathBuf, reason: String },
+    SpillUnusable {
+        /// The parent directory of the spill directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A confining sandbox mode was asked for but cannot be enforced here
     /// (no usable Landlock): nothing runs, never unconfined.
     #[error("sandbox unavailable: {0}")]

@@ -11,6 +11,8 @@
 //! - [`render::render_text`] and [`render::parse_status`] write and read the
 //!   text form; the JSON form is the serde serialization of [`RunResult`].
 
+#![deny(missing_docs)]
+
 pub mod cli;
 pub mod env;
 pub mod error;

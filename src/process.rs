@@ -344,7 +344,9 @@ const TREE_POLL: Duration = Duration::from_millis(20);
 /// ran: its deadline passed during preparation, or confining the child
 /// failed (`sandbox.runner_failed`).
 pub enum Started {
+    /// The command runs: drive it with [`Execution::wait`] or [`Execution::run_until`].
     Running(Box<Execution>),
+    /// The command never ran; this is its result.
     NotRun(Box<RunResult>),
 }
 

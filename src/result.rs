@@ -56,7 +56,9 @@ pub struct RunResult {
     /// Wall time from the start of preparation to the end of the run, in
     /// milliseconds (monotonic clock).
     pub duration_ms: u64,
+    /// What the command wrote to stdout.
     pub stdout: CollectedOutput,
+    /// What the command wrote to stderr.
     pub stderr: CollectedOutput,
     /// Sandbox facts; `null` when no sandbox mode was given.
     pub sandbox: Option<SandboxFacts>,

@@ -73,6 +73,7 @@ pub struct Confinement {
 /// close-on-exec (`None` for an interactive child, which has the terminal).
 #[derive(Debug)]
 pub struct Spawned {
+    /// The child's pid.
     pub pid: i32,
     /// Write end of the child's stdin.
     pub stdin: Option<OwnedFd>,
@@ -160,7 +161,9 @@ impl Step {
 /// (the command never ran).
 #[derive(Debug)]
 pub struct SpawnError {
+    /// True when a confinement step failed: the command never ran.
     pub confinement: bool,
+    /// The failure, naming the step.
     pub error: io::Error,
 }
 

@@ -121,7 +121,9 @@ pub enum Origin {
 /// A resolved value and its origin.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Sourced<T> {
+    /// The value.
     pub value: T,
+    /// Where it came from.
     pub origin: Origin,
 }
 

@@ -38,7 +38,9 @@ pub fn become_subreaper() -> nix::Result<()> {
 /// boot, field 22 of proc_pid_stat(5)), which together name it uniquely.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Seen {
+    /// The process id.
     pub pid: i32,
+    /// Its start time, in clock ticks since boot.
     pub start_time: u64,
 }
 

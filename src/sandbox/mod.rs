@@ -53,7 +53,9 @@ impl Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Network {
+    /// IPv4 and IPv6 sockets work.
     Allow,
+    /// IPv4 and IPv6 sockets are refused; Unix sockets work.
     Deny,
 }
 
@@ -71,14 +73,18 @@ impl Network {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Skipped {
     #[serde(serialize_with = "crate::lossy::path")]
+    /// The path as given.
     pub path: PathBuf,
+    /// Why it was skipped.
     pub reason: String,
 }
 
 /// The resolved sandbox policy of a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Policy {
+    /// The mode and its origin.
     pub mode: Sourced<Mode>,
+    /// The network switch and its origin.
     pub network: Sourced<Network>,
     /// The workspace root, absolute with symlinks resolved.
     #[serde(serialize_with = "crate::lossy::sourced_path")]
@@ -162,7 +168,9 @@ mod tests {
 /// completely the kernel enforces it.
 #[derive(Debug)]
 pub struct Prepared {
+    /// What the child applies to itself; `None` when nothing is confined.
     pub confinement: Option<crate::spawn::Confinement>,
+    /// How completely the kernel enforces the policy.
     pub enforcement: ruleset::Enforcement,
 }
 
