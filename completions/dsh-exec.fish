@@ -38,11 +38,11 @@ workspace-write\t'Also write under the workspace root, writable roots and the te
 full-access\t'No confinement'"
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l workspace-root -d 'Root the command may write under in workspace-write [default: the workdir]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l writable-root -d 'Another directory writable in workspace-write (repeatable; missing ones are skipped)' -r -F
-complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l network -d 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]' -r -f -a "allow\t''
-deny\t''"
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l network -d 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]' -r -f -a "allow\t'IPv4 and IPv6 sockets work'
+deny\t'IPv4 and IPv6 sockets are refused; Unix sockets work'"
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l color -d 'Colour the notices and the marker' -r -f -a "auto\t'On a terminal, unless NO_COLOR is set'
-always\t''
-never\t''"
+always\t'Always colour'
+never\t'Never colour'"
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l no-temp-write -d 'Keep the temp directory read-only in workspace-write'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s i -l interactive -d 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stream -d 'Show the output live as it is produced (to stderr with --json), capturing it as usual'
@@ -65,11 +65,11 @@ workspace-write\t'Also write under the workspace root, writable roots and the te
 full-access\t'No confinement'"
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l workspace-root -d 'Root the command may write under in workspace-write [default: the workdir]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l writable-root -d 'Another directory writable in workspace-write (repeatable; missing ones are skipped)' -r -F
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l network -d 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]' -r -f -a "allow\t''
-deny\t''"
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l network -d 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]' -r -f -a "allow\t'IPv4 and IPv6 sockets work'
+deny\t'IPv4 and IPv6 sockets are refused; Unix sockets work'"
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l color -d 'Colour the notices and the marker' -r -f -a "auto\t'On a terminal, unless NO_COLOR is set'
-always\t''
-never\t''"
+always\t'Always colour'
+never\t'Never colour'"
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l no-temp-write -d 'Keep the temp directory read-only in workspace-write'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s i -l interactive -d 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stream -d 'Show the output live as it is produced (to stderr with --json), capturing it as usual'
