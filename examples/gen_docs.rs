@@ -1,5 +1,7 @@
-//! Generates the shell completions (`completions/`) and the man page
-//! (`man/dsh-exec.1`) from the one clap definition in `src/cli.rs`.
+//! Generates the shell completions (`completions/`) and the man pages
+//! (`man/`) from the one clap definition in `src/cli.rs`, and the JSON
+//! Schema of the `--json` result (`schema/run-result.schema.json`) from
+//! `RunResult`.
 //!
 //! ```text
 //! cargo run --example gen_docs            # write the files
@@ -26,6 +28,12 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
         files.push((Path::new("completions").join(name), out));
     }
     files.push((Path::new("man").join("dsh-exec.1"), man_page()));
+    let schema =
+        serde_json::to_string_pretty(&dsh_exec::result::json_schema()).expect("json") + "\n";
+    files.push((
+        Path::new("schema").join("run-result.schema.json"),
+        schema.into_bytes(),
+    ));
     for sub in dsh_exec::cli::command().get_subcommands() {
         let name = format!("dsh-exec-{}", sub.get_name());
         // clap takes a static name; this short-lived generator can leak it.

@@ -79,7 +79,8 @@ impl SpillDir {
 }
 
 /// What one stream produced, as reported in the result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct CollectedOutput {
     /// The kept tail as text: invalid UTF-8 replaced by U+FFFD, never starting
     /// inside a UTF-8 character.

@@ -16,7 +16,8 @@ use crate::output::CollectedOutput;
 pub const TIMEOUT_EXIT_STATUS: i32 = 124;
 
 /// Sandbox facts of a run (present only when a sandbox mode was asked for).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct SandboxFacts {
     /// `read-only`, `workspace-write` or `full-access`.
     pub mode: String,
@@ -32,8 +33,9 @@ pub struct SandboxFacts {
     pub network_enforcement: String,
 }
 
-/// The outcome of one run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The outcome of one run: the `--json` object of `dsh-exec`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct RunResult {
     /// The script given to `bash -c`.
     pub command: String,
@@ -62,6 +64,38 @@ pub struct RunResult {
     pub stderr: CollectedOutput,
     /// Sandbox facts; `null` when no sandbox mode was given.
     pub sandbox: Option<SandboxFacts>,
+}
+
+/// The JSON Schema (draft 2020-12) of the `--json` result, generated from
+/// [`RunResult`]; committed as `schema/run-result.schema.json`.
+///
+/// Every field is always present (`null` when it has no value), except the
+/// ones serde skips when empty (`aborted_by`, `spill_error`); schemars
+/// leaves `Option` fields out of `required`, so they are put back here.
+pub fn json_schema() -> serde_json::Value {
+    const SOMETIMES: [&str; 2] = ["aborted_by", "spill_error"];
+    let mut schema = serde_json::to_value(schemars::schema_for!(RunResult)).unwrap_or_default();
+    let require_all = |obj: &mut serde_json::Value| {
+        let names: Vec<serde_json::Value> = obj["properties"]
+            .as_object()
+            .map(|p| {
+                p.keys()
+                    .filter(|k| !SOMETIMES.contains(&k.as_str()))
+                    .cloned()
+            })
+            .into_iter()
+            .flatten()
+            .map(serde_json::Value::String)
+            .collect();
+        obj["required"] = serde_json::Value::Array(names);
+    };
+    require_all(&mut schema);
+    if let Some(defs) = schema.get_mut("$defs").and_then(|d| d.as_object_mut()) {
+        for def in defs.values_mut() {
+            require_all(def);
+        }
+    }
+    schema
 }
 
 impl RunResult {

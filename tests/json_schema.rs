@@ -1,0 +1,50 @@
+//! schema/run-result.schema.json describes the real --json output (the
+//! drift against RunResult is checked by tests/generated_docs.rs).
+mod common;
+use common::*;
+use serde_json::Value;
+
+fn schema() -> Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/run-result.schema.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn real_results_validate_against_the_committed_schema() {
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let spill = dir.path().to_str().unwrap();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["--", "echo hi"],
+        vec!["--", "exit 7"],
+        vec!["--", "kill -KILL $$"],
+        vec!["--timeout", "100ms", "--", "sleep 5"],
+        vec![
+            "--stdout-max-bytes",
+            "8",
+            "--spill-dir",
+            spill,
+            "--",
+            "seq 1 100",
+        ],
+        vec!["--timeout", "0", "--", "printf '\\377'"],
+        vec!["-s", "read-only", "--network", "deny", "--", "touch /x"],
+    ];
+    for args in cases {
+        let (v, _) = run_json(&args);
+        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{args:?}: {errors:?}\n{v}");
+    }
+}
+
+#[test]
+fn the_schema_rejects_what_is_not_a_result() {
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    let (mut v, _) = run_json(&["--", "true"]);
+    assert!(validator.is_valid(&v));
+    v["surprise"] = Value::Bool(true);
+    assert!(!validator.is_valid(&v));
+    v.as_object_mut().unwrap().remove("surprise");
+    v.as_object_mut().unwrap().remove("exit_code");
+    assert!(!validator.is_valid(&v));
+}
