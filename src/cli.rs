@@ -247,6 +247,7 @@ impl RunArgs {
             writable_roots: self.writable_roots,
             no_temp_write: self.no_temp_write,
             interactive: self.interactive,
+            config: None,
             stream: match (self.stream, self.json) {
                 (false, _) => None,
                 (true, false) => Some(LiveOutput::Mirrored),

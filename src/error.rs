@@ -40,6 +40,14 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// The configuration file cannot be read or parsed.
+    #[error("config file {path}: {reason}", path = path.display())]
+    ConfigInvalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the line and key where known.
+        reason: String,
+    },
     /// A confining sandbox mode was asked for but cannot be enforced here
     /// (no usable Landlock): nothing runs, never unconfined.
     #[error("sandbox unavailable: {0}")]
@@ -61,6 +69,7 @@ impl Error {
             Error::ShellNotFound => "SHELL_NOT_FOUND",
             Error::StdinUnreadable { .. } => "STDIN_UNREADABLE",
             Error::SpillUnusable { .. } => "SPILL_UNUSABLE",
+            Error::ConfigInvalid { .. } => "CONFIG_INVALID",
             Error::SandboxUnavailable(_) => "SANDBOX_UNAVAILABLE",
             Error::SpawnFailed(_) => "SPAWN_FAILED",
             Error::SupervisionFailed(_) => "SUPERVISION_FAILED",

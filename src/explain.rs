@@ -15,7 +15,17 @@ use crate::units::{format_duration, format_size};
 fn origin_text(o: Origin) -> &'static str {
     match o {
         Origin::Flag => "flag",
+        Origin::Config => "config",
         Origin::Default => "default",
+    }
+}
+
+/// `(flag)`, `(config)`, `(default)`, with a cap when one applied:
+/// `(flag; 2h capped at 1h)`.
+fn note<T>(s: &Sourced<T>) -> String {
+    match &s.capped {
+        Some(c) => format!("({}; {c})", origin_text(s.origin)),
+        None => format!("({})", origin_text(s.origin)),
     }
 }
 
@@ -53,7 +63,10 @@ fn stdin_json(s: &StdinSource) -> Value {
 }
 
 fn sourced_json<T>(s: &Sourced<T>, value: Value) -> Value {
-    json!({"value": value, "origin": s.origin})
+    match &s.capped {
+        Some(c) => json!({"value": value, "origin": s.origin, "capped": c}),
+        None => json!({"value": value, "origin": s.origin}),
+    }
 }
 
 /// The sandbox part of the explanation, as JSON (`null` without a sandbox).
@@ -141,6 +154,7 @@ pub fn explain_json(spec: &Spec) -> Value {
     let shell = find_shell(&env.child_env()).map(|p| lossy(&p));
     json!({
         "command": spec.script,
+        "config_file": spec.config_file.as_deref().map(lossy),
         "shell": shell,
         "workdir": sourced_json(&spec.workdir, json!(lossy(&spec.workdir.value))),
         "timeout_ms": sourced_json(&spec.timeout, json!(spec.timeout.value.map(|t| t.as_millis() as u64))),
@@ -191,39 +205,42 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
         ("command".into(), spec.script.clone(), String::new()),
         ("shell".into(), format!("{shell} -c COMMAND"), String::new()),
     ];
-    let mut row = |name: &str, value: String, origin: Origin| {
-        rows.push((name.into(), value, format!("({})", origin_text(origin))));
+    if let Some(path) = &spec.config_file {
+        rows.push(("config".into(), path.display().to_string(), String::new()));
+    }
+    let mut row = |name: &str, value: String, note: String| {
+        rows.push((name.into(), value, note));
     };
     row(
         "workdir",
         spec.workdir.value.display().to_string(),
-        spec.workdir.origin,
+        note(&spec.workdir),
     );
     row(
         "timeout",
         timeout_text(spec.timeout.value),
-        spec.timeout.origin,
+        note(&spec.timeout),
     );
     row(
         "kill-after",
         format_duration(spec.kill_after.value),
-        spec.kill_after.origin,
+        note(&spec.kill_after),
     );
     row(
         "stdout-max-bytes",
         format_size(spec.stdout_max_bytes.value),
-        spec.stdout_max_bytes.origin,
+        note(&spec.stdout_max_bytes),
     );
     row(
         "stderr-max-bytes",
         format_size(spec.stderr_max_bytes.value),
-        spec.stderr_max_bytes.origin,
+        note(&spec.stderr_max_bytes),
     );
-    row("stdin", stdin_text(&spec.stdin.value), spec.stdin.origin);
+    row("stdin", stdin_text(&spec.stdin.value), note(&spec.stdin));
     row(
         "spill-dir",
         spec.spill_dir.value.display().to_string(),
-        spec.spill_dir.origin,
+        note(&spec.spill_dir),
     );
     if let Some(policy) = &spec.sandbox {
         rows.extend(sandbox_rows(policy));

@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod cli;
+pub mod config;
 pub mod env;
 pub mod error;
 pub mod explain;

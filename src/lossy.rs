@@ -33,8 +33,11 @@ pub fn sourced_path<S: Serializer>(
     s: S,
 ) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeStruct;
-    let mut st = s.serialize_struct("Sourced", 2)?;
+    let mut st = s.serialize_struct("Sourced", 3)?;
     st.serialize_field("value", &p.value.to_string_lossy())?;
     st.serialize_field("origin", &p.origin)?;
+    if let Some(c) = &p.capped {
+        st.serialize_field("capped", c)?;
+    }
     st.end()
 }

@@ -101,7 +101,12 @@ fn resolve_args(args: RunArgs) -> Result<(Spec, bool, ColorChoice), ExitCode> {
             return Err(infrastructure_error(&err, json));
         }
     };
-    match resolve(args.into_request(), &ambient) {
+    let mut request = args.into_request();
+    request.config = match dsh_exec::config::load(&ambient.env) {
+        Ok(c) => c,
+        Err(e) => return Err(infrastructure_error(&e, json)),
+    };
+    match resolve(request, &ambient) {
         Ok(spec) => {
             for s in spec.sandbox.iter().flat_map(|p| &p.skipped) {
                 say!(

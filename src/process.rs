@@ -277,6 +277,8 @@ pub struct Execution {
     tree: Tree,
     /// Sandbox facts known before the run (`denied` is decided at the end).
     sandbox: Option<SandboxFacts>,
+    /// Values the configuration file's caps lowered, for the result.
+    capped: Vec<String>,
     exit: Option<Exit>,
     cause: Option<Cause>,
     phase: Phase,
@@ -364,6 +366,7 @@ fn not_run(spec: &Spec, started: Instant, stderr_note: &str) -> RunResult {
         aborted: false,
         aborted_by: None,
         timeout_ms: spec.timeout.value.map(|t| t.as_millis() as u64),
+        capped: spec.capped_notes(),
         duration_ms: started.elapsed().as_millis() as u64,
         stdout: StreamCapture::new("stdout", 0).finish(),
         stderr: stderr.finish(),
@@ -447,6 +450,7 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
         sigchld,
         tree,
         sandbox: facts(false),
+        capped: spec.capped_notes(),
         exit: None,
         cause: None,
         phase: Phase::Running,
@@ -740,6 +744,7 @@ impl Execution {
             aborted: aborted_by.is_some(),
             aborted_by,
             timeout_ms: self.timeout.map(|t| t.as_millis() as u64),
+            capped: std::mem::take(&mut self.capped),
             duration_ms: self.started.elapsed().as_millis() as u64,
             stdout: out,
             stderr: err,

@@ -35,7 +35,7 @@ pub fn marker(result: &RunResult) -> String {
 
 /// The notice lines that precede the marker, each without its newline.
 pub fn notices(result: &RunResult) -> Vec<String> {
-    let mut lines = Vec::new();
+    let mut lines: Vec<String> = result.capped.iter().map(|c| format!("[{c}]")).collect();
     if let Some(sb) = &result.sandbox {
         if sb.runner_failed {
             lines.push(format!("[sandbox: {}; the sandbox runner failed]", sb.mode));
@@ -218,6 +218,7 @@ mod tests {
             aborted: false,
             aborted_by: None,
             timeout_ms: Some(300),
+            capped: vec![],
             duration_ms: 1,
             stdout: out(stdout),
             stderr: out(stderr),

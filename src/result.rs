@@ -55,6 +55,10 @@ pub struct RunResult {
     pub aborted_by: Option<String>,
     /// The deadline applied, in milliseconds; `null` for no deadline.
     pub timeout_ms: Option<u64>,
+    /// Values the configuration file's caps lowered (absent when none), e.g.
+    /// `timeout 2h capped at 1h by /home/u/.config/dsh-exec/config.toml`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capped: Vec<String>,
     /// Wall time from the start of preparation to the end of the run, in
     /// milliseconds (monotonic clock).
     pub duration_ms: u64,
@@ -70,10 +74,10 @@ pub struct RunResult {
 /// [`RunResult`]; committed as `schema/run-result.schema.json`.
 ///
 /// Every field is always present (`null` when it has no value), except the
-/// ones serde skips when empty (`aborted_by`, `spill_error`); schemars
+/// ones serde skips when empty (`aborted_by`, `spill_error`, `capped`); schemars
 /// leaves `Option` fields out of `required`, so they are put back here.
 pub fn json_schema() -> serde_json::Value {
-    const SOMETIMES: [&str; 2] = ["aborted_by", "spill_error"];
+    const SOMETIMES: [&str; 3] = ["aborted_by", "spill_error", "capped"];
     let mut schema = serde_json::to_value(schemars::schema_for!(RunResult)).unwrap_or_default();
     let require_all = |obj: &mut serde_json::Value| {
         let names: Vec<serde_json::Value> = obj["properties"]

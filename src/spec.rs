@@ -10,8 +10,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::config::Config;
 use crate::env::{EnvArg, EnvPlan};
 use crate::sandbox::{Mode, Network, Policy, Skipped};
+use crate::units::{format_duration, format_size};
 
 /// Default deadline: 10 minutes.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -58,6 +60,8 @@ pub struct Request {
     pub interactive: bool,
     /// Show the output live while capturing it.
     pub stream: Option<LiveOutput>,
+    /// The configuration file's defaults and caps ([`crate::config::load`]).
+    pub config: Option<Config>,
 }
 
 /// Where `--stream` copies the command's output as it is produced.
@@ -114,6 +118,8 @@ impl Ambient {
 pub enum Origin {
     /// A command-line flag.
     Flag,
+    /// The configuration file (its path is [`Spec::config_file`]).
+    Config,
     /// A built-in default.
     Default,
 }
@@ -125,20 +131,57 @@ pub struct Sourced<T> {
     pub value: T,
     /// Where it came from.
     pub origin: Origin,
+    /// Set when a cap of the configuration file lowered the value: what was
+    /// asked for and which cap applied, e.g. `2h capped at 1h`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capped: Option<String>,
 }
 
 impl<T> Sourced<T> {
     fn pick(flag: Option<T>, default: impl FnOnce() -> T) -> Sourced<T> {
-        match flag {
-            Some(value) => Sourced {
-                value,
-                origin: Origin::Flag,
-            },
-            None => Sourced {
-                value: default(),
-                origin: Origin::Default,
-            },
+        Sourced::pick3(flag, None, default)
+    }
+
+    /// Flag over config file over built-in default.
+    fn pick3(flag: Option<T>, config: Option<T>, default: impl FnOnce() -> T) -> Sourced<T> {
+        let (value, origin) = match (flag, config) {
+            (Some(v), _) => (v, Origin::Flag),
+            (None, Some(v)) => (v, Origin::Config),
+            (None, None) => (default(), Origin::Default),
+        };
+        Sourced {
+            value,
+            origin,
+            capped: None,
         }
+    }
+}
+
+/// Lowers a budget to its cap, noting it.
+fn cap_budget(s: &mut Sourced<u64>, cap: Option<u64>) {
+    if let Some(max) = cap
+        && s.value > max
+    {
+        s.capped = Some(format!(
+            "{} capped at {}",
+            format_size(s.value),
+            format_size(max)
+        ));
+        s.value = max;
+    }
+}
+
+/// Lowers a deadline (or "no deadline") to the cap, noting it.
+fn cap_timeout(s: &mut Sourced<Option<Duration>>, cap: Option<Duration>) {
+    if let Some(max) = cap
+        && s.value.is_none_or(|t| t > max)
+    {
+        let asked = s
+            .value
+            .map(format_duration)
+            .unwrap_or_else(|| "none".into());
+        s.capped = Some(format!("{asked} capped at {}", format_duration(max)));
+        s.value = Some(max);
     }
 }
 
@@ -183,6 +226,41 @@ pub struct Spec {
     pub interactive: bool,
     /// Copy the output live (`--stream`), besides capturing it.
     pub stream: Option<LiveOutput>,
+    /// The configuration file that supplied defaults or caps, if any.
+    pub config_file: Option<PathBuf>,
+}
+
+impl Spec {
+    /// One line per value given by a flag or the configuration file that a
+    /// cap lowered, e.g.
+    /// `timeout 2h capped at 1h by /home/u/.config/dsh-exec/config.toml`.
+    /// A built-in default above a cap is lowered silently (`explain` still
+    /// shows it): nobody asked for it.
+    pub fn capped_notes(&self) -> Vec<String> {
+        let by = self
+            .config_file
+            .as_ref()
+            .map(|p| format!(" by {}", p.display()))
+            .unwrap_or_default();
+        let asked = |origin: Origin, capped: &Option<String>| match origin {
+            Origin::Default => None,
+            _ => capped.clone(),
+        };
+        [
+            ("timeout", asked(self.timeout.origin, &self.timeout.capped)),
+            (
+                "stdout-max-bytes",
+                asked(self.stdout_max_bytes.origin, &self.stdout_max_bytes.capped),
+            ),
+            (
+                "stderr-max-bytes",
+                asked(self.stderr_max_bytes.origin, &self.stderr_max_bytes.capped),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(name, capped)| capped.map(|c| format!("{name} {c}{by}")))
+        .collect()
+    }
 }
 
 /// A request that cannot be resolved: a usage error (exit status 2).
@@ -242,31 +320,62 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
             managed.push(("DSH_SANDBOX_NETWORK".into(), "deny".into()));
         }
     }
+    let defaults = req
+        .config
+        .as_ref()
+        .map(|c| c.defaults.clone())
+        .unwrap_or_default();
+    let caps = req
+        .config
+        .as_ref()
+        .map(|c| c.caps.clone())
+        .unwrap_or_default();
+    let mut timeout = Sourced::pick3(req.timeout, defaults.timeout, || Some(DEFAULT_TIMEOUT));
+    cap_timeout(&mut timeout, caps.max_timeout);
+    let mut stdout_max_bytes =
+        Sourced::pick3(req.stdout_max_bytes, defaults.stdout_max_bytes, || {
+            DEFAULT_MAX_BYTES
+        });
+    cap_budget(&mut stdout_max_bytes, caps.max_stdout_bytes);
+    let mut stderr_max_bytes =
+        Sourced::pick3(req.stderr_max_bytes, defaults.stderr_max_bytes, || {
+            DEFAULT_MAX_BYTES
+        });
+    cap_budget(&mut stderr_max_bytes, caps.max_stderr_bytes);
     Ok(Spec {
         script,
         workdir,
-        timeout: Sourced::pick(req.timeout, || Some(DEFAULT_TIMEOUT)),
-        kill_after: Sourced::pick(req.kill_after, || DEFAULT_KILL_AFTER),
-        stdout_max_bytes: Sourced::pick(req.stdout_max_bytes, || DEFAULT_MAX_BYTES),
-        stderr_max_bytes: Sourced::pick(req.stderr_max_bytes, || DEFAULT_MAX_BYTES),
+        timeout,
+        kill_after: Sourced::pick3(req.kill_after, defaults.kill_after, || DEFAULT_KILL_AFTER),
+        stdout_max_bytes,
+        stderr_max_bytes,
         stdin: Sourced::pick(stdin, || StdinSource::Closed),
-        spill_dir: Sourced::pick(req.spill_dir.map(|p| absolute(cwd, p)), || {
-            ambient.temp_dir.clone()
-        }),
+        spill_dir: Sourced::pick3(
+            req.spill_dir.map(|p| absolute(cwd, p)),
+            defaults.spill_dir.map(|p| absolute(cwd, p)),
+            || ambient.temp_dir.clone(),
+        ),
         env: EnvPlan::build(&ambient.env, req.interactive, &req.env, &managed),
         sandbox,
         interactive: req.interactive,
         stream: req.stream,
+        config_file: req.config.map(|c| c.path),
     })
 }
 
 /// The sandbox policy of a request: paths made absolute with symlinks
 /// resolved (Landlock judges a path at its target), missing ones skipped.
 fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<Policy> {
-    if req.sandbox.is_none() && req.network.is_none() {
+    let config_mode = req.config.as_ref().and_then(|c| c.defaults.sandbox);
+    if req.sandbox.is_none() && config_mode.is_none() && req.network.is_none() {
         return None;
     }
-    let mode = Sourced::pick(req.sandbox, || Mode::FullAccess);
+    let mode = Sourced::pick3(req.sandbox, config_mode, || Mode::FullAccess);
+    // Flags replace the configuration file's list, as for every other value.
+    let writable_roots = match (&req.writable_roots[..], &req.config) {
+        ([], Some(c)) => c.defaults.writable_roots.clone(),
+        (flags, _) => flags.to_vec(),
+    };
     let network = Sourced::pick(req.network, || Network::Allow);
     let workspace_root = Sourced::pick(
         req.workspace_root
@@ -283,7 +392,7 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
     let mut skipped = Vec::new();
     if mode.value == Mode::WorkspaceWrite {
         let roots = std::iter::once(workspace_root.value.clone()).chain(
-            req.writable_roots
+            writable_roots
                 .iter()
                 .map(|p| absolute(&ambient.cwd, p.clone())),
         );

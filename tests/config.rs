@@ -1,0 +1,152 @@
+//! The configuration file: defaults, caps, precedence, origins, errors.
+mod common;
+use common::*;
+use serde_json::{Value, json};
+use std::path::Path;
+
+fn with_config(config: &Path, args: &[&str]) -> std::process::Output {
+    dsh()
+        .env("DSH_EXEC_CONFIG", config)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn explain(config: &Path, args: &[&str]) -> Value {
+    let out = with_config(
+        config,
+        &[&["explain", "--json"], args, &["--", "true"]].concat(),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn flag_beats_config_beats_default_and_explain_names_the_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        "[defaults]\ntimeout = \"2m\"\nstdout_max_bytes = \"64K\"\n",
+    )
+    .unwrap();
+    let v = explain(&cfg, &[]);
+    assert_eq!(v["config_file"], cfg.to_str().unwrap());
+    assert_eq!(
+        v["timeout_ms"],
+        json!({"value": 120000, "origin": "config"})
+    );
+    assert_eq!(
+        v["stdout_max_bytes"],
+        json!({"value": 65536, "origin": "config"})
+    );
+    assert_eq!(
+        v["kill_after_ms"],
+        json!({"value": 2000, "origin": "default"})
+    );
+    let v = explain(&cfg, &["--timeout", "5s"]);
+    assert_eq!(v["timeout_ms"], json!({"value": 5000, "origin": "flag"}));
+}
+
+#[test]
+fn caps_clamp_flags_and_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(&cfg, "[caps]\nmax_timeout = \"1s\"\nmax_stdout_bytes = 4\n").unwrap();
+    let v = explain(&cfg, &["--timeout", "10s", "--stdout-max-bytes", "1K"]);
+    assert_eq!(
+        v["timeout_ms"],
+        json!({"value": 1000, "origin": "flag", "capped": "10s capped at 1s"})
+    );
+    assert_eq!(v["stdout_max_bytes"]["capped"], "1KiB capped at 4");
+    let v = explain(&cfg, &["--timeout", "0"]);
+    assert_eq!(
+        v["timeout_ms"],
+        json!({"value": 1000, "origin": "flag", "capped": "none capped at 1s"})
+    );
+
+    let out = with_config(
+        &cfg,
+        &[
+            "--timeout",
+            "10s",
+            "--spill-dir",
+            dir.path().to_str().unwrap(),
+            "--",
+            "sleep 5",
+        ],
+    );
+    assert_eq!(code(&out), 124);
+    let c = cfg.display();
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "[timeout 10s capped at 1s by {c}]\n[timed out after 1s]\n[killed by signal: SIGTERM]\n"
+        )
+    );
+    let out = with_config(&cfg, &["--json", "--timeout", "1h", "--", "true"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["capped"],
+        json!([format!("timeout 1h capped at 1s by {c}")])
+    );
+    // A built-in default above a cap is lowered without a notice.
+    let out = with_config(&cfg, &["--json", "--", "true"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["timeout_ms"], 1000);
+    assert_eq!(v.get("capped"), None);
+}
+
+#[test]
+fn a_malformed_config_is_an_error_naming_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(&cfg, "[defaults]\n# comment\ntimeout = \"soon\"\n").unwrap();
+    let out = with_config(&cfg, &["--", "echo ran"]);
+    assert_eq!(code(&out), 125);
+    assert_eq!(stdout(&out), "");
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(&format!(
+            "dsh-exec: error: config file {}: line 3, key timeout: invalid duration 'soon'",
+            cfg.display()
+        )),
+        "{err}"
+    );
+    assert!(err.trim_end().ends_with("(CONFIG_INVALID)"), "{err}");
+    assert_eq!(err.lines().count(), 1);
+}
+
+#[test]
+fn a_named_config_that_is_missing_is_an_error_but_a_default_location_is_optional() {
+    let out = with_config(Path::new("/nonexistent/dsh.toml"), &["--", "true"]);
+    assert_eq!(code(&out), 125);
+    assert!(stderr(&out).contains("CONFIG_INVALID"));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dsh()
+        .env("XDG_CONFIG_HOME", dir.path())
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0);
+}
+
+#[test]
+fn the_xdg_location_is_read_and_can_set_a_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("dsh-exec")).unwrap();
+    std::fs::write(
+        dir.path().join("dsh-exec/config.toml"),
+        "[defaults]\nsandbox = \"read-only\"\n",
+    )
+    .unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let out = dsh()
+        .env("XDG_CONFIG_HOME", dir.path())
+        .args(["--json", "-C", ws.path().to_str().unwrap(), "--", "touch f"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["sandbox"]["mode"], "read-only");
+    assert!(!ws.path().join("f").exists());
+}
