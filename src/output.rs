@@ -8,10 +8,14 @@
 //! command prints; a stream that fits never touches the disk.
 
 use std::collections::VecDeque;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+
+use nix::fcntl::{OFlag, open, openat};
+use nix::sys::stat::{Mode, fchmod, mkdirat};
+use nix::unistd::{AccessFlags, access};
 
 use serde::{Deserialize, Serialize};
 
@@ -19,20 +23,27 @@ use crate::error::Error;
 
 /// The per-run private directory that holds spill files.
 ///
-/// Its parent is checked before the command starts (a missing, non-directory
-/// or non-writable parent is an error before anything runs); the directory
-/// itself (mode 0700, random name `dsh-exec-XXXXXX`) is created only when a
-/// stream first outgrows its budget, so a run that fits never touches the
-/// disk (creating and removing a directory costs about half a millisecond on
-/// a journalling file system, a third of the run of `bash -c true`).
+/// Its parent is checked and opened before the command starts (a missing,
+/// non-directory or non-writable parent is an error before anything runs);
+/// the directory itself (mode 0700, random name `dsh-exec-XXXXXXXX`) is
+/// created only when a stream first outgrows its budget, so a run that fits
+/// never touches the disk (creating and removing a directory costs about
+/// half a millisecond on a journalling file system).
+///
+/// The directory and its files are created relative to descriptors, with
+/// `mkdirat`, and `openat` with `O_NOFOLLOW` and `O_EXCL` (openat(2)): the
+/// command may be able to write the parent (the temp dir, in
+/// `workspace-write`), but replacing a path with a symlink cannot make
+/// `dsh-exec` write anywhere else.
 #[derive(Debug)]
 pub struct SpillDir {
     parent: PathBuf,
-    path: Option<PathBuf>,
+    parent_fd: OwnedFd,
+    dir: Option<(PathBuf, OwnedFd)>,
 }
 
 impl SpillDir {
-    /// Checks `parent` for use as the home of the private spill directory.
+    /// Checks and opens `parent` as the home of the private spill directory.
     ///
     /// Errors with [`Error::SpillUnusable`] when `parent` is missing, not a
     /// directory, or not writable and searchable (access(2)).
@@ -46,36 +57,96 @@ impl SpillDir {
             Ok(_) => {}
             Err(e) => return Err(unusable(e.to_string())),
         }
-        nix::unistd::access(
+        access(parent, AccessFlags::W_OK | AccessFlags::X_OK)
+            .map_err(|e| unusable(format!("not writable: {}", e.desc())))?;
+        let parent_fd = open(
             parent,
-            nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK,
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
         )
-        .map_err(|e| unusable(format!("not writable: {}", e.desc())))?;
+        .map_err(|e| unusable(e.desc().into()))?;
         Ok(SpillDir {
             parent: parent.to_path_buf(),
-            path: None,
+            parent_fd,
+            dir: None,
         })
     }
 
-    /// The private directory, created on first use.
-    pub fn ensure(&mut self) -> std::io::Result<&Path> {
-        if self.path.is_none() {
-            let dir = tempfile::Builder::new()
-                .prefix("dsh-exec-")
-                .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-                .tempdir_in(&self.parent)?;
-            self.path = Some(dir.keep());
+    /// Creates the private directory on first use: (its path, its descriptor).
+    fn ensure(&mut self) -> std::io::Result<&(PathBuf, OwnedFd)> {
+        if self.dir.is_none() {
+            let mut attempt = 0;
+            let (name, fd) = loop {
+                let name = format!("dsh-exec-{}", random_suffix());
+                match mkdirat(
+                    &self.parent_fd,
+                    name.as_str(),
+                    Mode::from_bits_truncate(0o700),
+                ) {
+                    Ok(()) => {}
+                    Err(nix::errno::Errno::EEXIST) if attempt < 16 => {
+                        attempt += 1;
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+                let fd = openat(
+                    &self.parent_fd,
+                    name.as_str(),
+                    OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+                    Mode::empty(),
+                )?;
+                break (name, fd);
+            };
+            // The umask may have taken bits away; 0700 exactly.
+            fchmod(&fd, Mode::from_bits_truncate(0o700))?;
+            self.dir = Some((self.parent.join(name), fd));
         }
-        Ok(self.path.as_deref().unwrap_or(&self.parent))
+        self.dir
+            .as_ref()
+            .ok_or_else(|| std::io::Error::other("spill directory missing"))
+    }
+
+    /// Creates the file `name` (mode 0600) in the private directory:
+    /// (its path, the open file).
+    pub fn create_file(&mut self, name: &str) -> std::io::Result<(PathBuf, File)> {
+        let (dir, dirfd) = self.ensure()?;
+        let fd = openat(
+            dirfd,
+            name,
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(0o600),
+        )?;
+        fchmod(&fd, Mode::from_bits_truncate(0o600))?;
+        Ok((dir.join(name), File::from(fd)))
     }
 
     /// Removes the directory if it was created and is empty. Errors are
     /// ignored: a leftover empty directory loses nothing.
     pub fn remove_if_empty(&self) {
-        if let Some(p) = &self.path {
-            let _ = std::fs::remove_dir(p);
+        if let Some((path, _)) = &self.dir
+            && let Some(name) = path.file_name()
+        {
+            let _ =
+                nix::unistd::unlinkat(&self.parent_fd, name, nix::unistd::UnlinkatFlags::RemoveDir);
         }
     }
+}
+
+/// Eight random characters from `[a-z0-9]` (getrandom(2)).
+fn random_suffix() -> String {
+    let mut bytes = [0u8; 8];
+    // SAFETY: getrandom fills the buffer we own.
+    let n = unsafe { nix::libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n != bytes.len() as isize {
+        // Unreachable on Linux 3.17+; the pid still makes a usable name.
+        bytes = (std::process::id() as u64).to_le_bytes();
+    }
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    bytes
+        .iter()
+        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .collect()
 }
 
 /// What one stream produced, as reported in the result.
@@ -172,31 +243,18 @@ impl StreamCapture {
     }
 
     fn open_spill(&mut self, spill_dir: &mut SpillDir) {
-        let dir = match spill_dir.ensure() {
-            Ok(dir) => dir,
-            Err(e) => {
-                self.spill_error = Some(format!("spill directory: {e}"));
-                return;
-            }
-        };
-        let path = dir.join(self.name);
-        let opened = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path);
-        let written = opened.and_then(|mut f| {
+        let created = spill_dir.create_file(self.name).and_then(|(path, mut f)| {
             let (a, b) = self.tail.as_slices();
             f.write_all(a)?;
             f.write_all(b)?;
-            Ok(f)
+            Ok((path, f))
         });
-        match written {
-            Ok(f) => {
+        match created {
+            Ok((path, f)) => {
                 self.spill_file = Some(f);
                 self.spill_path = Some(path);
             }
-            Err(e) => self.spill_error = Some(format!("{}: {e}", path.display())),
+            Err(e) => self.spill_error = Some(format!("spill file: {e}")),
         }
     }
 

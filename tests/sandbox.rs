@@ -380,3 +380,53 @@ fn explain_shows_the_policy() {
     assert_eq!(sb["enforcement"]["network"], "full");
     let _ = Duration::ZERO;
 }
+
+#[test]
+fn a_confined_command_cannot_redirect_the_spill_files_with_symlinks() {
+    let d = dirs();
+    let swap_dir = format!(
+        "head -c 100 /dev/zero; sleep 0.3; s=$(ls -d $TMPDIR/dsh-exec-*); mv $s $s.moved && ln -s {o} $s; \
+         head -c 100 /dev/zero >&2",
+        o = p(&d.outside)
+    );
+    let (v, _) = sandboxed(
+        &d,
+        &[
+            "-s",
+            "workspace-write",
+            "--spill-dir",
+            p(&d.tmp),
+            "--stdout-max-bytes",
+            "16",
+            "--stderr-max-bytes",
+            "16",
+        ],
+        &swap_dir,
+    );
+    assert_eq!(v["stderr"]["total_bytes"], 100, "{v}");
+    let outside: Vec<_> = std::fs::read_dir(&d.outside).unwrap().collect();
+    assert!(outside.is_empty(), "dsh-exec wrote outside: {outside:?}");
+
+    let spill = d.ws.join("spill");
+    std::fs::create_dir(&spill).unwrap();
+    let swap_parent = format!(
+        "rmdir spill && ln -s {} spill && head -c 100 /dev/zero",
+        p(&d.outside)
+    );
+    let (v, _) = sandboxed(
+        &d,
+        &[
+            "-s",
+            "workspace-write",
+            "--spill-dir",
+            p(&spill),
+            "--stdout-max-bytes",
+            "16",
+        ],
+        &swap_parent,
+    );
+    assert_eq!(v["stdout"]["spill_path"], Value::Null, "{v}");
+    assert!(v["stdout"]["spill_error"].as_str().is_some(), "{v}");
+    let outside: Vec<_> = std::fs::read_dir(&d.outside).unwrap().collect();
+    assert!(outside.is_empty(), "dsh-exec wrote outside: {outside:?}");
+}
