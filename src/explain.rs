@@ -85,6 +85,7 @@ fn sandbox_json(spec: &Spec) -> Value {
         "writable": policy.writable.iter().map(|p| lossy(p)).collect::<Vec<_>>(),
         "temp_dir": policy.temp_dir.as_deref().map(lossy),
         "skipped": policy.skipped.iter().map(|s| json!({"path": lossy(&s.path), "reason": s.reason})).collect::<Vec<_>>(),
+        "warnings": policy.warnings,
         "landlock_abi": abi,
         "enforcement": enforcement,
     })
@@ -122,6 +123,9 @@ fn sandbox_rows(policy: &Policy) -> Vec<(String, String, String)> {
                 String::new(),
             ));
         }
+    }
+    for w in &policy.warnings {
+        rows.push(("warning".into(), w.clone(), String::new()));
     }
     for s in &policy.skipped {
         rows.push((
@@ -186,7 +190,7 @@ fn paint_row(name: &str, value: &str, line: &str) -> String {
         ("sandbox", "read-only") => rest.green().to_string(),
         ("sandbox", "workspace-write") => rest.yellow().to_string(),
         ("sandbox", _) => rest.red().to_string(),
-        ("skipped", _) => rest.yellow().to_string(),
+        ("skipped" | "warning", _) => rest.yellow().to_string(),
         ("not enforced", _) | ("", _) if line.contains("(ABI") => rest.red().to_string(),
         ("landlock", v) if v.contains("partial") || !v.starts_with("ABI") => rest.red().to_string(),
         ("landlock", _) => rest.green().to_string(),

@@ -108,12 +108,17 @@ fn resolve_args(args: RunArgs) -> Result<(Spec, bool, ColorChoice), ExitCode> {
     };
     match resolve(request, &ambient) {
         Ok(spec) => {
-            for s in spec.sandbox.iter().flat_map(|p| &p.skipped) {
-                say!(
-                    "dsh-exec: warning: writable root {} skipped: {}",
-                    s.path.display(),
-                    s.reason
-                );
+            if let Some(policy) = &spec.sandbox {
+                for s in &policy.skipped {
+                    say!(
+                        "dsh-exec: warning: writable root {} skipped: {}",
+                        s.path.display(),
+                        s.reason
+                    );
+                }
+                for w in &policy.warnings {
+                    say!("dsh-exec: warning: {w}");
+                }
             }
             Ok((spec, json, color))
         }

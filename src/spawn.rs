@@ -57,6 +57,9 @@ pub struct SpawnRequest<'a> {
     pub interactive: bool,
 }
 
+/// How many seccomp filters a [`Confinement`] can carry.
+pub const MAX_FILTERS: usize = 2;
+
 /// What the child applies to itself before execve; built by the parent.
 #[derive(Debug, Default)]
 pub struct Confinement {
@@ -64,8 +67,8 @@ pub struct Confinement {
     pub drop_capabilities: bool,
     /// A Landlock ruleset to enforce.
     pub ruleset: Option<OwnedFd>,
-    /// A seccomp filter to load (`--network deny`).
-    pub seccomp: Option<Vec<libc::sock_filter>>,
+    /// Seccomp filters to load, in order (at most [`MAX_FILTERS`]).
+    pub seccomp: Vec<Vec<libc::sock_filter>>,
 }
 
 /// A started child: its pid (also its process-group id, and its session id
@@ -103,6 +106,7 @@ enum Step {
     Seccomp,
     Setpgid,
     Tcsetpgrp,
+    IpcNamespace,
 }
 
 impl Step {
@@ -124,6 +128,7 @@ impl Step {
             Step::Seccomp,
             Step::Setpgid,
             Step::Tcsetpgrp,
+            Step::IpcNamespace,
         ]
         .get(n as usize)
         .copied()
@@ -148,12 +153,14 @@ impl Step {
             Step::Seccomp => "seccomp(SECCOMP_SET_MODE_FILTER)",
             Step::Setpgid => "setpgid",
             Step::Tcsetpgrp => "tcsetpgrp",
+            Step::IpcNamespace => "unshare(CLONE_NEWIPC)",
         }
     }
 
     /// True for the confinement steps: their failure is a runner failure.
     fn is_confinement(self) -> bool {
         (Step::NoNewPrivs as i32..=Step::Seccomp as i32).contains(&(self as i32))
+            || self == Step::IpcNamespace
     }
 }
 
@@ -191,7 +198,8 @@ struct ChildConfine {
     privileged: bool,
     cap_last: c_int,
     ruleset_fd: c_int,
-    filter: libc::sock_fprog,
+    filters: [libc::sock_fprog; MAX_FILTERS],
+    filter_count: usize,
 }
 
 /// Everything the child reads, prepared by the parent. The child writes only
@@ -279,6 +287,12 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
                 return fail(Step::NoNewPrivs);
             }
             if c.drop_capabilities {
+                // A private System V IPC namespace, so that shared memory,
+                // queues and semaphores outside cannot be reached (needs
+                // CAP_SYS_ADMIN; an unprivileged caller reaches only its own).
+                if c.privileged && libc::unshare(libc::CLONE_NEWIPC) == -1 {
+                    return fail(Step::IpcNamespace);
+                }
                 if c.privileged {
                     for cap in 0..=c.cap_last {
                         if libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) == -1 {
@@ -305,16 +319,17 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
             {
                 return fail(Step::Landlock);
             }
-            if !c.filter.filter.is_null()
-                && libc::prctl(
+            for filter in &c.filters[..c.filter_count] {
+                if libc::prctl(
                     libc::PR_SET_SECCOMP,
                     libc::SECCOMP_MODE_FILTER as libc::c_ulong,
-                    &c.filter as *const libc::sock_fprog as libc::c_ulong,
+                    filter as *const libc::sock_fprog as libc::c_ulong,
                     0,
                     0,
                 ) == -1
-            {
-                return fail(Step::Seccomp);
+                {
+                    return fail(Step::Seccomp);
+                }
             }
         }
         // Only 0, 1 and 2 reach the command: descriptors this process
@@ -369,9 +384,12 @@ fn cap_last() -> c_int {
         .unwrap_or(40)
 }
 
-/// True when this process has any effective capability (`CapEff` of
-/// `/proc/self/status`, proc(5)).
+/// True when this process may drop capabilities from the bounding set:
+/// it holds CAP_SETPCAP (bit 8 of `CapEff` in `/proc/self/status`,
+/// capabilities(7)). Without it the bounding set stays as it is, which
+/// no-new-privileges makes harmless.
 fn holds_capabilities() -> bool {
+    const CAP_SETPCAP: u32 = 8;
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -379,7 +397,7 @@ fn holds_capabilities() -> bool {
                 .find_map(|l| l.strip_prefix("CapEff:"))
                 .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
         })
-        .is_none_or(|caps| caps != 0)
+        .is_none_or(|caps| caps & (1 << CAP_SETPCAP) != 0)
 }
 
 fn child_confine(confine: Option<&Confinement>) -> ChildConfine {
@@ -394,7 +412,8 @@ fn child_confine(confine: Option<&Confinement>) -> ChildConfine {
             privileged: false,
             cap_last: 0,
             ruleset_fd: -1,
-            filter: none,
+            filters: [none; MAX_FILTERS],
+            filter_count: 0,
         },
         Some(c) => ChildConfine {
             enabled: true,
@@ -402,13 +421,14 @@ fn child_confine(confine: Option<&Confinement>) -> ChildConfine {
             privileged: c.drop_capabilities && holds_capabilities(),
             cap_last: cap_last(),
             ruleset_fd: c.ruleset.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
-            filter: match &c.seccomp {
+            filters: std::array::from_fn(|i| match c.seccomp.get(i) {
                 Some(prog) => libc::sock_fprog {
                     len: prog.len() as u16,
                     filter: prog.as_ptr() as *mut libc::sock_filter,
                 },
                 None => none,
-            },
+            }),
+            filter_count: c.seccomp.len().min(MAX_FILTERS),
         },
     }
 }

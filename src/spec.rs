@@ -390,6 +390,7 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
     };
     let mut writable: Vec<PathBuf> = Vec::new();
     let mut skipped = Vec::new();
+    let mut warnings = Vec::new();
     if mode.value == Mode::WorkspaceWrite {
         let roots = std::iter::once(workspace_root.value.clone()).chain(
             writable_roots
@@ -398,7 +399,20 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
         );
         for root in roots {
             match std::fs::canonicalize(&root) {
-                Ok(real) if !writable.contains(&real) => writable.push(real),
+                Ok(real) if !real.is_dir() => skipped.push(Skipped {
+                    path: root,
+                    reason: "not a directory".into(),
+                }),
+                Ok(real) if !writable.contains(&real) => {
+                    if real != root && root.is_symlink() {
+                        warnings.push(format!(
+                            "writable root {} is a symlink to {}",
+                            root.display(),
+                            real.display()
+                        ));
+                    }
+                    writable.push(real)
+                }
                 Ok(_) => {}
                 Err(e) => skipped.push(Skipped {
                     path: root,
@@ -412,6 +426,9 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
             writable.push(t.clone());
         }
     }
+    if writable.iter().any(|w| w == Path::new("/")) {
+        warnings.push("a writable root is /: workspace-write then allows writing anywhere".into());
+    }
     Some(Policy {
         mode,
         network,
@@ -419,6 +436,7 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
         temp_dir,
         writable,
         skipped,
+        warnings,
     })
 }
 

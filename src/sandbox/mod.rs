@@ -14,6 +14,7 @@
 
 pub mod network;
 pub mod ruleset;
+pub mod syscalls;
 
 use std::path::PathBuf;
 
@@ -98,8 +99,12 @@ pub struct Policy {
     /// Empty in the other modes.
     #[serde(serialize_with = "crate::lossy::paths")]
     pub writable: Vec<PathBuf>,
-    /// Writable paths that were skipped because they do not exist.
+    /// Writable paths that were skipped (missing, or not directories).
     pub skipped: Vec<Skipped>,
+    /// Things a careful user wants to know about the policy: a writable
+    /// root reached through a symlink (a confined run could have planted
+    /// it), a writable root of `/`.
+    pub warnings: Vec<String>,
 }
 
 /// Character devices that stay writable in every confining mode.
@@ -196,16 +201,20 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, crate::Error> {
             enforcement,
         });
     }
-    let ruleset = if confining {
+    // Network rules and scopes need Landlock too, but without it (full-access
+    // with --network deny) the seccomp filter still refuses IP sockets.
+    let ruleset = if confining || abi >= 4 {
         Some(ruleset::build(policy, abi).map_err(unavailable)?)
     } else {
         None
     };
-    let seccomp = if deny {
-        Some(network::deny_ip_sockets().map_err(unavailable)?)
-    } else {
-        None
-    };
+    let mut seccomp = Vec::new();
+    if confining {
+        seccomp.push(syscalls::confining_filter(policy.mode.value).map_err(unavailable)?);
+    }
+    if deny {
+        seccomp.push(network::deny_ip_sockets().map_err(unavailable)?);
+    }
     Ok(Prepared {
         confinement: Some(crate::spawn::Confinement {
             drop_capabilities: confining,

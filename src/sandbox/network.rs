@@ -1,7 +1,9 @@
 //! `--network deny`: a seccomp filter that refuses IPv4 and IPv6 sockets.
 //!
-//! socket(2) and socketpair(2) with `AF_INET` or `AF_INET6` fail with
-//! EACCES; every other family (Unix domain sockets above all) keeps working.
+//! socket(2) and socketpair(2) with `AF_INET`, `AF_INET6`, `AF_VSOCK` (a
+//! virtual machine's way to its host) or `AF_PACKET` fail with EACCES, and
+//! so does io_uring, which can create sockets without socket(2); every other
+//! family (Unix domain sockets above all) keeps working.
 //! The filter is compiled in the parent with the `seccompiler` crate and
 //! loaded in the child with prctl(PR_SET_SECCOMP) after no-new-privileges.
 //! Landlock's TCP rules ([`super::ruleset`]) add a second layer where the
@@ -15,7 +17,8 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
-fn target_arch() -> Result<TargetArch, String> {
+/// The seccomp architecture of this build.
+pub(crate) fn target_arch() -> Result<TargetArch, String> {
     match std::env::consts::ARCH {
         "x86_64" => Ok(TargetArch::x86_64),
         "aarch64" => Ok(TargetArch::aarch64),
@@ -36,11 +39,24 @@ pub fn deny_ip_sockets() -> Result<Vec<libc::sock_filter>, String> {
         SeccompRule::new(vec![cond]).map_err(|e| e.to_string())
     };
     let ip_families = || -> Result<Vec<SeccompRule>, String> {
-        Ok(vec![family_is(libc::AF_INET)?, family_is(libc::AF_INET6)?])
+        Ok(vec![
+            family_is(libc::AF_INET)?,
+            family_is(libc::AF_INET6)?,
+            family_is(libc::AF_VSOCK)?,
+            family_is(libc::AF_PACKET)?,
+        ])
     };
     let mut rules = BTreeMap::new();
     rules.insert(libc::SYS_socket, ip_families()?);
     rules.insert(libc::SYS_socketpair, ip_families()?);
+    // io_uring can create sockets without socket(2).
+    for nr in [
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+    ] {
+        rules.insert(nr, vec![]);
+    }
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
@@ -49,7 +65,12 @@ pub fn deny_ip_sockets() -> Result<Vec<libc::sock_filter>, String> {
     )
     .map_err(|e| e.to_string())?;
     let program = BpfProgram::try_from(filter).map_err(|e| e.to_string())?;
-    Ok(program
+    Ok(to_libc(&program))
+}
+
+/// seccompiler's instructions as the `sock_filter` array prctl(2) takes.
+pub(crate) fn to_libc(program: &BpfProgram) -> Vec<libc::sock_filter> {
+    program
         .iter()
         .map(|i| libc::sock_filter {
             code: i.code,
@@ -57,5 +78,5 @@ pub fn deny_ip_sockets() -> Result<Vec<libc::sock_filter>, String> {
             jf: i.jf,
             k: i.k,
         })
-        .collect())
+        .collect()
 }

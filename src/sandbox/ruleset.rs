@@ -83,14 +83,15 @@ const NEEDED: [(&str, i32); 4] = [
 /// The enforcement a policy gets on a kernel with Landlock ABI `abi`.
 pub fn enforcement(policy: &Policy, abi: i32) -> Enforcement {
     let deny = policy.network.value == Network::Deny;
+    let confining = policy.mode.value.confines();
     let mut missing: Vec<String> = NEEDED
         .iter()
-        .filter(|(name, since)| abi < *since && (deny || !name.starts_with("abstract")))
+        .filter(|(name, since)| {
+            let abstract_scope = name.starts_with("abstract");
+            abi < *since && ((confining && !abstract_scope) || (deny && abstract_scope))
+        })
         .map(|(name, since)| format!("{name} (ABI {since})"))
         .collect();
-    if !policy.mode.value.confines() {
-        missing.clear();
-    }
     if deny && abi < 4 {
         missing.push("Landlock TCP rules (ABI 4; seccomp still refuses IP sockets)".into());
     }
@@ -103,8 +104,10 @@ pub fn enforcement(policy: &Policy, abi: i32) -> Enforcement {
     }
 }
 
-/// Builds the ruleset of a confining policy and returns its descriptor
-/// (close-on-exec) for `landlock_restrict_self` in the child.
+/// Builds the ruleset of a policy and returns its descriptor (close-on-exec)
+/// for `landlock_restrict_self` in the child: file rights in confining
+/// modes, network rights and the abstract-socket scope with `--network
+/// deny` (in `full-access` too).
 ///
 /// Errors with a message when a rule cannot be added (a writable root that
 /// vanished, a kernel that refuses the ruleset).
@@ -113,32 +116,38 @@ pub fn build(policy: &Policy, abi: i32) -> Result<OwnedFd, String> {
     let all = AccessFs::from_all(abi);
     let device_rights = AccessFs::from_file(abi) & !AccessFs::Execute;
     let writable_rights = all & !(AccessFs::MakeChar | AccessFs::MakeBlock);
-    let read_rights = AccessFs::from_read(abi) | (all & AccessFs::IoctlDev);
+    // Device ioctls only on the writable devices (a loop-control ioctl could
+    // otherwise attach and detach block devices).
+    let read_rights = AccessFs::from_read(abi);
     let fail = |e: &dyn std::fmt::Display| format!("Landlock ruleset: {e}");
 
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(all)
-        .map_err(|e| fail(&e))?;
+    let confining = policy.mode.value.confines();
     let deny = policy.network.value == Network::Deny;
+    let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
+    if confining {
+        ruleset = ruleset.handle_access(all).map_err(|e| fail(&e))?;
+    }
     if deny && !AccessNet::from_all(abi).is_empty() {
         ruleset = ruleset
             .handle_access(AccessNet::from_all(abi))
             .map_err(|e| fail(&e))?;
     }
-    let scopes: BitFlags<Scope> = if deny {
-        Scope::from_all(abi)
-    } else {
-        Scope::from_all(abi) & Scope::Signal
+    let scopes: BitFlags<Scope> = match (confining, deny) {
+        (true, true) => Scope::from_all(abi),
+        (true, false) => Scope::from_all(abi) & Scope::Signal,
+        (false, _) => Scope::from_all(abi) & Scope::AbstractUnixSocket,
     };
     if !scopes.is_empty() {
         ruleset = ruleset.scope(scopes).map_err(|e| fail(&e))?;
     }
-    let mut rules: Vec<(&Path, BitFlags<AccessFs>)> = vec![(Path::new("/"), read_rights)];
-    for dev in WRITABLE_DEVICES.iter().chain(&["/dev/pts"]) {
-        let path = Path::new(dev);
-        if path.exists() {
-            rules.push((path, device_rights));
+    let mut rules: Vec<(&Path, BitFlags<AccessFs>)> = Vec::new();
+    if confining {
+        rules.push((Path::new("/"), read_rights));
+        for dev in WRITABLE_DEVICES.iter().chain(&["/dev/pts"]) {
+            let path = Path::new(dev);
+            if path.exists() {
+                rules.push((path, device_rights));
+            }
         }
     }
     if policy.mode.value == Mode::WorkspaceWrite {

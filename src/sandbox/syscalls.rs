@@ -1,0 +1,137 @@
+//! The seccomp filter of the confining modes: what Landlock does not cover.
+//!
+//! Landlock governs opening, creating, removing and renaming files, not
+//! changing the attributes of existing ones, and io_uring can do socket and
+//! xattr work that bypasses system-call filters. In `read-only` and
+//! `workspace-write` this filter makes these fail with EPERM:
+//!
+//! - io_uring altogether (`io_uring_setup`, `_enter`, `_register`);
+//! - changing owners (`chown` and its variants) and extended attributes,
+//!   POSIX ACLs included (`setxattr`, `removexattr` and their variants);
+//! - in `read-only`, every mode and timestamp change (`chmod`, `utimensat`
+//!   and their variants); in `workspace-write`, a mode with the set-user-ID
+//!   or set-group-ID bit (a mode change without them, or a timestamp change,
+//!   cannot be told apart from one inside the workspace by a filter, and
+//!   stays possible on files the command owns);
+//! - the inode-flag and project ioctls (`FS_IOC_SETFLAGS`,
+//!   `FS_IOC_FSSETXATTR`, `FS_IOC_SETVERSION`) and the terminal-injection
+//!   ioctls (`TIOCSTI`, `TIOCLINUX`), which would let a command type into
+//!   the caller's shell under `--interactive`;
+//! - `prlimit64` on any process but itself (it could lower the limits of
+//!   processes outside the sandbox, `dsh-exec` included).
+
+use std::collections::BTreeMap;
+
+use nix::libc;
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule,
+};
+
+use super::Mode;
+use super::network::target_arch;
+
+/// `setxattrat` and `removexattrat` (Linux 6.13, the same number on every
+/// architecture), which the libc crate may not name yet.
+const SYS_SETXATTRAT: i64 = 463;
+const SYS_REMOVEXATTRAT: i64 = 466;
+
+/// ioctl commands refused (linux/fs.h, asm-generic/ioctls.h).
+const REFUSED_IOCTLS: [u64; 6] = [
+    0x4008_6602, // FS_IOC_SETFLAGS
+    0x4004_6602, // FS_IOC32_SETFLAGS
+    0x401c_5820, // FS_IOC_FSSETXATTR
+    0x4008_7602, // FS_IOC_SETVERSION
+    0x5412,      // TIOCSTI
+    0x541c,      // TIOCLINUX
+];
+
+fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
+    SeccompRule::new(conditions).map_err(|e| e.to_string())
+}
+
+fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(|e| e.to_string())
+}
+
+/// Rules matching a mode argument at `arg` with the set-user-ID or
+/// set-group-ID bit.
+fn setid_mode(arg: u8) -> Result<Vec<SeccompRule>, String> {
+    Ok(vec![
+        rule(vec![cond(arg, SeccompCmpOp::MaskedEq(0o4000), 0o4000)?])?,
+        rule(vec![cond(arg, SeccompCmpOp::MaskedEq(0o2000), 0o2000)?])?,
+    ])
+}
+
+/// The compiled filter for a confining `mode`.
+///
+/// Errors with a message when the architecture is not supported or the
+/// filter cannot be compiled.
+pub fn confining_filter(mode: Mode) -> Result<Vec<libc::sock_filter>, String> {
+    let always = Vec::new;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for nr in [
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+        libc::SYS_fchown,
+        libc::SYS_fchownat,
+        libc::SYS_setxattr,
+        libc::SYS_lsetxattr,
+        libc::SYS_fsetxattr,
+        libc::SYS_removexattr,
+        libc::SYS_lremovexattr,
+        libc::SYS_fremovexattr,
+        SYS_SETXATTRAT,
+        SYS_REMOVEXATTRAT,
+    ] {
+        rules.insert(nr, always());
+    }
+    #[cfg(target_arch = "x86_64")]
+    for nr in [libc::SYS_chown, libc::SYS_lchown] {
+        rules.insert(nr, always());
+    }
+    // (syscall, index of its mode argument)
+    let mut chmods = vec![
+        (libc::SYS_fchmod, 1),
+        (libc::SYS_fchmodat, 2),
+        (libc::SYS_fchmodat2, 2),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    chmods.push((libc::SYS_chmod, 1));
+    let mut times = vec![libc::SYS_utimensat];
+    #[cfg(target_arch = "x86_64")]
+    times.extend([libc::SYS_utime, libc::SYS_utimes, libc::SYS_futimesat]);
+    if mode == Mode::ReadOnly {
+        for (nr, _) in chmods {
+            rules.insert(nr, always());
+        }
+        for nr in times {
+            rules.insert(nr, always());
+        }
+    } else {
+        for (nr, arg) in chmods {
+            rules.insert(nr, setid_mode(arg)?);
+        }
+    }
+    rules.insert(
+        libc::SYS_ioctl,
+        REFUSED_IOCTLS
+            .iter()
+            .map(|cmd| rule(vec![cond(1, SeccompCmpOp::Eq, *cmd)?]))
+            .collect::<Result<_, _>>()?,
+    );
+    rules.insert(
+        libc::SYS_prlimit64,
+        vec![rule(vec![cond(0, SeccompCmpOp::Ne, 0)?])?],
+    );
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        target_arch()?,
+    )
+    .map_err(|e| e.to_string())?;
+    let program = BpfProgram::try_from(filter).map_err(|e| e.to_string())?;
+    Ok(super::network::to_libc(&program))
+}
