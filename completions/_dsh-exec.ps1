@@ -38,10 +38,12 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('--workspace-root', '--workspace-root', [CompletionResultType]::ParameterName, 'Root the command may write under in workspace-write [default: the workdir]')
             [CompletionResult]::new('--writable-root', '--writable-root', [CompletionResultType]::ParameterName, 'Another directory writable in workspace-write (repeatable; missing ones are skipped)')
             [CompletionResult]::new('--network', '--network', [CompletionResultType]::ParameterName, 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]')
+            [CompletionResult]::new('--detach-after', '--detach-after', [CompletionResultType]::ParameterName, 'If the command still runs after this long, print its output so far and leave it running as a background job')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour the notices and the marker')
             [CompletionResult]::new('--no-temp-write', '--no-temp-write', [CompletionResultType]::ParameterName, 'Keep the temp directory read-only in workspace-write')
             [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)')
             [CompletionResult]::new('--interactive', '--interactive', [CompletionResultType]::ParameterName, 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)')
+            [CompletionResult]::new('--background', '--background', [CompletionResultType]::ParameterName, 'Start the command as a background job and print its id (see `dsh-exec job`)')
             [CompletionResult]::new('--stream', '--stream', [CompletionResultType]::ParameterName, 'Show the output live as it is produced (to stderr with --json), capturing it as usual')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object instead of the rendered text')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -49,6 +51,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Resolve and show the spec and child environment; run nothing')
+            [CompletionResult]::new('job', 'job', [CompletionResultType]::ParameterValue, 'Read, wait for, kill, list or prune background jobs')
             [CompletionResult]::new('parse-status', 'parse-status', [CompletionResultType]::ParameterValue, 'Read a rendered result and print its final marker as JSON (exit 1 when the last line is no marker)')
             break
         }
@@ -70,14 +73,57 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('--workspace-root', '--workspace-root', [CompletionResultType]::ParameterName, 'Root the command may write under in workspace-write [default: the workdir]')
             [CompletionResult]::new('--writable-root', '--writable-root', [CompletionResultType]::ParameterName, 'Another directory writable in workspace-write (repeatable; missing ones are skipped)')
             [CompletionResult]::new('--network', '--network', [CompletionResultType]::ParameterName, 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]')
+            [CompletionResult]::new('--detach-after', '--detach-after', [CompletionResultType]::ParameterName, 'If the command still runs after this long, print its output so far and leave it running as a background job')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour the notices and the marker')
             [CompletionResult]::new('--no-temp-write', '--no-temp-write', [CompletionResultType]::ParameterName, 'Keep the temp directory read-only in workspace-write')
             [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)')
             [CompletionResult]::new('--interactive', '--interactive', [CompletionResultType]::ParameterName, 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)')
+            [CompletionResult]::new('--background', '--background', [CompletionResultType]::ParameterName, 'Start the command as a background job and print its id (see `dsh-exec job`)')
             [CompletionResult]::new('--stream', '--stream', [CompletionResultType]::ParameterName, 'Show the output live as it is produced (to stderr with --json), capturing it as usual')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object instead of the rendered text')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'dsh-exec;job' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('read', 'read', [CompletionResultType]::ParameterValue, 'Print what the job wrote since the previous read, then `[running]` or its end')
+            [CompletionResult]::new('wait', 'wait', [CompletionResultType]::ParameterValue, 'Wait for the job to end and print its result as a foreground run would')
+            [CompletionResult]::new('kill', 'kill', [CompletionResultType]::ParameterValue, 'Kill the job''s whole tree (SIGTERM, grace, SIGKILL); exit 1 if it had ended')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List this user''s jobs')
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Remove the directories of finished and lost jobs')
+            break
+        }
+        'dsh-exec;job;read' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'dsh-exec;job;wait' {
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Give up after this long: print `[still running]` and exit 124')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Give up after this long: print `[still running]` and exit 124')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the result as one JSON object')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'dsh-exec;job;kill' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'dsh-exec;job;list' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON array')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'dsh-exec;job;prune' {
+            [CompletionResult]::new('--spill', '--spill', [CompletionResultType]::ParameterName, 'Also remove their spill files')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
         'dsh-exec;parse-status' {

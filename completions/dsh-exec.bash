@@ -19,8 +19,26 @@ _dsh__exec() {
             dsh__exec,explain)
                 cmd="dsh__exec__subcmd__explain"
                 ;;
+            dsh__exec,job)
+                cmd="dsh__exec__subcmd__job"
+                ;;
             dsh__exec,parse-status)
                 cmd="dsh__exec__subcmd__parse__subcmd__status"
+                ;;
+            dsh__exec__subcmd__job,kill)
+                cmd="dsh__exec__subcmd__job__subcmd__kill"
+                ;;
+            dsh__exec__subcmd__job,list)
+                cmd="dsh__exec__subcmd__job__subcmd__list"
+                ;;
+            dsh__exec__subcmd__job,prune)
+                cmd="dsh__exec__subcmd__job__subcmd__prune"
+                ;;
+            dsh__exec__subcmd__job,read)
+                cmd="dsh__exec__subcmd__job__subcmd__read"
+                ;;
+            dsh__exec__subcmd__job,wait)
+                cmd="dsh__exec__subcmd__job__subcmd__wait"
                 ;;
             *)
                 ;;
@@ -29,7 +47,7 @@ _dsh__exec() {
 
     case "${cmd}" in
         dsh__exec)
-            opts="-C -t -e -s -i -h -V --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --network --interactive --stream --json --color --help --version explain parse-status"
+            opts="-C -t -e -s -i -h -V --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --network --interactive --background --detach-after --stream --json --color --help --version explain job parse-status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -103,6 +121,10 @@ _dsh__exec() {
                     COMPREPLY=($(compgen -W "allow deny" -- "${cur}"))
                     return 0
                     ;;
+                --detach-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -115,7 +137,7 @@ _dsh__exec() {
             return 0
             ;;
         dsh__subcmd__exec__subcmd__explain)
-            opts="-C -t -e -s -i -h --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --network --interactive --stream --json --color --help"
+            opts="-C -t -e -s -i -h --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --network --interactive --background --detach-after --stream --json --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -189,8 +211,104 @@ _dsh__exec() {
                     COMPREPLY=($(compgen -W "allow deny" -- "${cur}"))
                     return 0
                     ;;
+                --detach-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__exec__subcmd__job)
+            opts="-h --help read wait kill list prune"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__exec__subcmd__job__subcmd__kill)
+            opts="-h --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__exec__subcmd__job__subcmd__list)
+            opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__exec__subcmd__job__subcmd__prune)
+            opts="-h --spill --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__exec__subcmd__job__subcmd__read)
+            opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__exec__subcmd__job__subcmd__wait)
+            opts="-t -h --timeout --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

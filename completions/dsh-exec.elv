@@ -35,10 +35,12 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --workspace-root 'Root the command may write under in workspace-write [default: the workdir]'
             cand --writable-root 'Another directory writable in workspace-write (repeatable; missing ones are skipped)'
             cand --network 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]'
+            cand --detach-after 'If the command still runs after this long, print its output so far and leave it running as a background job'
             cand --color 'Colour the notices and the marker'
             cand --no-temp-write 'Keep the temp directory read-only in workspace-write'
             cand -i 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
             cand --interactive 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
+            cand --background 'Start the command as a background job and print its id (see `dsh-exec job`)'
             cand --stream 'Show the output live as it is produced (to stderr with --json), capturing it as usual'
             cand --json 'Print one JSON object instead of the rendered text'
             cand -h 'Print help (see more with ''--help'')'
@@ -46,6 +48,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand explain 'Resolve and show the spec and child environment; run nothing'
+            cand job 'Read, wait for, kill, list or prune background jobs'
             cand parse-status 'Read a rendered result and print its final marker as JSON (exit 1 when the last line is no marker)'
         }
         &'dsh-exec;explain'= {
@@ -66,14 +69,51 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --workspace-root 'Root the command may write under in workspace-write [default: the workdir]'
             cand --writable-root 'Another directory writable in workspace-write (repeatable; missing ones are skipped)'
             cand --network 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]'
+            cand --detach-after 'If the command still runs after this long, print its output so far and leave it running as a background job'
             cand --color 'Colour the notices and the marker'
             cand --no-temp-write 'Keep the temp directory read-only in workspace-write'
             cand -i 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
             cand --interactive 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
+            cand --background 'Start the command as a background job and print its id (see `dsh-exec job`)'
             cand --stream 'Show the output live as it is produced (to stderr with --json), capturing it as usual'
             cand --json 'Print one JSON object instead of the rendered text'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
+        }
+        &'dsh-exec;job'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand read 'Print what the job wrote since the previous read, then `[running]` or its end'
+            cand wait 'Wait for the job to end and print its result as a foreground run would'
+            cand kill 'Kill the job''s whole tree (SIGTERM, grace, SIGKILL); exit 1 if it had ended'
+            cand list 'List this user''s jobs'
+            cand prune 'Remove the directories of finished and lost jobs'
+        }
+        &'dsh-exec;job;read'= {
+            cand --json 'Print one JSON object'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'dsh-exec;job;wait'= {
+            cand -t 'Give up after this long: print `[still running]` and exit 124'
+            cand --timeout 'Give up after this long: print `[still running]` and exit 124'
+            cand --json 'Print the result as one JSON object'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'dsh-exec;job;kill'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'dsh-exec;job;list'= {
+            cand --json 'Print one JSON array'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'dsh-exec;job;prune'= {
+            cand --spill 'Also remove their spill files'
+            cand -h 'Print help'
+            cand --help 'Print help'
         }
         &'dsh-exec;parse-status'= {
             cand -h 'Print help'

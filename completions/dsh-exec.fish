@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dsh_exec_global_optspecs
-    string join \n C/workdir= t/timeout= kill-after= stdout-max-bytes= stderr-max-bytes= stdin-file= e/env= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write network= i/interactive stream json color= h/help V/version
+    string join \n C/workdir= t/timeout= kill-after= stdout-max-bytes= stderr-max-bytes= stdin-file= e/env= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write network= i/interactive background detach-after= stream json color= h/help V/version
 end
 
 function __fish_dsh_exec_needs_command
@@ -40,16 +40,19 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l workspace-root -d 'Ro
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l writable-root -d 'Another directory writable in workspace-write (repeatable; missing ones are skipped)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l network -d 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]' -r -f -a "allow\t'IPv4 and IPv6 sockets work'
 deny\t'IPv4 and IPv6 sockets are refused; Unix sockets work'"
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l detach-after -d 'If the command still runs after this long, print its output so far and leave it running as a background job' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l color -d 'Colour the notices and the marker' -r -f -a "auto\t'On a terminal, unless NO_COLOR is set'
 always\t'Always colour'
 never\t'Never colour'"
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l no-temp-write -d 'Keep the temp directory read-only in workspace-write'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s i -l interactive -d 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l background -d 'Start the command as a background job and print its id (see `dsh-exec job`)'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stream -d 'Show the output live as it is produced (to stderr with --json), capturing it as usual'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l json -d 'Print one JSON object instead of the rendered text'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s V -l version -d 'Print version'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "explain" -d 'Resolve and show the spec and child environment; run nothing'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "job" -d 'Read, wait for, kill, list or prune background jobs'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "parse-status" -d 'Read a rendered result and print its final marker as JSON (exit 1 when the last line is no marker)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s C -l workdir -d 'Working directory of the command [default: the current directory]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s t -l timeout -d 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]' -r
@@ -67,12 +70,30 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l workspace-
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l writable-root -d 'Another directory writable in workspace-write (repeatable; missing ones are skipped)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l network -d 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]' -r -f -a "allow\t'IPv4 and IPv6 sockets work'
 deny\t'IPv4 and IPv6 sockets are refused; Unix sockets work'"
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l detach-after -d 'If the command still runs after this long, print its output so far and leave it running as a background job' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l color -d 'Colour the notices and the marker' -r -f -a "auto\t'On a terminal, unless NO_COLOR is set'
 always\t'Always colour'
 never\t'Never colour'"
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l no-temp-write -d 'Keep the temp directory read-only in workspace-write'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s i -l interactive -d 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l background -d 'Start the command as a background job and print its id (see `dsh-exec job`)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stream -d 'Show the output live as it is produced (to stderr with --json), capturing it as usual'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l json -d 'Print one JSON object instead of the rendered text'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait kill list prune" -s h -l help -d 'Print help'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait kill list prune" -f -a "read" -d 'Print what the job wrote since the previous read, then `[running]` or its end'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait kill list prune" -f -a "wait" -d 'Wait for the job to end and print its result as a foreground run would'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait kill list prune" -f -a "kill" -d 'Kill the job\'s whole tree (SIGTERM, grace, SIGKILL); exit 1 if it had ended'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait kill list prune" -f -a "list" -d 'List this user\'s jobs'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait kill list prune" -f -a "prune" -d 'Remove the directories of finished and lost jobs'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from read" -l json -d 'Print one JSON object'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from read" -s h -l help -d 'Print help'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from wait" -s t -l timeout -d 'Give up after this long: print `[still running]` and exit 124' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from wait" -l json -d 'Print the result as one JSON object'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from wait" -s h -l help -d 'Print help'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from kill" -s h -l help -d 'Print help'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from list" -l json -d 'Print one JSON array'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from prune" -l spill -d 'Also remove their spill files'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from prune" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand parse-status" -s h -l help -d 'Print help'

@@ -133,11 +133,55 @@ pub struct Cli {
 pub enum Sub {
     /// Resolve and show the spec and child environment; run nothing.
     Explain(Box<RunArgs>),
+    /// Read, wait for, kill, list or prune background jobs.
+    #[command(subcommand)]
+    Job(JobCmd),
     /// Read a rendered result and print its final marker as JSON (exit 1 when
     /// the last line is no marker).
     ParseStatus {
         /// The rendered result; standard input when absent.
         file: Option<PathBuf>,
+    },
+}
+
+/// `dsh-exec job ...`: the background jobs of this user.
+#[derive(Debug, Subcommand)]
+pub enum JobCmd {
+    /// Print what the job wrote since the previous read, then `[running]` or its end.
+    Read {
+        /// The job id printed by --background.
+        id: String,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Wait for the job to end and print its result as a foreground run would.
+    Wait {
+        /// The job id.
+        id: String,
+        /// Give up after this long: print `[still running]` and exit 124.
+        #[arg(short = 't', long, value_name = "DURATION", value_parser = timeout_value, allow_hyphen_values = true)]
+        timeout: Option<Timeout>,
+        /// Print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Kill the job's whole tree (SIGTERM, grace, SIGKILL); exit 1 if it had ended.
+    Kill {
+        /// The job id.
+        id: String,
+    },
+    /// List this user's jobs.
+    List {
+        /// Print one JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the directories of finished and lost jobs.
+    Prune {
+        /// Also remove their spill files.
+        #[arg(long)]
+        spill: bool,
     },
 }
 
@@ -213,6 +257,13 @@ pub struct RunArgs {
     /// Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand).
     #[arg(short = 'i', long, conflicts_with = "stdin_file")]
     pub interactive: bool,
+    /// Start the command as a background job and print its id (see `dsh-exec job`).
+    #[arg(long, conflicts_with_all = ["interactive", "stream"])]
+    pub background: bool,
+    /// If the command still runs after this long, print its output so far and
+    /// leave it running as a background job.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true, conflicts_with_all = ["interactive", "background", "stream"])]
+    pub detach_after: Option<Duration>,
     /// Show the output live as it is produced (to stderr with --json), capturing it as usual.
     #[arg(long, conflicts_with = "interactive")]
     pub stream: bool,

@@ -18,6 +18,7 @@ pub mod config;
 pub mod env;
 pub mod error;
 pub mod explain;
+pub mod jobs;
 pub mod lossy;
 pub mod output;
 pub mod process;

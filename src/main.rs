@@ -12,6 +12,7 @@ use dsh_exec::render::{parse_status, render_status, render_text};
 use dsh_exec::{AbortSignals, Ambient, Error, Spec, resolve};
 
 /// Writes one line to stderr; a closed or full stderr is not worth a panic.
+#[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
@@ -19,11 +20,17 @@ macro_rules! say {
     }};
 }
 
+mod job_cmd;
+
 /// Exit status of a usage error (bad flag or value), as clap and `timeout(1)`.
 const USAGE_EXIT_STATUS: u8 = 2;
 
 fn main() -> ExitCode {
     startup_hygiene();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == job_cmd::SUPERVISE) {
+        return job_cmd::supervise_main(&argv);
+    }
     let cli = match dsh_exec::cli::parse() {
         Ok(cli) => cli,
         Err(e) => return clap_error(e),
@@ -31,6 +38,9 @@ fn main() -> ExitCode {
     match cli.subcommand {
         Some(Sub::Explain(args)) => explain(*args),
         Some(Sub::ParseStatus { file }) => parse_status_cmd(file),
+        Some(Sub::Job(cmd)) => job_cmd::job(cmd),
+        None if cli.run.background => job_cmd::start_background(cli.run, &argv),
+        None if cli.run.detach_after.is_some() => job_cmd::detach_run(cli.run, &argv),
         None => run(cli.run),
     }
 }
@@ -53,13 +63,13 @@ fn startup_hygiene() {
     let _ = dsh_exec::sweep::become_subreaper();
 }
 
-fn usage_error(message: &str) -> ExitCode {
+pub(crate) fn usage_error(message: &str) -> ExitCode {
     say!("dsh-exec: error: {message}");
     ExitCode::from(USAGE_EXIT_STATUS)
 }
 
 /// Prints help and version as clap does; any other parse error as one line.
-fn clap_error(e: clap::Error) -> ExitCode {
+pub(crate) fn clap_error(e: clap::Error) -> ExitCode {
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         let _ = e.print();
         return ExitCode::SUCCESS;
@@ -78,19 +88,21 @@ fn clap_error(e: clap::Error) -> ExitCode {
     ))
 }
 
-fn print_stdout(text: &str) {
+pub(crate) fn print_stdout(text: &str) {
     // A closed stdout (`dsh-exec ... | head -1`) is not an error worth a panic.
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
 }
 
-fn to_json(value: &impl serde::Serialize) -> String {
+pub(crate) fn to_json(value: &impl serde::Serialize) -> String {
     // Serializing plain data (strings, numbers, paths made lossy) cannot fail.
     serde_json::to_string(value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}")) + "\n"
 }
 
-fn resolve_args(args: RunArgs) -> Result<(Spec, bool, ColorChoice), ExitCode> {
+pub(crate) fn resolve_args(args: RunArgs) -> Result<(Spec, bool, ColorChoice), ExitCode> {
     let (json, color) = (args.json, args.color);
+    // Background jobs have no deadline unless --timeout gives one.
+    let job = args.background || args.detach_after.is_some();
     let ambient = match Ambient::current(args.workdir.as_deref()) {
         Ok(a) => a,
         Err(e) => {
@@ -102,6 +114,9 @@ fn resolve_args(args: RunArgs) -> Result<(Spec, bool, ColorChoice), ExitCode> {
         }
     };
     let mut request = args.into_request();
+    if job && request.timeout.is_none() {
+        request.timeout = Some(None);
+    }
     request.config = match dsh_exec::config::load(&ambient.env) {
         Ok(c) => c,
         Err(e) => return Err(infrastructure_error(&e, json)),
@@ -126,7 +141,7 @@ fn resolve_args(args: RunArgs) -> Result<(Spec, bool, ColorChoice), ExitCode> {
     }
 }
 
-fn infrastructure_error(err: &Error, json: bool) -> ExitCode {
+pub(crate) fn infrastructure_error(err: &Error, json: bool) -> ExitCode {
     say!("dsh-exec: error: {} ({})", err, err.code());
     if json {
         let obj = serde_json::json!({"error": {"code": err.code(), "message": err.to_string()}});
@@ -138,7 +153,7 @@ fn infrastructure_error(err: &Error, json: bool) -> ExitCode {
 /// Whether to colour: `--color always|never` decide; under `auto`, a
 /// non-empty NO_COLOR turns colour off (no-color.org), a CLICOLOR_FORCE
 /// other than `0` turns it on, and otherwise stdout being a terminal does.
-fn use_color(choice: ColorChoice) -> bool {
+pub(crate) fn use_color(choice: ColorChoice) -> bool {
     let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     match choice {
         ColorChoice::Always => true,

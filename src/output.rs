@@ -134,7 +134,7 @@ impl SpillDir {
 }
 
 /// Eight random characters from `[a-z0-9]` (getrandom(2)).
-fn random_suffix() -> String {
+pub fn random_suffix() -> String {
     let mut bytes = [0u8; 8];
     // SAFETY: getrandom fills the buffer we own.
     let n = unsafe { nix::libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };

@@ -411,6 +411,7 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
             .as_ref()
             .and_then(|p| p.confinement.as_ref()),
         interactive: spec.interactive,
+        pid_namespace: spec.pid_namespace,
     });
     let spawned = match spawned {
         Ok(s) => s,
@@ -522,6 +523,11 @@ impl Execution {
     /// reading was cut off) and nothing the command started is left.
     pub fn is_finished(&self) -> bool {
         self.phase == Phase::Done
+    }
+
+    /// The spill files of (stdout, stderr), once the streams outgrew their budgets.
+    pub fn spill_paths(&self) -> (Option<&Path>, Option<&Path>) {
+        (self.out.spill_path(), self.err.spill_path())
     }
 
     /// Consumes the output produced since the previous call: (stdout, stderr).
@@ -708,8 +714,9 @@ impl Execution {
     }
 
     /// Ends the run: kills what is left in the group, reaps the direct child,
-    /// removes an unused spill directory, and builds the result.
-    fn finish(mut self) -> RunResult {
+    /// removes an unused spill directory, and builds the result. Called on a
+    /// run that has not finished, it kills the command's whole tree first.
+    pub fn finish(mut self) -> RunResult {
         self.release();
         let (exit_code, signal) = match self.exit {
             Some(Exit::Code(c)) => (Some(c), None),

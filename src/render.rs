@@ -145,6 +145,10 @@ pub struct ParsedStatus {
     pub exit_code: Option<i32>,
     /// The signal name of `[killed by signal: NAME]`, else `null`.
     pub signal: Option<String>,
+    /// The job id of `[detached as job ID]` (a `--detach-after` run that is
+    /// still running); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detached: Option<String>,
 }
 
 /// Removes ANSI SGR sequences (`ESC [ ... m`), so coloured output parses.
@@ -184,6 +188,18 @@ pub fn parse_status(text: &str) -> Option<ParsedStatus> {
         return Some(ParsedStatus {
             exit_code: Some(code.into()),
             signal: None,
+            detached: None,
+        });
+    }
+    if let Some(id) = last
+        .strip_prefix("[detached as job ")
+        .and_then(|s| s.strip_suffix(']'))
+        .filter(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric()))
+    {
+        return Some(ParsedStatus {
+            exit_code: None,
+            signal: None,
+            detached: Some(id.to_string()),
         });
     }
     let sig = last
@@ -192,6 +208,7 @@ pub fn parse_status(text: &str) -> Option<ParsedStatus> {
     crate::result::signal_number(sig).map(|_| ParsedStatus {
         exit_code: None,
         signal: Some(sig.to_string()),
+        detached: None,
     })
 }
 
@@ -276,6 +293,10 @@ mod tests {
         assert_eq!(parse_status("[exit code: -1]"), None);
         assert_eq!(parse_status("[exit code: +7]"), None);
         assert_eq!(parse_status("[exit code: 256]"), None);
+        assert_eq!(
+            parse_status("early\n[detached as job j4k2x9qa]\n").and_then(|p| p.detached),
+            Some("j4k2x9qa".into())
+        );
     }
 }
 

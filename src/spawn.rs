@@ -55,6 +55,11 @@ pub struct SpawnRequest<'a> {
     /// keeps stdin, stdout and stderr, stays in this session, and becomes
     /// the terminal's foreground process group (setpgid(2), tcsetpgrp(3)).
     pub interactive: bool,
+    /// Start the command as the init of a new PID namespace
+    /// (`CLONE_NEWPID`, pid_namespaces(7)), so that the kernel kills the
+    /// whole tree when it ends, even if this process is killed with
+    /// SIGKILL. Needs CAP_SYS_ADMIN; used for background jobs when held.
+    pub pid_namespace: bool,
 }
 
 /// How many seccomp filters a [`Confinement`] can carry.
@@ -497,7 +502,12 @@ pub fn spawn(req: &SpawnRequest) -> Result<Spawned, SpawnError> {
         envp: env_ptrs.as_ptr(),
         workdir: workdir.as_ptr(),
         fds,
-        parent: nix::unistd::getpid().as_raw(),
+        // In a new PID namespace the parent is outside it: getppid(2) is 0.
+        parent: if req.pid_namespace {
+            0
+        } else {
+            nix::unistd::getpid().as_raw()
+        },
         sigrtmax: libc::SIGRTMAX(),
         interactive: req.interactive,
         confine: child_confine(req.confine),
@@ -523,7 +533,14 @@ pub fn spawn(req: &SpawnRequest) -> Result<Spawned, SpawnError> {
         let pid = libc::clone(
             child_main,
             stack_top as *mut c_void,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            libc::CLONE_VM
+                | libc::CLONE_VFORK
+                | libc::SIGCHLD
+                | if req.pid_namespace {
+                    libc::CLONE_NEWPID
+                } else {
+                    0
+                },
             &args as *const ChildArgs as *mut c_void,
         );
         let clone_error = io::Error::last_os_error();

@@ -228,6 +228,9 @@ pub struct Spec {
     pub stream: Option<LiveOutput>,
     /// The configuration file that supplied defaults or caps, if any.
     pub config_file: Option<PathBuf>,
+    /// Run the command as the init of a new PID namespace (background jobs,
+    /// when privileged): the kernel then ends the whole tree with it.
+    pub pid_namespace: bool,
 }
 
 impl Spec {
@@ -360,6 +363,7 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         interactive: req.interactive,
         stream: req.stream,
         config_file: req.config.map(|c| c.path),
+        pid_namespace: false,
     })
 }
 

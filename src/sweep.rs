@@ -133,6 +133,10 @@ impl Tree {
 }
 
 /// Signals `p` through a pidfd, if its pid still names the process seen.
+pub fn signal_one(p: Seen, sig: Signal) -> bool {
+    signal_seen(p, sig)
+}
+
 fn signal_seen(p: Seen, sig: Signal) -> bool {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, p.pid, 0) };

@@ -44,7 +44,12 @@ fn the_first_line_appears_before_the_run_ends() {
 #[test]
 fn with_json_the_live_output_goes_to_stderr_and_the_object_alone_to_stdout() {
     let out = dsh()
-        .args(["--stream", "--json", "--", "echo out; sleep 0.2; echo err >&2; exit 2"])
+        .args([
+            "--stream",
+            "--json",
+            "--",
+            "echo out; sleep 0.2; echo err >&2; exit 2",
+        ])
         .output()
         .unwrap();
     assert_eq!(code(&out), 2);

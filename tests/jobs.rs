@@ -1,0 +1,262 @@
+//! Background jobs: start, incremental reads, wait, kill, list, lost
+//! supervisors, and --detach-after. Each test has its own jobs root
+//! (XDG_RUNTIME_DIR) and kills what it started.
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+struct Jobs {
+    runtime: tempfile::TempDir,
+}
+
+impl Jobs {
+    fn new() -> Jobs {
+        Jobs {
+            runtime: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = dsh();
+        c.env("XDG_RUNTIME_DIR", self.runtime.path());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> (String, i32) {
+        let out = self.cmd().args(args).output().unwrap();
+        (stdout(&out), code(&out))
+    }
+
+    fn start(&self, script: &str) -> String {
+        let (id, status) = self.run(&["--background", "--", script]);
+        assert_eq!(status, 0, "{id}");
+        id.trim().to_string()
+    }
+
+    fn dir(&self, id: &str) -> std::path::PathBuf {
+        self.runtime.path().join("dsh-exec/jobs").join(id)
+    }
+}
+
+impl Drop for Jobs {
+    fn drop(&mut self) {
+        // Kill whatever a failed test left running.
+        if let Ok(entries) = std::fs::read_dir(self.runtime.path().join("dsh-exec/jobs")) {
+            for e in entries.flatten() {
+                let id = e.file_name().to_string_lossy().into_owned();
+                let _ = self.cmd().args(["job", "kill", &id]).output();
+            }
+        }
+    }
+}
+
+#[test]
+fn reads_are_incremental_and_wait_prints_the_whole_result() {
+    let jobs = Jobs::new();
+    let id = jobs.start("for i in 1 2 3 4; do echo $i; sleep 0.4; done");
+    let (first, status) = jobs.run(&["job", "read", &id]);
+    assert_eq!(status, 0);
+    assert!(first.ends_with("[running]\n"), "{first}");
+    let mut seen: String = first.trim_end_matches("[running]\n").to_string();
+    std::thread::sleep(Duration::from_millis(2000));
+    let (rest, _) = jobs.run(&["job", "read", &id]);
+    assert!(rest.ends_with("[exit code: 0]\n"), "{rest}");
+    seen.push_str(rest.trim_end_matches("[exit code: 0]\n"));
+    assert_eq!(seen, "1\n2\n3\n4\n", "reads repeated or lost output");
+    let (again, _) = jobs.run(&["job", "read", &id]);
+    assert_eq!(again, "[exit code: 0]\n");
+    assert_eq!(
+        jobs.run(&["job", "wait", &id]),
+        ("1\n2\n3\n4\n[exit code: 0]\n".into(), 0)
+    );
+}
+
+#[test]
+fn a_read_after_the_tail_moved_on_is_lossy_and_names_the_spill_file() {
+    let jobs = Jobs::new();
+    let spill = tempfile::tempdir().unwrap();
+    let (id, _) = jobs.run(&[
+        "--background",
+        "--stdout-max-bytes",
+        "1K",
+        "--spill-dir",
+        spill.path().to_str().unwrap(),
+        "--",
+        "seq 1 100000; sleep 0.5",
+    ]);
+    let id = id.trim();
+    std::thread::sleep(Duration::from_millis(300));
+    let (json, _) = jobs.run(&["job", "read", id, "--json"]);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["lossy"], true, "{v}");
+    let expected = Command::new("seq")
+        .args(["1", "100000"])
+        .output()
+        .unwrap()
+        .stdout;
+    let path = v["stdout_spill_path"].as_str().unwrap();
+    jobs.run(&["job", "wait", id]);
+    assert_eq!(std::fs::read(path).unwrap(), expected);
+    assert!(expected.ends_with(v["delta_stdout"].as_str().unwrap().as_bytes()));
+}
+
+/// Host pids of processes whose command line is exactly `cmdline` (the
+/// pids a job echoes are its PID namespace's, not these).
+fn pids_of(cmdline: &str) -> Vec<i32> {
+    let out = Command::new("pgrep")
+        .args(["-x", "-f", cmdline])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+#[test]
+fn kill_ends_the_whole_tree_and_a_second_kill_exits_1() {
+    let jobs = Jobs::new();
+    let id = jobs.start("sleep 1001 & sleep 1001 & echo started; wait");
+    let mut sleeps = Vec::new();
+    for _ in 0..100 {
+        sleeps = pids_of("sleep 1001");
+        if sleeps.len() == 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(sleeps.len(), 2);
+    assert_eq!(
+        jobs.run(&["job", "kill", &id]),
+        (format!("job {id} killed\n"), 0)
+    );
+    let survivors: Vec<i32> = sleeps
+        .iter()
+        .copied()
+        .filter(|p| !gone_within(*p, Duration::from_secs(2)))
+        .collect();
+    survivors.iter().for_each(|p| cleanup(*p));
+    assert!(survivors.is_empty(), "{survivors:?} survived");
+    let (text, status) = jobs.run(&["job", "kill", &id]);
+    assert_eq!(status, 1, "{text}");
+}
+
+#[test]
+fn detach_after_prints_the_output_so_far_and_the_job_finishes_later() {
+    let jobs = Jobs::new();
+    let (text, status) = jobs.run(&[
+        "--detach-after",
+        "500ms",
+        "--",
+        "echo early; sleep 2; echo late",
+    ]);
+    assert_eq!(status, 0);
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("early"));
+    let id = lines
+        .next()
+        .and_then(|l| l.strip_prefix("[detached as job "))
+        .and_then(|l| l.strip_suffix(']'))
+        .expect("a detached line")
+        .to_string();
+    assert_eq!(lines.next(), None);
+    let (result, status) = jobs.run(&["job", "wait", &id]);
+    assert_eq!(
+        (result.as_str(), status),
+        ("early\nlate\n[exit code: 0]\n", 0)
+    );
+    // A command that ends in time is reported as a foreground run.
+    assert_eq!(
+        jobs.run(&["--detach-after", "5s", "--", "echo quick; exit 3"]),
+        ("quick\n[exit code: 3]\n".into(), 3)
+    );
+}
+
+#[test]
+fn a_supervisor_killed_with_sigkill_takes_the_tree_along_and_the_job_is_lost() {
+    let jobs = Jobs::new();
+    let id = jobs.start("sleep 1002 & sleep 1002 & wait");
+    let mut sleeps = Vec::new();
+    for _ in 0..100 {
+        sleeps = pids_of("sleep 1002");
+        if sleeps.len() == 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(sleeps.len(), 2);
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(jobs.dir(&id).join("meta.json")).unwrap()).unwrap();
+    let supervisor = meta["supervisor_pid"].as_i64().unwrap();
+    Command::new("kill")
+        .args(["-KILL", &supervisor.to_string()])
+        .status()
+        .unwrap();
+    let survivors: Vec<i32> = sleeps
+        .iter()
+        .copied()
+        .filter(|p| !gone_within(*p, Duration::from_secs(2)))
+        .collect();
+    survivors.iter().for_each(|p| cleanup(*p));
+    let (read, _) = jobs.run(&["job", "read", &id]);
+    assert!(read.ends_with("[lost]\n"), "{read}");
+    let (list, _) = jobs.run(&["job", "list"]);
+    assert!(list.contains(&format!("{id}  lost")), "{list}");
+    assert!(
+        survivors.is_empty(),
+        "{survivors:?} outlived their supervisor"
+    );
+}
+
+#[test]
+fn two_jobs_keep_their_outputs_apart_and_are_both_listed() {
+    let jobs = Jobs::new();
+    let a = jobs.start("echo from-a; sleep 0.3");
+    let b = jobs.start("echo from-b >&2; sleep 0.3");
+    let (list, _) = jobs.run(&["job", "list", "--json"]);
+    let v: Value = serde_json::from_str(&list).unwrap();
+    let ids: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["job_id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&a.as_str()) && ids.contains(&b.as_str()),
+        "{list}"
+    );
+    assert_eq!(jobs.run(&["job", "wait", &a]).0, "from-a\n[exit code: 0]\n");
+    assert_eq!(
+        jobs.run(&["job", "wait", &b]).0,
+        "[stderr]\nfrom-b\n[exit code: 0]\n"
+    );
+    assert_eq!(jobs.run(&["job", "prune"]).0, "pruned 2 jobs\n");
+    assert_eq!(jobs.run(&["job", "list"]).0, "");
+}
+
+#[test]
+fn wait_with_a_timeout_leaves_the_job_running() {
+    let jobs = Jobs::new();
+    let id = jobs.start("sleep 30");
+    assert_eq!(
+        jobs.run(&["job", "wait", &id, "--timeout", "200ms"]),
+        ("[still running]\n".into(), 124)
+    );
+    assert_eq!(jobs.run(&["job", "kill", &id]).1, 0);
+}
+
+#[test]
+fn the_jobs_root_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let jobs = Jobs::new();
+    let id = jobs.start("true");
+    jobs.run(&["job", "wait", &id]);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&jobs.runtime.path().join("dsh-exec/jobs")), 0o700);
+    assert_eq!(mode(&jobs.dir(&id)), 0o700);
+    let (_, status) = jobs.run(&["job", "read", "../etc"]);
+    assert_eq!(status, 2);
+}
