@@ -347,6 +347,7 @@ pub fn kill(dir: &Path) -> bool {
     let seen = crate::sweep::Seen {
         pid: m.supervisor_pid,
         start_time: m.supervisor_start,
+        pgrp: 0,
     };
     crate::sweep::signal_one(seen, nix::sys::signal::Signal::SIGTERM)
 }

@@ -682,9 +682,16 @@ impl Execution {
     fn terminate(&mut self) {
         let _ = killpg(self.pid, Signal::SIGTERM);
         let _ = killpg(self.pid, Signal::SIGCONT);
-        let live = self.tree.live();
-        self.tree.signal(&live, Signal::SIGTERM);
-        self.tree.signal(&live, Signal::SIGCONT);
+        // Members of the group got it from killpg: one SIGTERM each (a
+        // second could run a TERM trap twice).
+        let outside: Vec<_> = self
+            .tree
+            .live()
+            .into_iter()
+            .filter(|p| p.pgrp != self.pid.as_raw())
+            .collect();
+        self.tree.signal(&outside, Signal::SIGTERM);
+        self.tree.signal(&outside, Signal::SIGCONT);
         let kill_at = Instant::now() + self.kill_after;
         self.phase = Phase::Terminating {
             kill_at: if self.exit.is_some() {

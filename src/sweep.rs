@@ -42,18 +42,27 @@ pub struct Seen {
     pub pid: i32,
     /// Its start time, in clock ticks since boot.
     pub start_time: u64,
+    /// Its process group when seen.
+    pub pgrp: i32,
 }
 
 /// `(state, start_time)` of a process, from `/proc/PID/stat`.
 fn stat(pid: i32) -> Option<(char, u64)> {
+    stat_full(pid).map(|(state, _, start)| (state, start))
+}
+
+/// `(state, process group, start_time)` of a process, from `/proc/PID/stat`.
+fn stat_full(pid: i32) -> Option<(char, i32, u64)> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: split
-    // after its last ')'. Then field 3 is the state, field 22 the start time.
+    // after its last ')'. Then field 3 is the state, field 5 the process
+    // group, field 22 the start time.
     let rest = &text[text.rfind(')')? + 1..];
     let mut fields = rest.split_whitespace();
     let state = fields.next()?.chars().next()?;
-    let start_time = fields.nth(18)?.parse().ok()?;
-    Some((state, start_time))
+    let pgrp = fields.nth(1)?.parse().ok()?;
+    let start_time = fields.nth(16)?.parse().ok()?;
+    Some((state, pgrp, start_time))
 }
 
 /// The children of every thread of `pid`.
@@ -103,11 +112,15 @@ impl Tree {
             if !visited.insert(pid) {
                 continue;
             }
-            let Some((state, start_time)) = stat(pid) else {
+            let Some((state, pgrp, start_time)) = stat_full(pid) else {
                 continue;
             };
             if state != 'Z' && state != 'X' {
-                found.push(Seen { pid, start_time });
+                found.push(Seen {
+                    pid,
+                    start_time,
+                    pgrp,
+                });
             }
             queue.extend(children(pid));
         }
