@@ -41,7 +41,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l writable-root -d 'Ano
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l network -d 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]' -r -f -a "allow\t'IPv4 and IPv6 sockets work'
 deny\t'IPv4 and IPv6 sockets are refused; Unix sockets work'"
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l detach-after -d 'If the command still runs after this long, print its output so far and leave it running as a background job' -r
-complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l color -d 'Colour the notices and the marker' -r -f -a "auto\t'On a terminal, unless NO_COLOR is set'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l color -d 'Colour the notices and the marker' -r -f -a "auto\t'On a terminal (or with CLICOLOR_FORCE), unless NO_COLOR is set'
 always\t'Always colour'
 never\t'Never colour'"
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l no-temp-write -d 'Keep the temp directory read-only in workspace-write'
@@ -71,7 +71,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l writable-r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l network -d 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]' -r -f -a "allow\t'IPv4 and IPv6 sockets work'
 deny\t'IPv4 and IPv6 sockets are refused; Unix sockets work'"
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l detach-after -d 'If the command still runs after this long, print its output so far and leave it running as a background job' -r
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l color -d 'Colour the notices and the marker' -r -f -a "auto\t'On a terminal, unless NO_COLOR is set'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l color -d 'Colour the notices and the marker' -r -f -a "auto\t'On a terminal (or with CLICOLOR_FORCE), unless NO_COLOR is set'
 always\t'Always colour'
 never\t'Never colour'"
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l no-temp-write -d 'Keep the temp directory read-only in workspace-write'

@@ -50,8 +50,9 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
             "The command's own exit status; 124 when the deadline passed; 128+S when the command \
              was killed by signal S, or when dsh-exec was aborted by signal S (SIGINT 130, SIGTERM \
              143, SIGHUP 129); 125 when dsh-exec itself failed (WORKDIR_UNUSABLE, SHELL_NOT_FOUND, \
-             STDIN_UNREADABLE, SPILL_UNUSABLE, SANDBOX_UNAVAILABLE, SPAWN_FAILED) or the sandbox \
-             runner failed; 2 for a usage error. 126 and 127 come from bash itself.",
+             STDIN_UNREADABLE, SPILL_UNUSABLE, SANDBOX_UNAVAILABLE, SPAWN_FAILED, CONFIG_INVALID, \
+             SUPERVISION_FAILED) or the sandbox runner failed; 2 for a usage error. 126 and \
+             127 come from bash itself.",
         ],
     ),
     (
@@ -63,8 +64,12 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
              GIT_TERMINAL_PROMPT=0, TERM=dumb and NO_COLOR=1 (not with --interactive); then --env \
              entries; then --dsh-env entries, which no --env entry can displace. Sandboxed runs \
              also get DSH_SANDBOX_MODE (and DSH_SANDBOX_NETWORK=deny).",
-            "NO_COLOR turns colour off; TMPDIR is the default spill directory and the temp \
-             directory that workspace-write may write.",
+            "NO_COLOR (non-empty) turns colour off; CLICOLOR_FORCE (non-empty, not 0) turns it \
+             on when not on a terminal; NO_COLOR wins. TMPDIR is the default spill directory and \
+             the temp directory that workspace-write may write. DSH_EXEC_CONFIG, else \
+             XDG_CONFIG_HOME/dsh-exec/config.toml, else ~/.config/dsh-exec/config.toml is the \
+             configuration file (defaults and caps; flags win over it, caps over both). \
+             XDG_RUNTIME_DIR holds the background jobs.",
         ],
     ),
 ];
@@ -188,7 +193,7 @@ pub enum JobCmd {
 /// When to colour the notices and the marker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum ColorChoice {
-    /// On a terminal, unless NO_COLOR is set.
+    /// On a terminal (or with CLICOLOR_FORCE), unless NO_COLOR is set.
     #[default]
     Auto,
     /// Always colour.

@@ -73,8 +73,8 @@ pub struct Defaults {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Caps {
-    /// Longest deadline; also replaces "no deadline".
-    #[serde(default, deserialize_with = "duration")]
+    /// Longest deadline; also replaces "no deadline". At least 1 ms.
+    #[serde(default, deserialize_with = "cap_timeout")]
     pub max_timeout: Option<Duration>,
     /// Largest stdout budget, in bytes.
     #[serde(default, deserialize_with = "budget")]
@@ -124,6 +124,16 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Erro
     parse_duration(&text)
         .map(Some)
         .map_err(serde::de::Error::custom)
+}
+
+fn cap_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let text = Text::deserialize(d)?.into_string();
+    match parse_timeout(&text).map_err(serde::de::Error::custom)? {
+        Some(t) => Ok(Some(t)),
+        None => Err(serde::de::Error::custom(format!(
+            "max_timeout '{text}' would allow no run at all (leave it out for no cap)"
+        ))),
+    }
 }
 
 fn budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
@@ -246,6 +256,14 @@ mod tests {
                 .contains("line 2, key timeot: unknown field `timeot`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_cap_must_allow_some_run() {
+        for bad in ["0", "none", "0.5ms"] {
+            let text = format!("[caps]\nmax_timeout = \"{bad}\"\n");
+            assert!(parse(Path::new("/c.toml"), &text).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use clap::error::ErrorKind;
 use dsh_exec::cli::{ColorChoice, RunArgs, Sub};
 use dsh_exec::error::INFRASTRUCTURE_EXIT_STATUS;
 use dsh_exec::explain::{explain_json, explain_text};
-use dsh_exec::render::{parse_status, render_status, render_text};
+use dsh_exec::render::{parse_status, render_status, render_text, render_truncations};
 use dsh_exec::{AbortSignals, Ambient, Error, Spec, resolve};
 
 /// Writes one line to stderr; a closed or full stderr is not worth a panic.
@@ -190,8 +190,9 @@ fn run(args: RunArgs) -> ExitCode {
     if json {
         print_stdout(&to_json(&result));
     } else if spec.stream.is_some() {
-        // The output was shown live: only the notices and the marker follow.
-        print_stdout(&render_status(&result, use_color(color)));
+        // The output was shown live: only where the full streams are (when
+        // they outgrew their budgets), the notices and the marker follow.
+        print_stdout(&(render_truncations(&result) + &render_status(&result, use_color(color))));
     } else {
         print_stdout(&render_text(&result, use_color(color)));
     }

@@ -94,6 +94,16 @@ fn paint(line: &str, result: &RunResult, is_marker: bool) -> String {
     }
 }
 
+/// The truncation lines alone (for `--stream`, where the output itself was
+/// shown live): where each outgrown stream's full copy is.
+pub fn render_truncations(result: &RunResult) -> String {
+    [("stdout", &result.stdout), ("stderr", &result.stderr)]
+        .into_iter()
+        .filter_map(|(name, out)| truncation_line(name, out))
+        .map(|line| line + "\n")
+        .collect()
+}
+
 /// The output sections only (truncation lines, stdout, `[stderr]` section).
 pub fn render_output(result: &RunResult) -> String {
     let mut buf = String::new();

@@ -87,3 +87,32 @@ fn streaming_keeps_the_budget_and_the_spill_file() {
         all
     );
 }
+
+#[test]
+fn the_text_end_names_the_spill_file_of_an_outgrown_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dsh()
+        .args([
+            "--stream",
+            "--stdout-max-bytes",
+            "10",
+            "--spill-dir",
+            dir.path().to_str().unwrap(),
+        ])
+        .args(["--", "seq 1 10"])
+        .output()
+        .unwrap();
+    let spill_dir = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n[stdout truncated: 11 earlier bytes omitted; full stream: {}/stdout]\n[exit code: 0]\n",
+            spill_dir.display()
+        )
+    );
+}
