@@ -158,16 +158,9 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
-/// The start time of `pid` (field 22 of `/proc/PID/stat`), if it runs.
+/// The start time of `pid`, if it runs (not a zombie).
 fn start_time(pid: i32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &text[text.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?;
-    if state == "Z" || state == "X" {
-        return None;
-    }
-    fields.nth(18)?.parse().ok()
+    crate::sweep::live_start_time(pid)
 }
 
 /// The job's metadata, once its supervisor has started the command.
@@ -323,17 +316,11 @@ fn write_end(dir: &Path, unread: &ReadReply, result: &RunResult) {
     }
 }
 
-/// True when this process holds CAP_SYS_ADMIN (bit 21 of `CapEff`), which
-/// a new PID namespace needs.
+/// True when this process holds CAP_SYS_ADMIN, which a new PID namespace
+/// needs.
 pub fn can_use_pid_namespace() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))
-                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        })
-        .is_some_and(|caps| caps & (1 << 21) != 0)
+    const CAP_SYS_ADMIN: u32 = 21;
+    crate::spawn::effective_capabilities().is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
 }
 
 /// Sends SIGTERM to the job's supervisor (if it is still the process that

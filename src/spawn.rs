@@ -395,6 +395,12 @@ fn cap_last() -> c_int {
 /// no-new-privileges makes harmless.
 fn holds_capabilities() -> bool {
     const CAP_SETPCAP: u32 = 8;
+    effective_capabilities().is_none_or(|caps| caps & (1 << CAP_SETPCAP) != 0)
+}
+
+/// This process's effective capability set (`CapEff` of `/proc/self/status`,
+/// proc(5)), one bit per capability number.
+pub fn effective_capabilities() -> Option<u64> {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -402,7 +408,6 @@ fn holds_capabilities() -> bool {
                 .find_map(|l| l.strip_prefix("CapEff:"))
                 .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
         })
-        .is_none_or(|caps| caps & (1 << CAP_SETPCAP) != 0)
 }
 
 fn child_confine(confine: Option<&Confinement>) -> ChildConfine {

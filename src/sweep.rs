@@ -51,6 +51,16 @@ fn stat(pid: i32) -> Option<(char, u64)> {
     stat_full(pid).map(|(state, _, start)| (state, start))
 }
 
+/// The start time of `pid` (field 22 of `/proc/PID/stat`, clock ticks since
+/// boot) when it runs and is not a zombie: with the pid, it names the
+/// process uniquely.
+pub fn live_start_time(pid: i32) -> Option<u64> {
+    match stat_full(pid)? {
+        ('Z' | 'X', _, _) => None,
+        (_, _, start) => Some(start),
+    }
+}
+
 /// `(state, process group, start_time)` of a process, from `/proc/PID/stat`.
 fn stat_full(pid: i32) -> Option<(char, i32, u64)> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -130,7 +140,7 @@ impl Tree {
     /// Sends `sig` to each process that is still the one seen. Returns how
     /// many were signalled.
     pub fn signal(&self, procs: &[Seen], sig: Signal) -> usize {
-        procs.iter().filter(|p| signal_seen(**p, sig)).count()
+        procs.iter().filter(|p| signal_one(**p, sig)).count()
     }
 
     /// Reaps the run's children that have exited (orphans reparented here),
@@ -147,10 +157,6 @@ impl Tree {
 
 /// Signals `p` through a pidfd, if its pid still names the process seen.
 pub fn signal_one(p: Seen, sig: Signal) -> bool {
-    signal_seen(p, sig)
-}
-
-fn signal_seen(p: Seen, sig: Signal) -> bool {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, p.pid, 0) };
     if fd < 0 {

@@ -116,19 +116,23 @@ fn pids_of(cmdline: &str) -> Vec<i32> {
         .collect()
 }
 
+/// Waits up to 2 s for `n` processes running exactly `cmdline`.
+fn wait_for_pids(cmdline: &str, n: usize) -> Vec<i32> {
+    for _ in 0..100 {
+        let pids = pids_of(cmdline);
+        if pids.len() == n {
+            return pids;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("{n} processes '{cmdline}' did not appear");
+}
+
 #[test]
 fn kill_ends_the_whole_tree_and_a_second_kill_exits_1() {
     let jobs = Jobs::new();
     let id = jobs.start("sleep 1001 & sleep 1001 & echo started; wait");
-    let mut sleeps = Vec::new();
-    for _ in 0..100 {
-        sleeps = pids_of("sleep 1001");
-        if sleeps.len() == 2 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(sleeps.len(), 2);
+    let sleeps = wait_for_pids("sleep 1001", 2);
     assert_eq!(
         jobs.run(&["job", "kill", &id]),
         (format!("job {id} killed\n"), 0)
@@ -179,15 +183,7 @@ fn detach_after_prints_the_output_so_far_and_the_job_finishes_later() {
 fn a_supervisor_killed_with_sigkill_takes_the_tree_along_and_the_job_is_lost() {
     let jobs = Jobs::new();
     let id = jobs.start("sleep 1002 & sleep 1002 & wait");
-    let mut sleeps = Vec::new();
-    for _ in 0..100 {
-        sleeps = pids_of("sleep 1002");
-        if sleeps.len() == 2 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(sleeps.len(), 2);
+    let sleeps = wait_for_pids("sleep 1002", 2);
     let meta: Value =
         serde_json::from_slice(&std::fs::read(jobs.dir(&id).join("meta.json")).unwrap()).unwrap();
     let supervisor = meta["supervisor_pid"].as_i64().unwrap();
