@@ -48,6 +48,14 @@ pub enum Error {
         /// What is wrong, with the line and key where known.
         reason: String,
     },
+    /// The directory of background jobs is missing, not private, or unusable.
+    #[error("jobs directory {path}: {reason}", path = path.display())]
+    JobsUnusable {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A confining sandbox mode was asked for but cannot be enforced here
     /// (no usable Landlock): nothing runs, never unconfined.
     #[error("sandbox unavailable: {0}")]
@@ -70,6 +78,7 @@ impl Error {
             Error::StdinUnreadable { .. } => "STDIN_UNREADABLE",
             Error::SpillUnusable { .. } => "SPILL_UNUSABLE",
             Error::ConfigInvalid { .. } => "CONFIG_INVALID",
+            Error::JobsUnusable { .. } => "JOBS_UNUSABLE",
             Error::SandboxUnavailable(_) => "SANDBOX_UNAVAILABLE",
             Error::SpawnFailed(_) => "SPAWN_FAILED",
             Error::SupervisionFailed(_) => "SUPERVISION_FAILED",

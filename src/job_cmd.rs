@@ -61,24 +61,40 @@ fn launch(args: &RunArgs, argv: &[OsString]) -> Result<(String, PathBuf, i32), E
     let log = std::fs::File::create(dir.join("supervisor.log"))
         .map_err(|e| fail(Error::SpawnFailed(e.to_string())))?;
     let mut cmd = std::process::Command::new(exe);
+    // `--stdin-file -` means this process's stdin: the supervisor feeds it.
+    let stdin = match args.stdin_file.as_deref() {
+        Some(p) if p.as_os_str() == "-" => Stdio::inherit(),
+        _ => Stdio::null(),
+    };
     cmd.arg(SUPERVISE)
         .arg(&dir)
         .arg(&id)
         .args(&argv[1..])
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::null())
         .stderr(log);
-    // SAFETY: setsid(2) only; no async runtime has started in this process.
+    // SAFETY: system calls only; no async runtime has started in this
+    // process. The supervisor gets a session of its own, and descriptors
+    // this process inherited (a caller's `3>&1`) close at its exec, so it
+    // holds nothing of the caller's open for the job's life.
     unsafe {
         cmd.pre_exec(|| {
-            nix::unistd::setsid()
-                .map(|_| ())
-                .map_err(std::io::Error::from)
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            const CLOSE_RANGE_CLOEXEC: u32 = 4;
+            nix::libc::syscall(
+                nix::libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                CLOSE_RANGE_CLOEXEC,
+            );
+            Ok(())
         });
     }
     let mut child = cmd
         .spawn()
         .map_err(|e| fail(Error::SpawnFailed(e.to_string())))?;
+    // From here the job counts as running (a prune cannot take it).
+    let _ = jobs::record_supervisor(&dir, child.id() as i32);
     let end = Instant::now() + START_WAIT;
     loop {
         if let Some(meta) = jobs::meta(&dir) {
@@ -98,8 +114,14 @@ fn launch(args: &RunArgs, argv: &[OsString]) -> Result<(String, PathBuf, i32), E
             let _ = std::fs::remove_dir_all(&dir);
             return Err(ExitCode::from(125));
         }
-        if jobs::result(&dir).is_some() {
-            // Finished before its metadata was read (a command that never ran).
+        if let Some(result) = jobs::result(&dir) {
+            // Ended before its metadata was read: a command that never ran
+            // (the sandbox runner failed) is an error, as in the foreground.
+            if result.sandbox.as_ref().is_some_and(|s| s.runner_failed) {
+                crate::say!("dsh-exec: error: {}", result.stderr.text.trim_end());
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(ExitCode::from(125));
+            }
             return Ok((id, dir, 0));
         }
         if matches!(child.try_wait(), Ok(Some(_))) || Instant::now() > end {
@@ -152,7 +174,12 @@ pub fn detach_run(args: RunArgs, argv: &[OsString]) -> ExitCode {
     };
     loop {
         match jobs::status(&dir) {
-            Status::Finished => return print_result(&dir, json, color),
+            Status::Finished => {
+                // It ended in time: a foreground run, with no job to keep.
+                let code = print_result(&dir, json, color);
+                let _ = std::fs::remove_dir_all(&dir);
+                return code;
+            }
             Status::Lost => return infrastructure_error(&lost(&id), json),
             Status::Running if started.elapsed() >= after => break,
             Status::Running => std::thread::sleep(POLL),
@@ -169,6 +196,9 @@ pub fn detach_run(args: RunArgs, argv: &[OsString]) -> ExitCode {
             "job_id": id,
             "delta_stdout": reply.delta_stdout,
             "delta_stderr": reply.delta_stderr,
+            "lossy": reply.lossy,
+            "stdout_spill_path": reply.stdout_spill_path,
+            "stderr_spill_path": reply.stderr_spill_path,
         });
         print_stdout(&to_json(&obj));
     } else {
@@ -309,11 +339,19 @@ fn wait(id: &str, timeout: Option<Duration>, json: bool) -> ExitCode {
         match jobs::status(&dir) {
             Status::Finished => return print_result(&dir, json, dsh_exec::cli::ColorChoice::Auto),
             Status::Lost => {
-                print_stdout("[lost]\n");
+                print_stdout(if json {
+                    "{\"status\":\"lost\"}\n"
+                } else {
+                    "[lost]\n"
+                });
                 return ExitCode::from(125);
             }
             Status::Running if end.is_some_and(|e| Instant::now() >= e) => {
-                print_stdout("[still running]\n");
+                print_stdout(if json {
+                    "{\"status\":\"running\"}\n"
+                } else {
+                    "[still running]\n"
+                });
                 return ExitCode::from(124);
             }
             Status::Running => std::thread::sleep(POLL),
@@ -423,6 +461,33 @@ fn format_time(ms: u64) -> String {
     )
 }
 
+/// Removes a spill file, and its directory once empty, only when the path
+/// has the exact shape dsh-exec gives them (`.../dsh-exec-XXXXXXXX/stdout`
+/// or `stderr`, a regular file of this user): a recorded path is never
+/// trusted further than that.
+fn remove_spill_file(path: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let name_ok = path
+        .file_name()
+        .is_some_and(|n| n == "stdout" || n == "stderr");
+    let Some(parent) = path.parent() else { return };
+    let dir_ok = parent
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| {
+            n.strip_prefix("dsh-exec-").is_some_and(|s| {
+                s.len() == 8
+                    && s.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            })
+        });
+    let uid = nix::unistd::geteuid().as_raw();
+    let file_ok = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.uid() == uid);
+    if name_ok && dir_ok && file_ok && std::fs::remove_file(path).is_ok() {
+        let _ = std::fs::remove_dir(parent);
+    }
+}
+
 fn prune(spill: bool) -> ExitCode {
     let jobs = match all_jobs() {
         Ok(j) => j,
@@ -438,14 +503,7 @@ fn prune(spill: bool) -> ExitCode {
                 .into_iter()
                 .flatten()
             {
-                // Only the run's own private directory, never anything else.
-                if let Some(parent) = path.parent()
-                    && parent
-                        .file_name()
-                        .is_some_and(|n| n.to_string_lossy().starts_with("dsh-exec-"))
-                {
-                    let _ = std::fs::remove_dir_all(parent);
-                }
+                remove_spill_file(path);
             }
         }
         if std::fs::remove_dir_all(&dir).is_ok() {

@@ -44,30 +44,43 @@ use crate::spec::Spec;
 const TICK: Duration = Duration::from_millis(20);
 
 /// The per-user root of job directories: `$XDG_RUNTIME_DIR/dsh-exec/jobs`,
-/// else `TEMP/dsh-exec-jobs-UID`; created 0700 and refused when another user
-/// owns it or it is open to others.
+/// else `$XDG_STATE_HOME/dsh-exec/jobs`, else `~/.local/state/dsh-exec/jobs`,
+/// else `TEMP/dsh-exec-jobs-UID`. Created 0700; refused when it, or the
+/// `dsh-exec` directory above it, belongs to another user or is open to
+/// others. (The temp dir comes last: `workspace-write` lets commands write
+/// there, and job state must be out of their reach.)
 pub fn jobs_root(env: &[(OsString, OsString)], temp_dir: &Path) -> Result<PathBuf, Error> {
-    let runtime = env
-        .iter()
-        .rev()
-        .find(|(k, v)| k == "XDG_RUNTIME_DIR" && !v.is_empty())
-        .map(|(_, v)| PathBuf::from(v));
-    let uid = nix::unistd::geteuid().as_raw();
-    let root = match runtime {
-        Some(r) => r.join("dsh-exec").join("jobs"),
-        None => temp_dir.join(format!("dsh-exec-jobs-{uid}")),
+    let get = |k: &str| {
+        env.iter()
+            .rev()
+            .find(|(n, v)| n == k && !v.is_empty())
+            .map(|(_, v)| PathBuf::from(v))
     };
-    let unusable = |reason: String| Error::SpillUnusable {
+    let uid = nix::unistd::geteuid().as_raw();
+    let root = get("XDG_RUNTIME_DIR")
+        .or_else(|| get("XDG_STATE_HOME"))
+        .or_else(|| get("HOME").map(|h| h.join(".local").join("state")))
+        .filter(|base| base.is_absolute() && base.is_dir())
+        .map(|base| base.join("dsh-exec").join("jobs"))
+        .unwrap_or_else(|| temp_dir.join(format!("dsh-exec-jobs-{uid}")));
+    let unusable = |reason: String| Error::JobsUnusable {
         path: root.clone(),
-        reason: format!("job directory: {reason}"),
+        reason,
     };
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(&root)
         .map_err(|e| unusable(e.to_string()))?;
-    let meta = std::fs::symlink_metadata(&root).map_err(|e| unusable(e.to_string()))?;
-    if !meta.is_dir() || meta.uid() != uid || meta.permissions().mode() & 0o077 != 0 {
+    let private = |p: &Path, mask: u32| {
+        std::fs::symlink_metadata(p)
+            .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.permissions().mode() & mask == 0)
+    };
+    let parent_ok = match root.parent() {
+        Some(p) if p.file_name().is_some_and(|n| n == "dsh-exec") => private(p, 0o022),
+        _ => true,
+    };
+    if !private(&root, 0o077) || !parent_ok {
         return Err(unusable("not a private directory of this user".into()));
     }
     Ok(root)
@@ -82,14 +95,14 @@ pub fn new_job(root: &Path) -> Result<(String, PathBuf), Error> {
             Ok(()) => return Ok((id, dir)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => {
-                return Err(Error::SpillUnusable {
+                return Err(Error::JobsUnusable {
                     path: dir,
                     reason: e.to_string(),
                 });
             }
         }
     }
-    Err(Error::SpillUnusable {
+    Err(Error::JobsUnusable {
         path: root.to_path_buf(),
         reason: "no free job id".into(),
     })
@@ -170,19 +183,54 @@ pub fn meta(dir: &Path) -> Option<JobMeta> {
 
 /// The job's result, once it has finished.
 pub fn result(dir: &Path) -> Option<RunResult> {
-    read_json(&dir.join("result.json"))
+    let stored: Stored = read_json(&dir.join("result.json"))?;
+    let mut result = stored.result;
+    result.stdout.kept_bytes = stored.stdout_kept_bytes;
+    result.stderr.kept_bytes = stored.stderr_kept_bytes;
+    Some(result)
 }
 
 /// The job's state: finished when its result is written, running while its
 /// supervisor (same pid, same start time) lives, lost otherwise.
 pub fn status(dir: &Path) -> Status {
+    // The supervisor's own record comes first: a result file alone (which a
+    // command with write access to the directory could forge) does not end
+    // a job whose supervisor still runs.
+    if let Some(s) = supervisor(dir)
+        && start_time(s.pid) == Some(s.start)
+    {
+        return Status::Running;
+    }
     if dir.join("result.json").exists() {
-        return Status::Finished;
+        Status::Finished
+    } else {
+        Status::Lost
     }
-    match meta(dir) {
-        Some(m) if start_time(m.supervisor_pid) == Some(m.supervisor_start) => Status::Running,
-        _ => Status::Lost,
-    }
+}
+
+/// The supervisor of a job: pid and start time, written by the launcher
+/// as soon as the supervisor process exists.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Supervisor {
+    /// Its pid.
+    pub pid: i32,
+    /// Its start time (clock ticks since boot).
+    pub start: u64,
+}
+
+/// The job's supervisor record.
+pub fn supervisor(dir: &Path) -> Option<Supervisor> {
+    read_json(&dir.join("supervisor.json"))
+}
+
+/// Records the supervisor `pid` of the job in `dir` (by the launcher, right
+/// after starting it), so the job counts as running from then on.
+pub fn record_supervisor(dir: &Path, pid: i32) -> std::io::Result<()> {
+    let s = Supervisor {
+        pid,
+        start: start_time(pid).unwrap_or(0),
+    };
+    write_atomic(&dir.join("supervisor.json"), &serde_json::to_vec(&s)?)
 }
 
 /// Reads what the job wrote since the previous read; consuming.
@@ -192,21 +240,33 @@ pub fn read(dir: &Path) -> ReadReply {
     {
         return reply;
     }
-    // Finished (or just finished while we asked), or lost.
+    // Finished (or just finished while we asked), or lost. Taking the
+    // unread output is a rename, so two readers at once cannot both get it.
     let status = status(dir);
-    let mut reply: ReadReply = read_json(&dir.join("unread.json")).unwrap_or_default();
-    if reply.delta_stdout.is_empty() && reply.delta_stderr.is_empty() && !reply.lossy {
-        // Nothing left; keep the spill paths.
-    } else {
-        let consumed = ReadReply {
-            stdout_spill_path: reply.stdout_spill_path.clone(),
-            stderr_spill_path: reply.stderr_spill_path.clone(),
-            ..ReadReply::default()
-        };
-        let _ = serde_json::to_vec(&consumed).map(|b| write_atomic(&dir.join("unread.json"), &b));
+    let unread = dir.join("unread.json");
+    let taken = dir.join(format!("unread.{}.json", std::process::id()));
+    let mut reply: ReadReply = match std::fs::rename(&unread, &taken) {
+        Ok(()) => {
+            let r = read_json(&taken).unwrap_or_default();
+            let _ = std::fs::remove_file(&taken);
+            r
+        }
+        Err(_) => ReadReply::default(),
+    };
+    if let Some(r) = result(dir) {
+        reply.stdout_spill_path = r
+            .stdout
+            .spill_path
+            .as_ref()
+            .map(|p| p.to_string_lossy().into());
+        reply.stderr_spill_path = r
+            .stderr
+            .spill_path
+            .as_ref()
+            .map(|p| p.to_string_lossy().into());
+        reply.result = Some(r);
     }
     reply.status = Some(status);
-    reply.result = result(dir);
     reply
 }
 
@@ -215,17 +275,50 @@ fn ask_supervisor(dir: &Path) -> Option<ReadReply> {
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     stream.write_all(b"read\n").ok()?;
     let mut line = String::new();
-    BufReader::new(stream).read_line(&mut line).ok()?;
-    serde_json::from_str(&line).ok()
+    BufReader::new(&stream).read_line(&mut line).ok()?;
+    let reply = serde_json::from_str(&line).ok()?;
+    // Closing confirms the delivery (the supervisor waits for EOF).
+    drop(stream);
+    Some(reply)
 }
 
-fn delta_reply(exec: &mut Execution, status: Status) -> ReadReply {
+/// Output taken from the captures but not yet delivered: the bytes of a
+/// UTF-8 character cut by a read (held until the rest arrives), and
+/// deliveries that failed (a reader that went away).
+#[derive(Default)]
+struct Carry {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    lossy: bool,
+}
+
+/// Splits off the bytes of an incomplete UTF-8 character at the end of
+/// `bytes` (at most 3), unless `last` says no more bytes will come.
+fn hold_back_partial(bytes: &mut Vec<u8>, last: bool) -> Vec<u8> {
+    if last {
+        return Vec::new();
+    }
+    match std::str::from_utf8(bytes) {
+        Err(e) if e.error_len().is_none() => bytes.split_off(e.valid_up_to()),
+        _ => Vec::new(),
+    }
+}
+
+fn delta_reply(exec: &mut Execution, carry: &mut Carry, status: Status) -> ReadReply {
+    let last = status != Status::Running;
     let (out, err): (Delta, Delta) = exec.read_delta();
+    let mut out_bytes = std::mem::take(&mut carry.stdout);
+    out_bytes.extend_from_slice(&out.bytes);
+    let mut err_bytes = std::mem::take(&mut carry.stderr);
+    err_bytes.extend_from_slice(&err.bytes);
+    carry.stdout = hold_back_partial(&mut out_bytes, last);
+    carry.stderr = hold_back_partial(&mut err_bytes, last);
+    let lossy = std::mem::take(&mut carry.lossy) || out.lossy || err.lossy;
     let (out_spill, err_spill) = exec.spill_paths();
     ReadReply {
-        delta_stdout: String::from_utf8_lossy(&out.bytes).into_owned(),
-        delta_stderr: String::from_utf8_lossy(&err.bytes).into_owned(),
-        lossy: out.lossy || err.lossy,
+        delta_stdout: String::from_utf8_lossy(&out_bytes).into_owned(),
+        delta_stderr: String::from_utf8_lossy(&err_bytes).into_owned(),
+        lossy,
         status: Some(status),
         stdout_spill_path: out_spill.map(|p| p.to_string_lossy().into_owned()),
         stderr_spill_path: err_spill.map(|p| p.to_string_lossy().into_owned()),
@@ -233,19 +326,38 @@ fn delta_reply(exec: &mut Execution, status: Status) -> ReadReply {
     }
 }
 
-/// Answers every pending read request.
-fn serve(listener: &UnixListener, exec: &mut Execution) {
+/// Answers every pending read request. A reader that stalls gets at most a
+/// second; a reply that could not be delivered goes back to the carry, so
+/// the next read has it.
+fn serve(listener: &UnixListener, exec: &mut Execution, carry: &mut Carry) {
     while let Ok((stream, _)) = listener.accept() {
         let _ = stream.set_nonblocking(false);
         let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+        let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
         let mut line = String::new();
         let mut reader = BufReader::new(&stream);
-        if reader.read_line(&mut line).is_ok() && line.trim() == "read" {
-            let reply = delta_reply(exec, Status::Running);
-            if let Ok(mut bytes) = serde_json::to_vec(&reply) {
-                bytes.push(b'\n');
-                let _ = (&stream).write_all(&bytes);
-            }
+        if reader.read_line(&mut line).is_err() || line.trim() != "read" {
+            continue;
+        }
+        let reply = delta_reply(exec, carry, Status::Running);
+        let Ok(mut bytes) = serde_json::to_vec(&reply) else {
+            continue;
+        };
+        bytes.push(b'\n');
+        let delivered = (&stream).write_all(&bytes).is_ok()
+            // The reader confirms by closing; EOF here means it got the line.
+            && {
+                let mut ack = String::new();
+                reader.read_line(&mut ack).is_ok()
+            };
+        if !delivered {
+            let mut out = reply.delta_stdout.into_bytes();
+            out.append(&mut carry.stdout);
+            carry.stdout = out;
+            let mut err = reply.delta_stderr.into_bytes();
+            err.append(&mut carry.stderr);
+            carry.stderr = err;
+            carry.lossy |= reply.lossy;
         }
     }
 }
@@ -291,27 +403,42 @@ pub async fn supervise(dir: &Path, spec: &Spec, job_id: &str) -> Result<(), Erro
     if let Ok(bytes) = serde_json::to_vec(&meta) {
         let _ = write_atomic(&dir.join("meta.json"), &bytes);
     }
+    let mut carry = Carry::default();
     loop {
         let finished = exec
             .run_until(Some(Instant::now() + TICK), &mut aborts)
             .await?;
-        serve(&listener, &mut exec);
+        serve(&listener, &mut exec, &mut carry);
         if finished {
             break;
         }
     }
-    let unread = delta_reply(&mut exec, Status::Finished);
+    let unread = delta_reply(&mut exec, &mut carry, Status::Finished);
     let result = exec.finish();
     write_end(dir, &unread, &result);
     let _ = std::fs::remove_file(dir.join("sock"));
     Ok(())
 }
 
+/// `result.json`: the result, and the kept byte counts that its JSON form
+/// leaves out (the truncation line of a rendered result needs them).
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    result: RunResult,
+    stdout_kept_bytes: u64,
+    stderr_kept_bytes: u64,
+}
+
 fn write_end(dir: &Path, unread: &ReadReply, result: &RunResult) {
     if let Ok(bytes) = serde_json::to_vec(unread) {
         let _ = write_atomic(&dir.join("unread.json"), &bytes);
     }
-    if let Ok(bytes) = serde_json::to_vec(result) {
+    let stored = Stored {
+        result: result.clone(),
+        stdout_kept_bytes: result.stdout.kept_bytes,
+        stderr_kept_bytes: result.stderr.kept_bytes,
+    };
+    if let Ok(bytes) = serde_json::to_vec(&stored) {
         let _ = write_atomic(&dir.join("result.json"), &bytes);
     }
 }
@@ -327,13 +454,15 @@ pub fn can_use_pid_namespace() -> bool {
 /// started the job), which then ends the job like an abort: SIGTERM, grace,
 /// SIGKILL and the sweep. Returns false when the job was not running.
 pub fn kill(dir: &Path) -> bool {
-    let Some(m) = meta(dir) else { return false };
+    let Some(s) = supervisor(dir) else {
+        return false;
+    };
     if status(dir) != Status::Running {
         return false;
     }
     let seen = crate::sweep::Seen {
-        pid: m.supervisor_pid,
-        start_time: m.supervisor_start,
+        pid: s.pid,
+        start_time: s.start,
         pgrp: 0,
     };
     crate::sweep::signal_one(seen, nix::sys::signal::Signal::SIGTERM)

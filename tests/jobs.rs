@@ -256,3 +256,76 @@ fn the_jobs_root_is_private() {
     let (_, status) = jobs.run(&["job", "read", "../etc"]);
     assert_eq!(status, 2);
 }
+
+#[test]
+fn a_character_split_between_two_reads_arrives_whole() {
+    let jobs = Jobs::new();
+    let id = jobs.start("printf 'caf\\303'; sleep 0.8; printf '\\251 ok\\n'");
+    std::thread::sleep(Duration::from_millis(300));
+    let (first, _) = jobs.run(&["job", "read", &id]);
+    assert_eq!(first, "caf\n[running]\n");
+    jobs.run(&["job", "wait", &id]);
+    let (rest, _) = jobs.run(&["job", "read", &id]);
+    assert_eq!(rest, "é ok\n[exit code: 0]\n");
+}
+
+#[test]
+fn stdin_dash_feeds_a_background_job() {
+    let jobs = Jobs::new();
+    let mut child = jobs
+        .cmd()
+        .args(["--background", "--stdin-file", "-", "--", "tr a-z A-Z"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let id = stdout(&out).trim().to_string();
+    assert_eq!(jobs.run(&["job", "wait", &id]).0, "HELLO\n[exit code: 0]\n");
+}
+
+#[test]
+fn a_forged_result_does_not_end_a_running_job() {
+    let jobs = Jobs::new();
+    let id = jobs.start("sleep 30");
+    std::fs::write(jobs.dir(&id).join("result.json"), "{}").unwrap();
+    let (list, _) = jobs.run(&["job", "list"]);
+    assert!(list.contains(&format!("{id}  running")), "{list}");
+    assert_eq!(jobs.run(&["job", "kill", &id]).1, 0);
+}
+
+#[test]
+fn prune_spill_removes_only_spill_files_of_the_expected_shape() {
+    let jobs = Jobs::new();
+    let spill = tempfile::tempdir().unwrap();
+    let (id, _) = jobs.run(&[
+        "--background",
+        "--stdout-max-bytes",
+        "4",
+        "--spill-dir",
+        spill.path().to_str().unwrap(),
+        "--",
+        "seq 1 100",
+    ]);
+    let id = id.trim();
+    jobs.run(&["job", "wait", id]);
+    assert_eq!(std::fs::read_dir(spill.path()).unwrap().count(), 1);
+    assert_eq!(jobs.run(&["job", "prune", "--spill"]).0, "pruned 1 jobs\n");
+    assert_eq!(std::fs::read_dir(spill.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_background_job_whose_sandbox_cannot_start_is_an_error() {
+    let jobs = Jobs::new();
+    let out = Command::new(example("seccomp_errno"))
+        .args(["landlock_restrict_self", "--"])
+        .arg(bin())
+        .args(["--background", "-s", "read-only", "--", "echo ran"])
+        .env("XDG_RUNTIME_DIR", jobs.runtime.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 125, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+}
