@@ -272,6 +272,10 @@ pub struct Execution {
     live: Live,
     out: StreamCapture,
     err: StreamCapture,
+    /// Read buffers, allocated once per run (a supervisor drives the run in
+    /// short slices).
+    out_buf: Vec<u8>,
+    err_buf: Vec<u8>,
     spill_dir: SpillDir,
     sigchld: tokio::signal::unix::Signal,
     tree: Tree,
@@ -445,6 +449,8 @@ pub fn start(spec: &Spec, started: Instant) -> Result<Started, Error> {
         stderr,
         interactive: spec.interactive,
         live: Live::new(spec.stream),
+        out_buf: vec![0u8; READ_CHUNK],
+        err_buf: vec![0u8; READ_CHUNK],
         out: StreamCapture::new("stdout", spec.stdout_max_bytes.value),
         err: StreamCapture::new("stderr", spec.stderr_max_bytes.value),
         spill_dir: prepared.spill_dir,
@@ -550,8 +556,6 @@ impl Execution {
         until: Option<Instant>,
         aborts: &mut impl AbortSource,
     ) -> Result<bool, Error> {
-        let mut out_buf = vec![0u8; READ_CHUNK];
-        let mut err_buf = vec![0u8; READ_CHUNK];
         // A status change may predate this call (or the signal registration).
         self.poll_exit()?;
         self.advance();
@@ -568,17 +572,17 @@ impl Execution {
                 Phase::Done => break,
             };
             tokio::select! {
-                r = read_from(&mut self.stdout, &mut out_buf) => match r {
+                r = read_from(&mut self.stdout, &mut self.out_buf) => match r {
                     Ok(n) if n > 0 => {
-                        self.live.copy(&out_buf[..n], false);
-                        self.out.push(&out_buf[..n], &mut self.spill_dir);
+                        self.live.copy(&self.out_buf[..n], false);
+                        self.out.push(&self.out_buf[..n], &mut self.spill_dir);
                     }
                     _ => self.stdout = None,
                 },
-                r = read_from(&mut self.stderr, &mut err_buf) => match r {
+                r = read_from(&mut self.stderr, &mut self.err_buf) => match r {
                     Ok(n) if n > 0 => {
-                        self.live.copy(&err_buf[..n], true);
-                        self.err.push(&err_buf[..n], &mut self.spill_dir);
+                        self.live.copy(&self.err_buf[..n], true);
+                        self.err.push(&self.err_buf[..n], &mut self.spill_dir);
                     }
                     _ => self.stderr = None,
                 },

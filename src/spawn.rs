@@ -519,9 +519,11 @@ pub fn spawn(req: &SpawnRequest) -> Result<Spawned, SpawnError> {
         failed_step: AtomicI32::new(Step::None as i32),
         errno: AtomicI32::new(0),
     };
-    let mut stack = vec![0u8; CHILD_STACK_BYTES];
-    // SAFETY: the pointer stays inside `stack`; the stack grows down from its
-    // end, aligned to 16 bytes as the x86-64 and AArch64 ABIs require.
+    // Allocated, not initialized: the child writes its frames before
+    // reading them, as on any stack.
+    let mut stack: Vec<u8> = Vec::with_capacity(CHILD_STACK_BYTES);
+    // SAFETY: the pointer stays inside the allocation; the stack grows down
+    // from its end, aligned to 16 bytes as the x86-64 and AArch64 ABIs require.
     let stack_top = unsafe {
         let top = stack.as_mut_ptr().add(CHILD_STACK_BYTES);
         top.sub(top as usize % 16)
