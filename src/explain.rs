@@ -220,6 +220,13 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
         spec.workdir.value.display().to_string(),
         note(&spec.workdir),
     );
+    if !spec.workdir.value.is_dir() {
+        row(
+            "warning",
+            "the workdir is not a directory: a run fails (WORKDIR_UNUSABLE)".into(),
+            String::new(),
+        );
+    }
     row(
         "timeout",
         timeout_text(spec.timeout.value),

@@ -416,6 +416,10 @@ fn list(json: bool) -> ExitCode {
         print_stdout(&to_json(&rows));
         return ExitCode::SUCCESS;
     }
+    if rows.is_empty() {
+        print_stdout("no jobs\n");
+        return ExitCode::SUCCESS;
+    }
     let mut text = String::new();
     for r in &rows {
         let started = r["started_at_ms"]

@@ -230,7 +230,7 @@ fn two_jobs_keep_their_outputs_apart_and_are_both_listed() {
         "[stderr]\nfrom-b\n[exit code: 0]\n"
     );
     assert_eq!(jobs.run(&["job", "prune"]).0, "pruned 2 jobs\n");
-    assert_eq!(jobs.run(&["job", "list"]).0, "");
+    assert_eq!(jobs.run(&["job", "list"]).0, "no jobs\n");
 }
 
 #[test]
