@@ -470,10 +470,15 @@ fn format_time(ms: u64) -> String {
 /// or `stderr`, a regular file of this user): a recorded path is never
 /// trusted further than that.
 fn remove_spill_file(path: &Path) {
-    use std::os::unix::fs::MetadataExt;
-    let name_ok = path
+    use nix::fcntl::{AtFlags, OFlag, open};
+    use nix::sys::stat::{Mode, fstat, fstatat};
+    use nix::unistd::{UnlinkatFlags, unlinkat};
+    let Some(name) = path
         .file_name()
-        .is_some_and(|n| n == "stdout" || n == "stderr");
+        .filter(|n| *n == "stdout" || *n == "stderr")
+    else {
+        return;
+    };
     let Some(parent) = path.parent() else { return };
     let dir_ok = parent
         .file_name()
@@ -485,9 +490,20 @@ fn remove_spill_file(path: &Path) {
                         .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
             })
         });
+    if !dir_ok {
+        return;
+    }
+    // The directory itself must not be a symlink (a command could have
+    // swapped it), and both it and the file must be this user's.
     let uid = nix::unistd::geteuid().as_raw();
-    let file_ok = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.uid() == uid);
-    if name_ok && dir_ok && file_ok && std::fs::remove_file(path).is_ok() {
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let Ok(dir) = open(parent, flags, Mode::empty()) else {
+        return;
+    };
+    let mine = fstat(&dir).is_ok_and(|st| st.st_uid == uid);
+    let file_ok = fstatat(&dir, name, AtFlags::AT_SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| st.st_uid == uid && (st.st_mode & nix::libc::S_IFMT) == nix::libc::S_IFREG);
+    if mine && file_ok && unlinkat(&dir, name, UnlinkatFlags::NoRemoveDir).is_ok() {
         let _ = std::fs::remove_dir(parent);
     }
 }

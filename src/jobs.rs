@@ -57,10 +57,13 @@ pub fn jobs_root(env: &[(OsString, OsString)], temp_dir: &Path) -> Result<PathBu
             .map(|(_, v)| PathBuf::from(v))
     };
     let uid = nix::unistd::geteuid().as_raw();
+    // The runtime dir must exist already (the login session makes it); a
+    // state home is created, as long as HOME itself is a directory.
+    let home = get("HOME").filter(|h| h.is_absolute() && h.is_dir());
     let root = get("XDG_RUNTIME_DIR")
-        .or_else(|| get("XDG_STATE_HOME"))
-        .or_else(|| get("HOME").map(|h| h.join(".local").join("state")))
-        .filter(|base| base.is_absolute() && base.is_dir())
+        .filter(|r| r.is_absolute() && r.is_dir())
+        .or_else(|| get("XDG_STATE_HOME").filter(|s| s.is_absolute() && home.is_some()))
+        .or_else(|| home.map(|h| h.join(".local").join("state")))
         .map(|base| base.join("dsh-exec").join("jobs"))
         .unwrap_or_else(|| temp_dir.join(format!("dsh-exec-jobs-{uid}")));
     let unusable = |reason: String| Error::JobsUnusable {
@@ -201,6 +204,15 @@ pub fn status(dir: &Path) -> Status {
     {
         return Status::Running;
     }
+    // A directory younger than the launcher's wait, with no supervisor yet:
+    // a job being started (not lost; prune must leave it).
+    if supervisor(dir).is_none()
+        && std::fs::metadata(dir)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t.elapsed().is_ok_and(|age| age < Duration::from_secs(15)))
+    {
+        return Status::Running;
+    }
     if dir.join("result.json").exists() {
         Status::Finished
     } else {
@@ -292,16 +304,55 @@ struct Carry {
     lossy: bool,
 }
 
+impl Carry {
+    /// Takes back an undelivered reply, keeping at most `cap` bytes per
+    /// stream (the newest); dropping any marks the next read lossy.
+    fn put_back(&mut self, reply: ReadReply, cap: usize) {
+        let mut back = |text: String, held: &mut Vec<u8>| {
+            let mut bytes = text.into_bytes();
+            bytes.append(held);
+            if bytes.len() > cap {
+                bytes.drain(..bytes.len() - cap);
+                self.lossy = true;
+            }
+            bytes
+        };
+        let out = back(reply.delta_stdout, &mut self.stdout);
+        self.stdout = out;
+        let err = back(reply.delta_stderr, &mut self.stderr);
+        self.stderr = err;
+        self.lossy |= reply.lossy;
+    }
+}
+
 /// Splits off the bytes of an incomplete UTF-8 character at the end of
 /// `bytes` (at most 3), unless `last` says no more bytes will come.
 fn hold_back_partial(bytes: &mut Vec<u8>, last: bool) -> Vec<u8> {
     if last {
         return Vec::new();
     }
-    match std::str::from_utf8(bytes) {
-        Err(e) if e.error_len().is_none() => bytes.split_off(e.valid_up_to()),
-        _ => Vec::new(),
+    // Only the last character matters: find where it starts (at most 3
+    // bytes back) and hold it if it is shorter than its lead byte says.
+    let n = bytes.len();
+    for back in 1..=n.min(4) {
+        let b = bytes[n - back];
+        if b & 0xC0 == 0x80 {
+            continue; // a continuation byte: look further back
+        }
+        let want = match b {
+            0x00..=0x7F => 1,
+            0xC2..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF4 => 4,
+            _ => return Vec::new(), // not a lead byte: invalid anyway
+        };
+        return if back < want {
+            bytes.split_off(n - back)
+        } else {
+            Vec::new()
+        };
     }
+    Vec::new()
 }
 
 fn delta_reply(exec: &mut Execution, carry: &mut Carry, status: Status) -> ReadReply {
@@ -313,6 +364,14 @@ fn delta_reply(exec: &mut Execution, carry: &mut Carry, status: Status) -> ReadR
     err_bytes.extend_from_slice(&err.bytes);
     carry.stdout = hold_back_partial(&mut out_bytes, last);
     carry.stderr = hold_back_partial(&mut err_bytes, last);
+    // A lossy read starts wherever the tail buffer did: drop a cut
+    // character's remains there, as the foreground tail cut does.
+    if out.lossy {
+        out_bytes.drain(..crate::output::char_boundary_skip(&out_bytes));
+    }
+    if err.lossy {
+        err_bytes.drain(..crate::output::char_boundary_skip(&err_bytes));
+    }
     let lossy = std::mem::take(&mut carry.lossy) || out.lossy || err.lossy;
     let (out_spill, err_spill) = exec.spill_paths();
     ReadReply {
@@ -326,17 +385,50 @@ fn delta_reply(exec: &mut Execution, carry: &mut Carry, status: Status) -> ReadR
     }
 }
 
-/// Answers every pending read request. A reader that stalls gets at most a
-/// second; a reply that could not be delivered goes back to the carry, so
-/// the next read has it.
-fn serve(listener: &UnixListener, exec: &mut Execution, carry: &mut Carry) {
-    while let Ok((stream, _)) = listener.accept() {
+/// The longest a read request may take the supervisor from its run loop,
+/// whatever the client does (trickles bytes, never reads its reply).
+const CLIENT_BUDGET: Duration = Duration::from_millis(200);
+
+/// Requests answered per tick at most, so a flood of connections cannot
+/// keep the supervisor from its deadline and aborts.
+const CLIENTS_PER_TICK: usize = 8;
+
+/// Reads up to 8 bytes or EOF from `stream` before `deadline`: the request
+/// line, or the reader's closing confirmation.
+fn read_until(stream: &UnixStream, deadline: Instant) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 8];
+    loop {
+        let left = deadline.checked_duration_since(Instant::now())?;
+        stream
+            .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .ok()?;
+        match (&*stream).read(&mut buf) {
+            Ok(0) => return Some(got),
+            Ok(n) => {
+                got.extend_from_slice(&buf[..n]);
+                if got.contains(&b'\n') || got.len() >= 8 {
+                    return Some(got);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Answers pending read requests, each within [`CLIENT_BUDGET`]. A reply
+/// its reader did not take (it closed first, or did not confirm in time)
+/// goes back to the carry, so the next read has it.
+fn serve(listener: &UnixListener, exec: &mut Execution, carry: &mut Carry, cap: usize) {
+    for _ in 0..CLIENTS_PER_TICK {
+        let Ok((stream, _)) = listener.accept() else {
+            return;
+        };
+        let deadline = Instant::now() + CLIENT_BUDGET;
         let _ = stream.set_nonblocking(false);
-        let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
-        let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-        let mut line = String::new();
-        let mut reader = BufReader::new(&stream);
-        if reader.read_line(&mut line).is_err() || line.trim() != "read" {
+        if read_until(&stream, deadline).as_deref() != Some(b"read\n") {
             continue;
         }
         let reply = delta_reply(exec, carry, Status::Running);
@@ -344,20 +436,13 @@ fn serve(listener: &UnixListener, exec: &mut Execution, carry: &mut Carry) {
             continue;
         };
         bytes.push(b'\n');
+        let left = deadline.saturating_duration_since(Instant::now());
+        let _ = stream.set_write_timeout(Some(left.max(Duration::from_millis(1))));
+        // The reader confirms by closing: EOF after the reply means it got it.
         let delivered = (&stream).write_all(&bytes).is_ok()
-            // The reader confirms by closing; EOF here means it got the line.
-            && {
-                let mut ack = String::new();
-                reader.read_line(&mut ack).is_ok()
-            };
+            && read_until(&stream, deadline).is_some_and(|rest| rest.is_empty());
         if !delivered {
-            let mut out = reply.delta_stdout.into_bytes();
-            out.append(&mut carry.stdout);
-            carry.stdout = out;
-            let mut err = reply.delta_stderr.into_bytes();
-            err.append(&mut carry.stderr);
-            carry.stderr = err;
-            carry.lossy |= reply.lossy;
+            carry.put_back(reply, cap);
         }
     }
 }
@@ -404,11 +489,19 @@ pub async fn supervise(dir: &Path, spec: &Spec, job_id: &str) -> Result<(), Erro
         let _ = write_atomic(&dir.join("meta.json"), &bytes);
     }
     let mut carry = Carry::default();
+    // Undelivered output held for the next read: bounded like the tails.
+    let carry_cap = usize::try_from(
+        spec.stdout_max_bytes
+            .value
+            .max(spec.stderr_max_bytes.value)
+            .max(64 * 1024),
+    )
+    .unwrap_or(usize::MAX);
     loop {
         let finished = exec
             .run_until(Some(Instant::now() + TICK), &mut aborts)
             .await?;
-        serve(&listener, &mut exec, &mut carry);
+        serve(&listener, &mut exec, &mut carry, carry_cap);
         if finished {
             break;
         }

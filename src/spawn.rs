@@ -63,7 +63,7 @@ pub struct SpawnRequest<'a> {
 }
 
 /// How many seccomp filters a [`Confinement`] can carry.
-pub const MAX_FILTERS: usize = 2;
+pub const MAX_FILTERS: usize = 3;
 
 /// What the child applies to itself before execve; built by the parent.
 #[derive(Debug, Default)]

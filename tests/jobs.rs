@@ -329,3 +329,64 @@ fn a_background_job_whose_sandbox_cannot_start_is_an_error() {
     assert_eq!(code(&out), 125, "{}", stderr(&out));
     assert_eq!(stdout(&out), "");
 }
+
+#[test]
+fn a_client_trickling_bytes_cannot_hold_the_deadline_off() {
+    use std::io::Write;
+    let jobs = Jobs::new();
+    let (id, _) = jobs.run(&[
+        "--background",
+        "--timeout",
+        "1s",
+        "--kill-after",
+        "200ms",
+        "--",
+        "sleep 30",
+    ]);
+    let id = id.trim().to_string();
+    let sock = jobs.dir(&id).join("sock");
+    let t0 = std::time::Instant::now();
+    let trickler = std::thread::spawn(move || {
+        let mut s = std::os::unix::net::UnixStream::connect(sock).unwrap();
+        for _ in 0..40 {
+            if s.write_all(b"x").is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let (text, status) = jobs.run(&["job", "wait", &id]);
+    let took = t0.elapsed();
+    trickler.join().unwrap();
+    assert_eq!(status, 124, "{text}");
+    assert!(
+        took < Duration::from_secs(3),
+        "the deadline waited for a client: {took:?}"
+    );
+}
+
+#[test]
+fn without_a_runtime_dir_jobs_live_under_the_state_home() {
+    let home = tempfile::tempdir().unwrap();
+    let out = dsh()
+        .env("HOME", home.path())
+        .args(["--background", "--json", "--", "true"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dir = v["dir"].as_str().unwrap();
+    assert!(
+        dir.starts_with(&format!(
+            "{}/.local/state/dsh-exec/jobs/",
+            home.path().display()
+        )),
+        "{dir}"
+    );
+    let id = v["job_id"].as_str().unwrap();
+    let wait = dsh()
+        .env("HOME", home.path())
+        .args(["job", "wait", id])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&wait), "[exit code: 0]\n");
+}

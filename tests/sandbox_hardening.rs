@@ -170,3 +170,23 @@ fn odd_writable_roots_are_skipped_or_flagged() {
          dsh-exec: warning: a writable root is /: workspace-write then allows writing anywhere\n"
     );
 }
+
+#[test]
+fn ordinary_copy_and_install_tools_work_inside_the_workspace() {
+    let ws = tempfile::tempdir().unwrap();
+    let (text, status) = confined(
+        "workspace-write",
+        ws.path(),
+        "echo x > a && mkdir src && touch src/f && install -m 755 a b && cp -p a c && cp -a src d && echo ok",
+    );
+    assert_eq!((text.as_str(), status), ("ok\n[exit code: 0]\n", 0));
+    let mode = std::fs::metadata(ws.path().join("b"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o755);
+    // Giving a file away is still refused.
+    let (_, status) = confined("workspace-write", ws.path(), "chown 65534 b");
+    assert_eq!(status, 1);
+}

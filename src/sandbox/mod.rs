@@ -211,6 +211,7 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, crate::Error> {
     let mut seccomp = Vec::new();
     if confining {
         seccomp.push(syscalls::confining_filter(policy.mode.value).map_err(unavailable)?);
+        seccomp.push(syscalls::xattr_filter().map_err(unavailable)?);
     }
     if deny {
         seccomp.push(network::deny_ip_sockets().map_err(unavailable)?);

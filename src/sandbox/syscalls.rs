@@ -6,8 +6,10 @@
 //! `workspace-write` this filter makes these fail with EPERM:
 //!
 //! - io_uring altogether (`io_uring_setup`, `_enter`, `_register`);
-//! - changing owners (`chown` and its variants) and extended attributes,
-//!   POSIX ACLs included (`setxattr`, `removexattr` and their variants);
+//! - giving files away (`chown` to another owner or group; keeping one's
+//!   own, as `cp -a` does, works) and inode flags by path (`file_setattr`); extended attributes, POSIX ACLs included, fail with
+//!   EOPNOTSUPP instead ([`xattr_filter`]), which tools treat as "not
+//!   supported here" and work around;
 //! - in `read-only`, every mode and timestamp change (`chmod`, `utimensat`
 //!   and their variants); in `workspace-write`, a mode with the set-user-ID
 //!   or set-group-ID bit (a mode change without them, or a timestamp change,
@@ -36,12 +38,16 @@ use super::network::target_arch;
 const SYS_SETXATTRAT: i64 = 463;
 const SYS_REMOVEXATTRAT: i64 = 466;
 
-/// ioctl commands refused (linux/fs.h, asm-generic/ioctls.h).
-const REFUSED_IOCTLS: [u64; 6] = [
+/// `file_setattr` (Linux 6.17): inode flags by path.
+const SYS_FILE_SETATTR: i64 = 469;
+
+/// ioctl commands refused (linux/fs.h, ext4.h, asm-generic/ioctls.h).
+const REFUSED_IOCTLS: [u64; 7] = [
     0x4008_6602, // FS_IOC_SETFLAGS
     0x4004_6602, // FS_IOC32_SETFLAGS
     0x401c_5820, // FS_IOC_FSSETXATTR
     0x4008_7602, // FS_IOC_SETVERSION
+    0x4008_6604, // EXT4_IOC_SETVERSION
     0x5412,      // TIOCSTI
     0x541c,      // TIOCLINUX
 ];
@@ -63,6 +69,52 @@ fn setid_mode(arg: u8) -> Result<Vec<SeccompRule>, String> {
     ])
 }
 
+/// The extended-attribute filter: every xattr change (POSIX ACLs
+/// included) fails with EOPNOTSUPP, as on a file system without xattrs, so
+/// that `cp -p` and `install` fall back to a plain mode change instead of
+/// failing (EPERM would be fatal to them).
+pub fn xattr_filter() -> Result<Vec<libc::sock_filter>, String> {
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for nr in [
+        libc::SYS_setxattr,
+        libc::SYS_lsetxattr,
+        libc::SYS_fsetxattr,
+        libc::SYS_removexattr,
+        libc::SYS_lremovexattr,
+        libc::SYS_fremovexattr,
+        SYS_SETXATTRAT,
+        SYS_REMOVEXATTRAT,
+    ] {
+        rules.insert(nr, Vec::new());
+    }
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EOPNOTSUPP as u32),
+        target_arch()?,
+    )
+    .map_err(|e| e.to_string())?;
+    let program = BpfProgram::try_from(filter).map_err(|e| e.to_string())?;
+    Ok(super::network::to_libc(&program))
+}
+
+/// Rules matching a chown whose owner (argument `arg`) or group (the next
+/// one) is neither unchanged (-1) nor the caller's own: giving a file away
+/// is refused, while `cp -a` or `tar` keeping their own ownership works.
+fn foreign_owner(arg: u8, uid: u64, gid: u64) -> Result<Vec<SeccompRule>, String> {
+    const UNCHANGED: u64 = 0xFFFF_FFFF;
+    Ok(vec![
+        rule(vec![
+            cond(arg, SeccompCmpOp::Ne, UNCHANGED)?,
+            cond(arg, SeccompCmpOp::Ne, uid)?,
+        ])?,
+        rule(vec![
+            cond(arg + 1, SeccompCmpOp::Ne, UNCHANGED)?,
+            cond(arg + 1, SeccompCmpOp::Ne, gid)?,
+        ])?,
+    ])
+}
+
 /// The compiled filter for a confining `mode`.
 ///
 /// Errors with a message when the architecture is not supported or the
@@ -74,22 +126,20 @@ pub fn confining_filter(mode: Mode) -> Result<Vec<libc::sock_filter>, String> {
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,
         libc::SYS_io_uring_register,
-        libc::SYS_fchown,
-        libc::SYS_fchownat,
-        libc::SYS_setxattr,
-        libc::SYS_lsetxattr,
-        libc::SYS_fsetxattr,
-        libc::SYS_removexattr,
-        libc::SYS_lremovexattr,
-        libc::SYS_fremovexattr,
-        SYS_SETXATTRAT,
-        SYS_REMOVEXATTRAT,
+        SYS_FILE_SETATTR,
     ] {
         rules.insert(nr, always());
     }
+    // (syscall, index of its owner argument; the group follows it)
+    let mut chowns = vec![(libc::SYS_fchown, 1), (libc::SYS_fchownat, 2)];
     #[cfg(target_arch = "x86_64")]
-    for nr in [libc::SYS_chown, libc::SYS_lchown] {
-        rules.insert(nr, always());
+    chowns.extend([(libc::SYS_chown, 1), (libc::SYS_lchown, 1)]);
+    let (uid, gid) = (
+        u64::from(nix::unistd::geteuid().as_raw()),
+        u64::from(nix::unistd::getegid().as_raw()),
+    );
+    for (nr, arg) in chowns {
+        rules.insert(nr, foreign_owner(arg, uid, gid)?);
     }
     // (syscall, index of its mode argument)
     let mut chmods = vec![
