@@ -18,7 +18,7 @@ use seccompiler::{
 };
 
 /// The seccomp architecture of this build.
-pub(crate) fn target_arch() -> Result<TargetArch, String> {
+fn target_arch() -> Result<TargetArch, String> {
     match std::env::consts::ARCH {
         "x86_64" => Ok(TargetArch::x86_64),
         "aarch64" => Ok(TargetArch::aarch64),
@@ -57,10 +57,20 @@ pub fn deny_ip_sockets() -> Result<Vec<libc::sock_filter>, String> {
     ] {
         rules.insert(nr, vec![]);
     }
+    compile(rules, libc::EACCES)
+}
+
+/// Compiles `rules` into a filter that allows everything else and makes the
+/// matched system calls fail with `errno`, as the `sock_filter` array
+/// prctl(2) takes.
+pub(crate) fn compile(
+    rules: BTreeMap<i64, Vec<SeccompRule>>,
+    errno: i32,
+) -> Result<Vec<libc::sock_filter>, String> {
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
-        SeccompAction::Errno(libc::EACCES as u32),
+        SeccompAction::Errno(errno as u32),
         target_arch()?,
     )
     .map_err(|e| e.to_string())?;
@@ -69,7 +79,7 @@ pub fn deny_ip_sockets() -> Result<Vec<libc::sock_filter>, String> {
 }
 
 /// seccompiler's instructions as the `sock_filter` array prctl(2) takes.
-pub(crate) fn to_libc(program: &BpfProgram) -> Vec<libc::sock_filter> {
+fn to_libc(program: &BpfProgram) -> Vec<libc::sock_filter> {
     program
         .iter()
         .map(|i| libc::sock_filter {

@@ -25,13 +25,10 @@
 use std::collections::BTreeMap;
 
 use nix::libc;
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule,
-};
+use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
 
 use super::Mode;
-use super::network::target_arch;
+use super::network::compile;
 
 /// `setxattrat` and `removexattrat` (Linux 6.13, the same number on every
 /// architecture), which the libc crate may not name yet.
@@ -87,15 +84,7 @@ pub fn xattr_filter() -> Result<Vec<libc::sock_filter>, String> {
     ] {
         rules.insert(nr, Vec::new());
     }
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EOPNOTSUPP as u32),
-        target_arch()?,
-    )
-    .map_err(|e| e.to_string())?;
-    let program = BpfProgram::try_from(filter).map_err(|e| e.to_string())?;
-    Ok(super::network::to_libc(&program))
+    compile(rules, libc::EOPNOTSUPP)
 }
 
 /// Rules matching a chown whose owner (argument `arg`) or group (the next
@@ -175,13 +164,5 @@ pub fn confining_filter(mode: Mode) -> Result<Vec<libc::sock_filter>, String> {
         libc::SYS_prlimit64,
         vec![rule(vec![cond(0, SeccompCmpOp::Ne, 0)?])?],
     );
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        target_arch()?,
-    )
-    .map_err(|e| e.to_string())?;
-    let program = BpfProgram::try_from(filter).map_err(|e| e.to_string())?;
-    Ok(super::network::to_libc(&program))
+    compile(rules, libc::EPERM)
 }
