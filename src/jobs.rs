@@ -11,7 +11,8 @@
 //! Layout of a job directory (mode 0700, inside a per-user 0700 root):
 //!
 //! ```text
-//! meta.json     id, command, workdir, start time, supervisor and command pids
+//! meta.json     id, command, workdir, start time, command pid
+//! supervisor.json  the supervisor's pid and start time (by the launcher)
 //! sock          the supervisor's Unix socket, while it runs
 //! unread.json   output not yet read when the job ended
 //! result.json   the result, as `--json` prints it
@@ -122,10 +123,6 @@ pub struct JobMeta {
     pub workdir: String,
     /// When the job started, in milliseconds since the Unix epoch.
     pub started_at_ms: u64,
-    /// The supervisor's pid and start time (clock ticks since boot).
-    pub supervisor_pid: i32,
-    /// See `supervisor_pid`.
-    pub supervisor_start: u64,
     /// The command's pid (in the supervisor's PID namespace).
     pub pid: i32,
 }
@@ -475,14 +472,11 @@ pub async fn supervise(dir: &Path, spec: &Spec, job_id: &str) -> Result<(), Erro
             return Ok(());
         }
     };
-    let me = std::process::id() as i32;
     let meta = JobMeta {
         job_id: job_id.to_string(),
         command: spec.script.clone(),
         workdir: spec.workdir.value.to_string_lossy().into_owned(),
         started_at_ms,
-        supervisor_pid: me,
-        supervisor_start: start_time(me).unwrap_or(0),
         pid: exec.pid(),
     };
     if let Ok(bytes) = serde_json::to_vec(&meta) {

@@ -19,10 +19,9 @@ fn death_by_a_real_time_signal_is_a_result() {
     );
 }
 
-#[test]
-fn a_fifo_as_stdin_with_no_writer_does_not_hang_the_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("fifo");
+/// A FIFO named `fifo` in `dir` (mkfifo(1)).
+fn make_fifo(dir: &std::path::Path) -> std::path::PathBuf {
+    let fifo = dir.join("fifo");
     assert!(
         Command::new("mkfifo")
             .arg(&fifo)
@@ -30,6 +29,13 @@ fn a_fifo_as_stdin_with_no_writer_does_not_hang_the_run() {
             .unwrap()
             .success()
     );
+    fifo
+}
+
+#[test]
+fn a_fifo_as_stdin_with_no_writer_does_not_hang_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = make_fifo(dir.path());
     let t0 = Instant::now();
     let (text, status) = run(&[
         "--timeout",
@@ -46,14 +52,7 @@ fn a_fifo_as_stdin_with_no_writer_does_not_hang_the_run() {
 #[test]
 fn a_fifo_as_stdin_delivers_what_its_writer_writes() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("fifo");
-    assert!(
-        Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    let fifo = make_fifo(dir.path());
     let writer = Command::new("bash")
         .args(["-c", &format!("sleep 0.2; echo fed > {}", fifo.display())])
         .spawn()

@@ -184,9 +184,10 @@ fn a_supervisor_killed_with_sigkill_takes_the_tree_along_and_the_job_is_lost() {
     let jobs = Jobs::new();
     let id = jobs.start("sleep 1002 & sleep 1002 & wait");
     let sleeps = wait_for_pids("sleep 1002", 2);
-    let meta: Value =
-        serde_json::from_slice(&std::fs::read(jobs.dir(&id).join("meta.json")).unwrap()).unwrap();
-    let supervisor = meta["supervisor_pid"].as_i64().unwrap();
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(jobs.dir(&id).join("supervisor.json")).unwrap())
+            .unwrap();
+    let supervisor = record["pid"].as_i64().unwrap();
     Command::new("kill")
         .args(["-KILL", &supervisor.to_string()])
         .status()
