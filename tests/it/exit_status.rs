@@ -1,6 +1,5 @@
 //! The rendered text and the exit status mirror how the command ended.
-mod common;
-use common::*;
+use crate::support::*;
 
 #[test]
 fn echo_renders_output_and_exit_zero() {

@@ -1,6 +1,5 @@
 //! The child environment: scrub, non-interactive overrides, explicit, managed.
-mod common;
-use common::*;
+use crate::support::*;
 
 fn child_env(extra_args: &[&str]) -> String {
     let out = dsh()

@@ -1,6 +1,5 @@
 //! `explain` shows the resolved spec with origins and runs nothing.
-mod common;
-use common::*;
+use crate::support::*;
 use serde_json::{Value, json};
 
 #[test]

@@ -1,6 +1,5 @@
 //! SIGINT, SIGTERM or SIGHUP sent to dsh-exec abort the run like a deadline.
-mod common;
-use common::*;
+use crate::support::*;
 use std::process::Stdio;
 use std::time::Duration;
 

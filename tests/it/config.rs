@@ -1,6 +1,5 @@
 //! The configuration file: defaults, caps, precedence, origins, errors.
-mod common;
-use common::*;
+use crate::support::*;
 use serde_json::{Value, json};
 use std::path::Path;
 

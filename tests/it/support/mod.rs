@@ -1,5 +1,4 @@
 //! Shared helpers: run the real `dsh-exec` binary and inspect real processes.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -1,6 +1,5 @@
 //! The deadline: SIGTERM to the group, SIGKILL after the grace period.
-mod common;
-use common::*;
+use crate::support::*;
 use std::time::{Duration, Instant};
 
 #[test]

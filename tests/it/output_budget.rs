@@ -1,6 +1,5 @@
 //! Each stream keeps its tail within its budget; the full stream is spilled.
-mod common;
-use common::*;
+use crate::support::*;
 use std::os::unix::fs::PermissionsExt;
 
 #[test]

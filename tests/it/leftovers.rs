@@ -1,6 +1,5 @@
 //! Processes the command leaves behind never make dsh-exec hang.
-mod common;
-use common::*;
+use crate::support::*;
 use std::time::{Duration, Instant};
 
 #[test]

@@ -1,8 +1,7 @@
 //! What Landlock alone does not cover, closed by the confining modes'
 //! seccomp filter, IPC namespace and ruleset details (found by a hostile
 //! review; each case once got through).
-mod common;
-use common::*;
+use crate::support::*;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 

@@ -1,6 +1,5 @@
 //! `parse-status` inverts the final marker of every rendered result.
-mod common;
-use common::*;
+use crate::support::*;
 use std::io::Write;
 use std::process::Stdio;
 

@@ -1,6 +1,5 @@
 //! Sandbox modes on real Landlock, with real files in temp dirs.
-mod common;
-use common::*;
+use crate::support::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;

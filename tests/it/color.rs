@@ -1,6 +1,5 @@
 //! Colour: on a terminal or when forced; never when piped unless asked.
-mod common;
-use common::*;
+use crate::support::*;
 
 const GREEN_MARKER: &str = "\u{1b}[1m\u{1b}[32m[exit code: 0]";
 

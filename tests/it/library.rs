@@ -1,6 +1,5 @@
 //! The library API drives a run from a tokio program (examples/run_from_tokio).
-mod common;
-use common::*;
+use crate::support::*;
 
 #[test]
 fn the_tokio_example_runs_a_command_through_the_library() {

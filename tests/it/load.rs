@@ -1,6 +1,5 @@
 //! Many runs at once on a small machine: every result right, nothing left.
-mod common;
-use common::*;
+use crate::support::*;
 use std::process::Stdio;
 use std::time::Duration;
 

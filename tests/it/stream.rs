@@ -1,6 +1,5 @@
 //! `--stream`: output appears live, is still captured, and is not printed twice.
-mod common;
-use common::*;
+use crate::support::*;
 use std::io::{BufRead, BufReader, Read};
 use std::process::Stdio;
 use std::time::{Duration, Instant};

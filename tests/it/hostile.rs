@@ -1,7 +1,6 @@
 //! Inputs from a hostile review: each once broke a promise (no panic, no
 //! hang, nothing lost, nothing leaked).
-mod common;
-use common::*;
+use crate::support::*;
 use serde_json::Value;
 use std::os::unix::ffi::OsStrExt;
 use std::process::{Command, Stdio};

@@ -1,7 +1,6 @@
 //! The command runs as the leader of a new session, with clean signal state,
 //! and dies with dsh-exec.
-mod common;
-use common::*;
+use crate::support::*;
 use std::process::Stdio;
 use std::time::Duration;
 

@@ -1,7 +1,6 @@
 //! schema/run-result.schema.json describes the real --json output (the
-//! drift against RunResult is checked by tests/generated_docs.rs).
-mod common;
-use common::*;
+//! drift against RunResult is checked by tests/it/generated_docs.rs).
+use crate::support::*;
 use serde_json::Value;
 
 fn schema() -> Value {

@@ -1,7 +1,6 @@
 //! `-i`: the command gets the terminal, confined as any run, and the marker
 //! follows when it ends. Driven under a real pseudo-terminal (Python's pty).
-mod common;
-use common::*;
+use crate::support::*;
 
 const PTY_DRIVER: &str = r#"
 import os, pty, select, sys, time

@@ -1,6 +1,5 @@
 //! `--json`: one object with exactly the fields of the contract.
-mod common;
-use common::*;
+use crate::support::*;
 use serde_json::{Value, json};
 
 #[test]

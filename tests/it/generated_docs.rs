@@ -1,7 +1,6 @@
 //! The completions and man pages are generated from the clap definition and
 //! must not drift from it; the man page must render cleanly.
-mod common;
-use common::*;
+use crate::support::*;
 
 #[test]
 fn completions_and_man_pages_match_the_cli_definition() {

@@ -1,8 +1,7 @@
 //! Background jobs: start, incremental reads, wait, kill, list, lost
 //! supervisors, and --detach-after. Each test has its own jobs root
 //! (XDG_RUNTIME_DIR) and kills what it started.
-mod common;
-use common::*;
+use crate::support::*;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;

@@ -1,6 +1,5 @@
 //! Bad input: one line on stderr, a documented status, and nothing runs.
-mod common;
-use common::*;
+use crate::support::*;
 
 /// Runs with a command that would leave a file behind, and asserts it did not run.
 fn assert_refused(args: &[&str], status: i32, needle: &str) {

@@ -1,6 +1,5 @@
 //! Stdin is a pipe: closed at once, or fed from --stdin-file and then closed.
-mod common;
-use common::*;
+use crate::support::*;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,6 @@
 //! Nothing the command started survives the run, whatever it did to escape,
 //! and nothing dsh-exec did not start is touched.
-mod common;
-use common::*;
+use crate::support::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
 

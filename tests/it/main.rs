@@ -1,0 +1,38 @@
+//! The integration tests: one crate that drives the built `dsh-exec` binary
+//! on real commands, signals, files and terminals.
+//!
+//! Layout:
+//! - `support/`: the shared helpers (spawning the binary, watching
+//!   processes, building the examples).
+//! - one module per behaviour (`abort`, `jobs`, `sandbox`, ...), each opening
+//!   with a `//!` line that says what it covers.
+//!
+//! Run one behaviour with `cargo test --test it jobs::`.
+
+mod support;
+
+mod abort;
+mod color;
+mod config;
+mod deadline;
+mod environment;
+mod exit_status;
+mod explain;
+mod generated_docs;
+mod hostile;
+mod interactive;
+mod jobs;
+mod json_result;
+mod json_schema;
+mod leftovers;
+mod library;
+mod load;
+mod output_budget;
+mod parse_status;
+mod sandbox;
+mod sandbox_hardening;
+mod session;
+mod stdin;
+mod stream;
+mod tree_sweep;
+mod usage_errors;
