@@ -59,20 +59,15 @@ fn no_color_wins_on_a_terminal() {
 
 #[test]
 fn piped_output_is_plain_unless_forced() {
-    let plain = dsh().args(["--", "exit 1"]).output().unwrap();
-    assert_eq!(stdout(&plain), "[exit code: 1]\n");
-    let forced = dsh()
+    Test::new()
+        .args(["--", "exit 1"])
+        .run()
+        .expect_stdout("[exit code: 1]\n");
+    Test::new()
         .env("CLICOLOR_FORCE", "1")
         .args(["--", "exit 1"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        stdout(&forced),
-        "\u{1b}[1m\u{1b}[31m[exit code: 1]\u{1b}[39m\u{1b}[0m\n"
-    );
-    let always = dsh()
-        .args(["--color", "always", "--", "true"])
-        .output()
-        .unwrap();
-    assert!(stdout(&always).starts_with(GREEN_MARKER));
+        .run()
+        .expect_stdout("\u{1b}[1m\u{1b}[31m[exit code: 1]\u{1b}[39m\u{1b}[0m\n");
+    let always = Test::new().args(["--color", "always", "--", "true"]).run();
+    assert!(always.stdout.starts_with(GREEN_MARKER));
 }

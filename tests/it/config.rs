@@ -3,21 +3,19 @@ use crate::support::*;
 use serde_json::{Value, json};
 use std::path::Path;
 
-fn with_config(config: &Path, args: &[&str]) -> std::process::Output {
-    dsh()
-        .env("DSH_EXEC_CONFIG", config)
-        .args(args)
-        .output()
-        .unwrap()
+/// Runs `dsh-exec ARGS` with `config` as its configuration file.
+fn with_config(config: &Path, args: &[&str]) -> Outcome {
+    Test::new().env("DSH_EXEC_CONFIG", config).args(args).run()
 }
 
+/// The JSON explanation of `true` under `config` and `args`.
 fn explain(config: &Path, args: &[&str]) -> Value {
     let out = with_config(
         config,
         &[&["explain", "--json"], args, &["--", "true"]].concat(),
     );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    serde_json::from_slice(&out.stdout).unwrap()
+    out.expect_status(0);
+    out.json()
 }
 
 #[test]
@@ -75,23 +73,17 @@ fn caps_clamp_flags_and_say_so() {
             "sleep 5",
         ],
     );
-    assert_eq!(code(&out), 124);
     let c = cfg.display();
-    assert_eq!(
-        stdout(&out),
-        format!(
-            "[timeout 10s capped at 1s by {c}]\n[timed out after 1s]\n[killed by signal: SIGTERM]\n"
-        )
-    );
-    let out = with_config(&cfg, &["--json", "--timeout", "1h", "--", "true"]);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    out.expect_status(124).expect_stdout(&format!(
+        "[timeout 10s capped at 1s by {c}]\n[timed out after 1s]\n[killed by signal: SIGTERM]\n"
+    ));
+    let v = with_config(&cfg, &["--json", "--timeout", "1h", "--", "true"]).json();
     assert_eq!(
         v["capped"],
         json!([format!("timeout 1h capped at 1s by {c}")])
     );
     // A built-in default above a cap is lowered without a notice.
-    let out = with_config(&cfg, &["--json", "--", "true"]);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = with_config(&cfg, &["--json", "--", "true"]).json();
     assert_eq!(v["timeout_ms"], 1000);
     assert_eq!(v.get("capped"), None);
 }
@@ -102,9 +94,8 @@ fn a_malformed_config_is_an_error_naming_file_line_and_key() {
     let cfg = dir.path().join("config.toml");
     std::fs::write(&cfg, "[defaults]\n# comment\ntimeout = \"soon\"\n").unwrap();
     let out = with_config(&cfg, &["--", "echo ran"]);
-    assert_eq!(code(&out), 125);
-    assert_eq!(stdout(&out), "");
-    let err = stderr(&out);
+    out.expect_status(125).expect_stdout("");
+    let err = &out.stderr;
     assert!(
         err.starts_with(&format!(
             "dsh-exec: error: config file {}: line 3, key timeout: invalid duration 'soon'",
@@ -119,15 +110,14 @@ fn a_malformed_config_is_an_error_naming_file_line_and_key() {
 #[test]
 fn a_named_config_that_is_missing_is_an_error_but_a_default_location_is_optional() {
     let out = with_config(Path::new("/nonexistent/dsh.toml"), &["--", "true"]);
-    assert_eq!(code(&out), 125);
-    assert!(stderr(&out).contains("CONFIG_INVALID"));
+    out.expect_status(125);
+    assert!(out.stderr.contains("CONFIG_INVALID"));
     let dir = tempfile::tempdir().unwrap();
-    let out = dsh()
+    Test::new()
         .env("XDG_CONFIG_HOME", dir.path())
         .args(["--", "true"])
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 0);
+        .run()
+        .expect_status(0);
 }
 
 #[test]
@@ -140,12 +130,11 @@ fn the_xdg_location_is_read_and_can_set_a_sandbox() {
     )
     .unwrap();
     let ws = tempfile::tempdir().unwrap();
-    let out = dsh()
+    let v = Test::new()
         .env("XDG_CONFIG_HOME", dir.path())
         .args(["--json", "-C", ws.path().to_str().unwrap(), "--", "touch f"])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        .run()
+        .json();
     assert_eq!(v["sandbox"]["mode"], "read-only");
     assert!(!ws.path().join("f").exists());
 }

@@ -1,8 +1,10 @@
 //! The child environment: scrub, non-interactive overrides, explicit, managed.
 use crate::support::*;
 
+/// The environment `env` sees, run with `extra_args` under an ambient
+/// environment holding credential-shaped and managed names.
 fn child_env(extra_args: &[&str]) -> String {
-    let out = dsh()
+    let out = Test::new()
         .env("FOO_TOKEN", "t1")
         .env("MY_API_KEY", "k1")
         .env("DB_PASSWORD", "p1")
@@ -13,11 +15,9 @@ fn child_env(extra_args: &[&str]) -> String {
         .arg("--json")
         .args(extra_args)
         .args(["--", "env"])
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["stdout"]["text"].as_str().unwrap().to_string()
+        .run();
+    out.expect_status(0);
+    out.json()["stdout"]["text"].as_str().unwrap().to_string()
 }
 
 fn lines(env: &str) -> Vec<&str> {
@@ -81,15 +81,13 @@ fn a_managed_entry_beats_an_explicit_one_whatever_the_order() {
 
 #[test]
 fn a_managed_key_without_the_prefix_is_a_usage_error() {
-    let out = dsh()
+    let out = Test::new()
         .args(["--dsh-env", "FOO=1", "--", "echo ran"])
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 2);
-    assert_eq!(stdout(&out), "");
+        .run();
+    out.expect_status(2).expect_stdout("");
     assert!(
-        stderr(&out).contains("must start with DSH_"),
+        out.stderr.contains("must start with DSH_"),
         "{}",
-        stderr(&out)
+        out.stderr
     );
 }

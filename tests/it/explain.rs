@@ -1,13 +1,13 @@
 //! `explain` shows the resolved spec with origins and runs nothing.
 use crate::support::*;
-use serde_json::{Value, json};
+use serde_json::json;
 
 #[test]
 fn json_explanation_names_values_and_origins_and_runs_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran");
     let script = format!("touch {}", marker.display());
-    let out = dsh()
+    let out = Test::new()
         .env("MY_API_KEY", "s3cret")
         .env("DSH_OLD", "x")
         .args([
@@ -28,11 +28,10 @@ fn json_explanation_names_values_and_origins_and_runs_nothing() {
             "--",
             &script,
         ])
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+        .run();
+    out.expect_status(0);
     assert!(!marker.exists(), "explain ran the command");
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = out.json();
     assert_eq!(v["command"], script);
     assert_eq!(v["timeout_ms"], json!({"value": 30000, "origin": "flag"}));
     assert_eq!(
@@ -55,12 +54,12 @@ fn json_explanation_names_values_and_origins_and_runs_nothing() {
     assert!(set.contains(&json!({"name": "PAGER", "value": "less", "layer": "explicit"})));
     assert!(set.contains(&json!({"name": "TERM", "value": "dumb", "layer": "override"})));
     assert!(set.contains(&json!({"name": "DSH_RUN", "value": "7", "layer": "managed"})));
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("s3cret"));
+    assert!(!out.stdout.contains("s3cret"));
 }
 
 #[test]
 fn text_explanation_is_aligned_and_masks_secrets() {
-    let out = dsh()
+    let out = Test::new()
         .env("FOO_TOKEN", "tok")
         .args([
             "explain",
@@ -72,10 +71,9 @@ fn text_explanation_is_aligned_and_masks_secrets() {
             "make",
             "test",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 0);
-    let text = stdout(&out);
+        .run();
+    out.expect_status(0);
+    let text = &out.stdout;
     assert!(text.starts_with("command           make test\n"), "{text}");
     assert!(text.contains("\nstdout-max-bytes  64KiB"), "{text}");
     assert!(text.contains("(flag)\n"), "{text}");
@@ -88,13 +86,12 @@ fn text_explanation_is_aligned_and_masks_secrets() {
 #[test]
 fn explain_is_coloured_only_when_asked_or_on_a_terminal() {
     let run = |args: &[&str]| {
-        let out = dsh()
+        Test::new()
             .arg("explain")
             .args(args)
             .args(["-s", "read-only", "--", "true"])
-            .output()
-            .unwrap();
-        stdout(&out)
+            .run()
+            .stdout
     };
     let coloured = run(&["--color", "always"]);
     assert!(

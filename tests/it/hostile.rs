@@ -73,25 +73,22 @@ fn non_utf8_paths_still_give_one_valid_json_object() {
     let dir = tempfile::tempdir().unwrap();
     let odd = dir.path().join(std::ffi::OsStr::from_bytes(b"b\xffd"));
     std::fs::create_dir(&odd).unwrap();
-    let out = dsh()
-        .arg("--json")
-        .arg("-C")
+    let out = Test::new()
+        .args(["--json", "-C"])
         .arg(&odd)
         .args(["--", "echo hi; exit 3"])
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 3);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        .run();
+    out.expect_status(3);
+    let v = out.json();
     assert_eq!(v["stdout"]["text"], "hi\n");
     assert!(v["workdir"].as_str().unwrap().ends_with("/b\u{FFFD}d"));
-    let out = dsh()
+    let out = Test::new()
         .args(["explain", "--json", "-C"])
         .arg(&odd)
         .args(["--", "true"])
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let _: Value = serde_json::from_slice(&out.stdout).unwrap();
+        .run();
+    out.expect_status(0);
+    let _: Value = out.json();
 }
 
 #[test]
@@ -154,15 +151,12 @@ fn help_after_the_options_is_the_bash_builtin() {
 
 #[test]
 fn an_empty_tmpdir_means_the_default_temp_dir() {
-    let out = dsh()
+    Test::new()
         .env("TMPDIR", "")
         .args(["--", "echo hi"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        (stdout(&out).as_str(), code(&out)),
-        ("hi\n[exit code: 0]\n", 0)
-    );
+        .run()
+        .expect_stdout("hi\n[exit code: 0]\n")
+        .expect_status(0);
 }
 
 #[test]
@@ -189,32 +183,21 @@ fn out_of_range_deadlines_and_budgets_are_usage_errors() {
         ["--stdout-max-bytes", "2GiB"],
         ["--stderr-max-bytes", "1TiB"],
     ] {
-        let out = dsh().args(args).args(["--", "echo ran"]).output().unwrap();
-        assert_eq!(code(&out), 2, "{args:?}");
-        assert_eq!(stdout(&out), "");
+        let out = Test::new().args(args).args(["--", "echo ran"]).run();
+        assert_eq!(out.status, 2, "{args:?}");
+        assert_eq!(out.stdout, "");
     }
 }
 
 #[test]
 fn parse_status_reads_dash_as_stdin_and_rejects_impossible_markers() {
     let feed = |input: &str, args: &[&str]| {
-        let mut child = dsh()
+        let out = Test::new()
             .arg("parse-status")
             .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        (stdout(&out), code(&out))
+            .stdin(input)
+            .run();
+        (out.stdout, out.status)
     };
     assert_eq!(
         feed("[exit code: 4]\n", &["-"]),

@@ -62,15 +62,11 @@ fn an_interactive_shell_runs_confined_and_the_marker_follows_exit() {
 
 #[test]
 fn interactive_without_a_terminal_is_a_usage_error() {
-    let out = dsh()
+    // A Test's stdin is /dev/null unless it is given bytes.
+    Test::new()
         .args(["-i", "--", "echo ran"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 2);
-    assert_eq!(stdout(&out), "");
-    assert_eq!(
-        stderr(&out),
-        "dsh-exec: error: --interactive needs a terminal on stdin\n"
-    );
+        .run()
+        .expect_status(2)
+        .expect_stdout("")
+        .expect_stderr("dsh-exec: error: --interactive needs a terminal on stdin\n");
 }

@@ -272,17 +272,12 @@ fn a_character_split_between_two_reads_arrives_whole() {
 #[test]
 fn stdin_dash_feeds_a_background_job() {
     let jobs = Jobs::new();
-    let mut child = jobs
-        .cmd()
+    let out = Test::new()
+        .env("XDG_RUNTIME_DIR", jobs.runtime.path())
         .args(["--background", "--stdin-file", "-", "--", "tr a-z A-Z"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
-    let out = child.wait_with_output().unwrap();
-    let id = stdout(&out).trim().to_string();
+        .stdin("hello\n")
+        .run();
+    let id = out.stdout.trim().to_string();
     assert_eq!(jobs.run(&["job", "wait", &id]).0, "HELLO\n[exit code: 0]\n");
 }
 
@@ -368,12 +363,11 @@ fn a_client_trickling_bytes_cannot_hold_the_deadline_off() {
 #[test]
 fn without_a_runtime_dir_jobs_live_under_the_state_home() {
     let home = tempfile::tempdir().unwrap();
-    let out = dsh()
+    let v = Test::new()
         .env("HOME", home.path())
         .args(["--background", "--json", "--", "true"])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        .run()
+        .json();
     let dir = v["dir"].as_str().unwrap();
     assert!(
         dir.starts_with(&format!(
@@ -383,10 +377,9 @@ fn without_a_runtime_dir_jobs_live_under_the_state_home() {
         "{dir}"
     );
     let id = v["job_id"].as_str().unwrap();
-    let wait = dsh()
+    let wait = Test::new()
         .env("HOME", home.path())
         .args(["job", "wait", id])
-        .output()
-        .unwrap();
-    assert_eq!(stdout(&wait), "[exit code: 0]\n");
+        .run();
+    assert_eq!(wait.stdout, "[exit code: 0]\n");
 }

@@ -52,11 +52,10 @@ fn the_object_holds_exactly_the_contract_fields() {
 
 #[test]
 fn non_utf8_output_still_yields_valid_json() {
-    let out = dsh()
+    let v = Test::new()
         .args(["--json", "--", "printf 'a\\377b\\300'"])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+        .run()
+        .json();
     assert_eq!(v["stdout"]["text"], "a\u{FFFD}b\u{FFFD}");
     assert_eq!(v["stdout"]["total_bytes"], 4);
 }

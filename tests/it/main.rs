@@ -2,8 +2,10 @@
 //! on real commands, signals, files and terminals.
 //!
 //! Layout:
-//! - `support/`: the shared helpers (spawning the binary, watching
-//!   processes, building the examples).
+//! - `support/`: the shared helpers: `Test`, a builder for one run of the
+//!   binary, and its `Outcome`; `dsh`, `run` and `run_json` for the plain
+//!   cases; `alive`, `gone_within` and `cleanup` for the processes a test
+//!   starts; `wait_for_line`; `example`, which builds an example binary.
 //! - one module per behaviour (`abort`, `jobs`, `sandbox`, ...), each opening
 //!   with a `//!` line that says what it covers.
 //!

@@ -99,7 +99,8 @@ fn a_stream_within_budget_leaves_no_file() {
 #[test]
 fn a_tail_cut_never_splits_a_utf8_character() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dsh()
+    // Test::run asserts that stdout is valid UTF-8.
+    let out = Test::new()
         .args([
             "--stdout-max-bytes",
             "1001",
@@ -107,10 +108,9 @@ fn a_tail_cut_never_splits_a_utf8_character() {
             dir.path().to_str().unwrap(),
         ])
         .args(["--", "printf 'é%.0s' {1..40000}"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8(out.stdout.clone()).expect("valid UTF-8");
-    assert_eq!(code(&out), 0);
+        .run();
+    let text = &out.stdout;
+    out.expect_status(0);
     let body = text.lines().nth(1).unwrap();
     assert_eq!(body, "é".repeat(500));
     assert!(

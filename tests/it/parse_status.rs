@@ -1,24 +1,10 @@
 //! `parse-status` inverts the final marker of every rendered result.
 use crate::support::*;
-use std::io::Write;
-use std::process::Stdio;
 
+/// `dsh-exec parse-status` fed `text` on stdin: (stdout, exit status).
 fn parse_status(text: &str) -> (String, i32) {
-    let mut child = dsh()
-        .arg("parse-status")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (stdout(&out), code(&out))
+    let out = Test::new().arg("parse-status").stdin(text).run();
+    (out.stdout, out.status)
 }
 
 #[test]
@@ -68,13 +54,9 @@ fn a_file_argument_is_read() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("result.txt");
     std::fs::write(&f, "out\n[killed by signal: SIGKILL]\n").unwrap();
-    let out = dsh()
+    Test::new()
         .args(["parse-status", f.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(
-        stdout(&out),
-        "{\"exit_code\":null,\"signal\":\"SIGKILL\"}\n"
-    );
-    assert_eq!(code(&out), 0);
+        .run()
+        .expect_stdout("{\"exit_code\":null,\"signal\":\"SIGKILL\"}\n")
+        .expect_status(0);
 }

@@ -3,7 +3,6 @@ use crate::support::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 /// A workspace, a directory outside it, and a private temp dir, all under
 /// one temp dir that is removed at the end.
@@ -32,18 +31,16 @@ fn dirs() -> Dirs {
 
 /// Runs `dsh-exec --json ARGS -- SCRIPT` in `d.ws` with `$TMPDIR` = `d.tmp`.
 fn sandboxed(d: &Dirs, args: &[&str], script: &str) -> (Value, i32) {
-    let out = dsh()
+    let out = Test::new()
         .env("TMPDIR", &d.tmp)
-        .args(["--json", "-C", d.ws.to_str().unwrap()])
+        .args(["--json", "-C", p(&d.ws)])
         .args(args)
         .args(["--", script])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {} {}", stdout(&out), stderr(&out)));
-    (v, code(&out))
+        .run();
+    (out.json(), out.status)
 }
 
+/// A path as text (the temp dirs are UTF-8).
 fn p(path: &Path) -> &str {
     path.to_str().unwrap()
 }
@@ -71,14 +68,12 @@ fn read_only_reads_and_writes_devices_but_no_files() {
 #[test]
 fn the_rendered_text_names_a_denial() {
     let d = dirs();
-    let out = dsh()
+    Test::new()
         .args(["-s", "read-only", "-C", p(&d.ws), "--", "touch f"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        stdout(&out),
-        "[stderr]\ntouch: cannot touch 'f': Permission denied\n[sandbox: read-only; a write was denied]\n[exit code: 1]\n"
-    );
+        .run()
+        .expect_stdout(
+            "[stderr]\ntouch: cannot touch 'f': Permission denied\n[sandbox: read-only; a write was denied]\n[exit code: 1]\n",
+        );
 }
 
 #[test]
@@ -119,7 +114,7 @@ fn no_temp_write_keeps_the_temp_dir_read_only() {
 #[test]
 fn a_missing_writable_root_is_skipped_with_a_warning() {
     let d = dirs();
-    let out = dsh()
+    Test::new()
         .args([
             "-s",
             "workspace-write",
@@ -129,13 +124,11 @@ fn a_missing_writable_root_is_skipped_with_a_warning() {
             p(&d.ws),
         ])
         .args(["--", "touch f && echo ok"])
-        .output()
-        .unwrap();
-    assert_eq!(stdout(&out), "ok\n[exit code: 0]\n");
-    assert_eq!(
-        stderr(&out),
-        "dsh-exec: warning: writable root /nonexistent/root skipped: No such file or directory (os error 2)\n"
-    );
+        .run()
+        .expect_stdout("ok\n[exit code: 0]\n")
+        .expect_stderr(
+            "dsh-exec: warning: writable root /nonexistent/root skipped: No such file or directory (os error 2)\n",
+        );
 }
 
 #[test]
@@ -350,7 +343,7 @@ fn a_restriction_failing_after_the_spawn_is_a_runner_failure() {
 #[test]
 fn explain_shows_the_policy() {
     let d = dirs();
-    let out = dsh()
+    let v = Test::new()
         .env("TMPDIR", &d.tmp)
         .args([
             "explain",
@@ -363,9 +356,8 @@ fn explain_shows_the_policy() {
             p(&d.ws),
         ])
         .args(["--writable-root", "/nonexistent/w", "--", "true"])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        .run()
+        .json();
     let sb = &v["sandbox"];
     assert_eq!(
         sb["mode"],
@@ -377,7 +369,6 @@ fn explain_shows_the_policy() {
     assert_eq!(sb["skipped"][0]["path"], "/nonexistent/w");
     assert!(sb["landlock_abi"].as_i64().unwrap() >= 1);
     assert_eq!(sb["enforcement"]["network"], "full");
-    let _ = Duration::ZERO;
 }
 
 #[test]

@@ -5,15 +5,17 @@ use crate::support::*;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
+/// Runs `script` in sandbox `mode` with `ws` as workdir and `$TMPDIR`:
+/// (rendered text, exit status).
 fn confined(mode: &str, ws: &std::path::Path, script: &str) -> (String, i32) {
-    let out = dsh()
+    let out = Test::new()
         .env("TMPDIR", ws)
         .args(["-s", mode, "-C", ws.to_str().unwrap(), "--", script])
-        .output()
-        .unwrap();
-    (stdout(&out), code(&out))
+        .run();
+    (out.stdout, out.status)
 }
 
+/// A shell command running `code` with `python3 -c`.
 fn py(code: &str) -> String {
     format!("python3 -c '{code}'")
 }
@@ -91,13 +93,9 @@ fn io_uring_and_terminal_injection_are_refused() {
     );
     let (text, _) = confined("read-only", ws.path(), &uring);
     assert_eq!(text, "-1 1\n[exit code: 0]\n", "io_uring_setup: EPERM");
-    let out = dsh()
-        .args(["--network", "deny", "--", &uring])
-        .output()
-        .unwrap();
+    let out = Test::new().args(["--network", "deny", "--", &uring]).run();
     assert_eq!(
-        stdout(&out),
-        "-1 13\n[exit code: 0]\n",
+        out.stdout, "-1 13\n[exit code: 0]\n",
         "io_uring_setup under --network deny: EACCES"
     );
     // On a pipe TIOCSTI would fail with ENOTTY; the filter answers EPERM first.
@@ -135,21 +133,19 @@ fn network_deny_in_full_access_also_closes_abstract_sockets() {
         "import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect(\"\\0{name}\")\n    print(\"connected\")\n\
          except OSError as e:\n    print(\"refused\", e.errno)"
     ));
-    let out = dsh()
+    Test::new()
         .args(["--network", "deny", "--", &connect])
-        .output()
-        .unwrap();
-    assert_eq!(stdout(&out), "refused 1\n[exit code: 0]\n");
-    let out = dsh()
+        .run()
+        .expect_stdout("refused 1\n[exit code: 0]\n");
+    Test::new()
         .args(["--network", "allow", "--", &connect])
-        .output()
-        .unwrap();
-    assert_eq!(stdout(&out), "connected\n[exit code: 0]\n");
+        .run()
+        .expect_stdout("connected\n[exit code: 0]\n");
 }
 
 #[test]
 fn odd_writable_roots_are_skipped_or_flagged() {
-    let out = dsh()
+    Test::new()
         .args([
             "-s",
             "workspace-write",
@@ -160,14 +156,12 @@ fn odd_writable_roots_are_skipped_or_flagged() {
             "--",
             "true",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 0);
-    assert_eq!(
-        stderr(&out),
-        "dsh-exec: warning: writable root /etc/hostname skipped: not a directory\n\
-         dsh-exec: warning: a writable root is /: workspace-write then allows writing anywhere\n"
-    );
+        .run()
+        .expect_status(0)
+        .expect_stderr(
+            "dsh-exec: warning: writable root /etc/hostname skipped: not a directory\n\
+             dsh-exec: warning: a writable root is /: workspace-write then allows writing anywhere\n",
+        );
 }
 
 #[test]

@@ -52,14 +52,9 @@ fn a_command_that_does_not_read_a_large_stdin_file_is_not_a_failure() {
 
 #[test]
 fn dash_reads_this_process_stdin() {
-    let mut child = dsh()
+    Test::new()
         .args(["--stdin-file", "-", "--", "tr a-z A-Z"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(stdout(&out), "HELLO\n[exit code: 0]\n");
+        .stdin("hello\n")
+        .run()
+        .expect_stdout("HELLO\n[exit code: 0]\n");
 }

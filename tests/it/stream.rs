@@ -42,18 +42,16 @@ fn the_first_line_appears_before_the_run_ends() {
 
 #[test]
 fn with_json_the_live_output_goes_to_stderr_and_the_object_alone_to_stdout() {
-    let out = dsh()
+    let out = Test::new()
         .args([
             "--stream",
             "--json",
             "--",
             "echo out; sleep 0.2; echo err >&2; exit 2",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 2);
-    assert_eq!(stderr(&out), "out\nerr\n");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        .run();
+    out.expect_status(2).expect_stderr("out\nerr\n");
+    let v = out.json();
     assert_eq!(v["stdout"]["text"], "out\n");
     assert_eq!(v["stderr"]["text"], "err\n");
 }
@@ -61,7 +59,7 @@ fn with_json_the_live_output_goes_to_stderr_and_the_object_alone_to_stdout() {
 #[test]
 fn streaming_keeps_the_budget_and_the_spill_file() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dsh()
+    let out = Test::new()
         .args([
             "--stream",
             "--json",
@@ -71,15 +69,14 @@ fn streaming_keeps_the_budget_and_the_spill_file() {
             dir.path().to_str().unwrap(),
         ])
         .args(["--", "seq 1 1000"])
-        .output()
-        .unwrap();
+        .run();
     let all = std::process::Command::new("seq")
         .args(["1", "1000"])
         .output()
         .unwrap()
         .stdout;
-    assert_eq!(out.stderr, all);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.stderr.as_bytes(), all);
+    let v = out.json();
     assert_eq!(v["stdout"]["truncated"], true);
     assert_eq!(
         std::fs::read(v["stdout"]["spill_path"].as_str().unwrap()).unwrap(),
@@ -90,7 +87,7 @@ fn streaming_keeps_the_budget_and_the_spill_file() {
 #[test]
 fn the_text_end_names_the_spill_file_of_an_outgrown_stream() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dsh()
+    let out = Test::new()
         .args([
             "--stream",
             "--stdout-max-bytes",
@@ -99,19 +96,15 @@ fn the_text_end_names_the_spill_file_of_an_outgrown_stream() {
             dir.path().to_str().unwrap(),
         ])
         .args(["--", "seq 1 10"])
-        .output()
-        .unwrap();
+        .run();
     let spill_dir = std::fs::read_dir(dir.path())
         .unwrap()
         .next()
         .unwrap()
         .unwrap()
         .path();
-    assert_eq!(
-        stdout(&out),
-        format!(
-            "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n[stdout truncated: 11 earlier bytes omitted; full stream: {}/stdout]\n[exit code: 0]\n",
-            spill_dir.display()
-        )
-    );
+    out.expect_stdout(&format!(
+        "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n[stdout truncated: 11 earlier bytes omitted; full stream: {}/stdout]\n[exit code: 0]\n",
+        spill_dir.display()
+    ));
 }

@@ -6,9 +6,9 @@ fn assert_refused(args: &[&str], status: i32, needle: &str) {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran");
     let script = format!("touch {}", marker.display());
-    let out = dsh().args(args).args(["--", &script]).output().unwrap();
-    let err = stderr(&out);
-    assert_eq!(code(&out), status, "{args:?}: {err}");
+    let out = Test::new().args(args).args(["--", &script]).run();
+    let err = &out.stderr;
+    assert_eq!(out.status, status, "{args:?}: {err}");
     assert!(!marker.exists(), "{args:?}: the command ran");
     assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
     assert!(err.starts_with("dsh-exec: error: "), "{err}");
@@ -79,15 +79,10 @@ fn a_missing_shell_is_an_infrastructure_error() {
 
 #[test]
 fn no_command_is_a_usage_error() {
-    let out = dsh().output().unwrap();
-    assert_eq!(code(&out), 2);
-    assert!(
-        stderr(&out).contains("no command given"),
-        "{}",
-        stderr(&out)
-    );
-    let out = dsh().args(["--", ""]).output().unwrap();
-    assert_eq!(code(&out), 2);
+    let out = Test::new().run();
+    out.expect_status(2);
+    assert!(out.stderr.contains("no command given"), "{}", out.stderr);
+    Test::new().args(["--", ""]).run().expect_status(2);
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! Shared helpers: run the real `dsh-exec` binary and inspect real processes.
 
+use std::ffi::OsStr;
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Path of the built binary.
@@ -18,34 +20,167 @@ pub fn dsh() -> Command {
     c
 }
 
+/// One run of the binary, built up and then [`run`](Test::run) to its end
+/// (after casey/just's `Test`): it starts from [`dsh`]'s small environment,
+/// takes arguments, environment variables and stdin, and gives an
+/// [`Outcome`] to assert on.
+///
+/// ```ignore
+/// Test::new()
+///     .args(["--", "exit 3"])
+///     .run()
+///     .expect_status(3)
+///     .expect_stdout("[exit code: 3]\n");
+/// ```
+pub struct Test {
+    command: Command,
+    stdin: Option<Vec<u8>>,
+}
+
+impl Test {
+    /// A run of the binary with no arguments yet and stdin at end of file.
+    pub fn new() -> Test {
+        Test {
+            command: dsh(),
+            stdin: None,
+        }
+    }
+
+    /// Appends one argument (any `OsStr`, so paths need no conversion).
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Test {
+        self.command.arg(arg);
+        self
+    }
+
+    /// Appends arguments.
+    pub fn args<I, S>(mut self, args: I) -> Test
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.command.args(args);
+        self
+    }
+
+    /// Sets `key` to `value` in the binary's environment.
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Test {
+        self.command.env(key, value);
+        self
+    }
+
+    /// Feeds `bytes` to the binary's stdin, then closes it (without this,
+    /// stdin is `/dev/null`).
+    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Test {
+        self.stdin = Some(bytes.into());
+        self
+    }
+
+    /// Runs the binary to its end. Panics when it cannot be spawned or is
+    /// killed by a signal, or when its stdout is not UTF-8.
+    pub fn run(mut self) -> Outcome {
+        self.command
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = self.command.spawn().expect("spawn dsh-exec");
+        // Written from a thread, so a large input cannot deadlock against
+        // output that fills its pipe; a binary that exits without reading
+        // it all is not an error of the test.
+        let feeder = self.stdin.map(|bytes| {
+            let mut pipe = child.stdin.take().expect("piped stdin");
+            std::thread::spawn(move || match pipe.write_all(&bytes) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    panic!("writing dsh-exec's stdin: {e}")
+                }
+                _ => {}
+            })
+        });
+        let out = child.wait_with_output().expect("wait for dsh-exec");
+        if let Some(feeder) = feeder {
+            feeder.join().expect("stdin feeder");
+        }
+        Outcome {
+            stdout: stdout(&out),
+            stderr: stderr(&out),
+            status: code(&out),
+        }
+    }
+}
+
+/// What a [`Test`] run did. The `expect_*` methods assert and return the
+/// outcome, so that they chain.
+pub struct Outcome {
+    /// Everything the binary wrote to stdout.
+    pub stdout: String,
+    /// Everything the binary wrote to stderr (lossy UTF-8).
+    pub stderr: String,
+    /// The binary's exit status.
+    pub status: i32,
+}
+
+impl Outcome {
+    /// Stdout parsed as one JSON value; panics, showing it, when it is not.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// Asserts the exit status (the message shows stdout and stderr).
+    pub fn expect_status(&self, status: i32) -> &Outcome {
+        assert_eq!(
+            self.status, status,
+            "exit status\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Asserts the whole of stdout.
+    pub fn expect_stdout(&self, stdout: &str) -> &Outcome {
+        assert_eq!(self.stdout, stdout, "stdout\nstderr:\n{}", self.stderr);
+        self
+    }
+
+    /// Asserts the whole of stderr.
+    pub fn expect_stderr(&self, stderr: &str) -> &Outcome {
+        assert_eq!(self.stderr, stderr, "stderr\nstdout:\n{}", self.stdout);
+        self
+    }
+}
+
 /// Runs `dsh-exec ARGS` and returns (stdout as text, exit status).
 pub fn run(args: &[&str]) -> (String, i32) {
-    let out = dsh().args(args).output().expect("spawn dsh-exec");
-    (stdout(&out), code(&out))
-}
-
-pub fn stdout(out: &Output) -> String {
-    String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8")
-}
-
-pub fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-pub fn code(out: &Output) -> i32 {
-    out.status.code().expect("dsh-exec exited normally")
+    let out = Test::new().args(args).run();
+    (out.stdout, out.status)
 }
 
 /// Runs `dsh-exec --json ARGS` and returns (parsed object, exit status).
 pub fn run_json(args: &[&str]) -> (serde_json::Value, i32) {
-    let out = dsh()
-        .arg("--json")
-        .args(args)
-        .output()
-        .expect("spawn dsh-exec");
-    let v = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
-    (v, code(&out))
+    let out = Test::new().arg("--json").args(args).run();
+    (out.json(), out.status)
+}
+
+/// Stdout of a finished process, which must be UTF-8.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8")
+}
+
+/// Stderr of a finished process (lossy UTF-8).
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Exit status of a finished process, which must not have died by a signal.
+pub fn code(out: &Output) -> i32 {
+    out.status.code().expect("dsh-exec exited normally")
 }
 
 /// True while `pid` exists and is not a zombie.
