@@ -1,37 +1,17 @@
 //! Colour: on a terminal or when forced; never when piped unless asked.
+use crate::support::pty::Pty;
 use crate::support::*;
 
 const GREEN_MARKER: &str = "\u{1b}[1m\u{1b}[32m[exit code: 0]";
 
-/// Runs dsh-exec under a pseudo-terminal and returns what it printed.
+/// Runs dsh-exec with `args` and `env` on a pseudo-terminal and returns
+/// what it printed.
 fn under_pty(args: &[&str], env: &[(&str, &str)]) -> String {
-    let driver = r#"
-import os, pty, sys
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(sys.argv[1], sys.argv[1:])
-out = b""
-while True:
-    try:
-        data = os.read(fd, 4096)
-    except OSError:
-        break
-    if not data:
-        break
-    out += data
-os.waitpid(pid, 0)
-sys.stdout.write(out.decode(errors="replace"))
-"#;
-    let mut cmd = std::process::Command::new("python3");
-    cmd.args(["-c", driver])
-        .arg(bin())
-        .args(args)
-        .env_remove("NO_COLOR")
-        .env_remove("CLICOLOR_FORCE");
+    let mut pty = Pty::new(bin()).args(args);
     for (k, v) in env {
-        cmd.env(k, v);
+        pty = pty.env(k, v);
     }
-    String::from_utf8_lossy(&cmd.output().unwrap().stdout).into_owned()
+    pty.run().text
 }
 
 #[test]

@@ -1,41 +1,12 @@
 //! `-i`: the command gets the terminal, confined as any run, and the marker
 //! follows when it ends. Driven under a real pseudo-terminal (Python's pty).
+use crate::support::pty::Pty;
 use crate::support::*;
-
-const PTY_DRIVER: &str = r#"
-import os, pty, select, sys, time
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(sys.argv[1], sys.argv[1:])
-out = b""
-def pump(seconds):
-    global out
-    end = time.time() + seconds
-    while time.time() < end:
-        if select.select([fd], [], [], 0.05)[0]:
-            try:
-                data = os.read(fd, 4096)
-            except OSError:
-                return False
-            if not data:
-                return False
-            out += data
-    return True
-pump(1.0)
-os.write(fd, b"echo mode=$DSH_SANDBOX_MODE; touch $WS/f; tty; exit 3\n")
-end = time.time() + 10
-while time.time() < end and pump(0.2):
-    pass
-_, status = os.waitpid(pid, 0)
-sys.stdout.write(out.decode(errors="replace"))
-sys.stdout.write("status=%d\n" % os.waitstatus_to_exitcode(status))
-"#;
 
 #[test]
 fn an_interactive_shell_runs_confined_and_the_marker_follows_exit() {
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new("python3")
-        .args(["-c", PTY_DRIVER, bin().to_str().unwrap()])
+    let screen = Pty::new(bin())
         .args([
             "-i",
             "--color",
@@ -47,16 +18,21 @@ fn an_interactive_shell_runs_confined_and_the_marker_follows_exit() {
         ])
         .args(["--", "bash --norc --noprofile -i"])
         .env("WS", dir.path())
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+        // The prompt of bash --norc: `bash-5.2$ ` (or `# ` for root).
+        .type_after(
+            "bash-",
+            b"echo mode=$DSH_SANDBOX_MODE; touch $WS/f; tty; exit 3\n",
+        )
+        .run();
+    let text = screen.text.replace('\r', "");
     assert!(text.contains("mode=read-only\n"), "{text}");
     assert!(text.contains("cannot touch"), "{text}");
     assert!(
         text.contains("\n/dev/pts/"),
         "the command had no terminal: {text}"
     );
-    assert!(text.ends_with("[exit code: 3]\nstatus=3\n"), "{text}");
+    assert!(text.ends_with("[exit code: 3]\n"), "{text}");
+    assert_eq!(screen.status, 3, "{text}");
     assert!(!dir.path().join("f").exists());
 }
 

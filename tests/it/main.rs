@@ -6,6 +6,8 @@
 //!   binary, and its `Outcome`; `dsh`, `run` and `run_json` for the plain
 //!   cases; `alive`, `gone_within` and `cleanup` for the processes a test
 //!   starts; `wait_for_line`; `example`, which builds an example binary.
+//!   `support/pty.rs` runs a program on a real pseudo-terminal (python3's
+//!   `pty` module) and returns what the terminal showed.
 //! - one module per behaviour (`abort`, `jobs`, `sandbox`, ...), each opening
 //!   with a `//!` line that says what it covers.
 //!

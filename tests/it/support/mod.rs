@@ -6,17 +6,25 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod pty;
+
 /// Path of the built binary.
 pub fn bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin("dsh-exec")
 }
 
+/// Replaces `c`'s environment with a small, known one: this process's
+/// `PATH`, and a `HOME` that does not exist.
+pub fn known_env(c: &mut Command) -> &mut Command {
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", "/nonexistent-home")
+}
+
 /// A command for the binary with a small, known environment.
 pub fn dsh() -> Command {
     let mut c = Command::new(bin());
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", "/nonexistent-home");
+    known_env(&mut c);
     c
 }
 
