@@ -29,6 +29,14 @@ impl Jobs {
         (stdout(&out), code(&out))
     }
 
+    /// `job wait ID` with a deadline: a job still running after 10 s fails
+    /// the test instead of holding it for the job's own 10 min default.
+    fn wait(&self, id: &str) -> (String, i32) {
+        let (text, status) = self.run(&["job", "wait", id, "--timeout", "10s"]);
+        assert_ne!(text, "[still running]\n", "job {id} still runs after 10 s");
+        (text, status)
+    }
+
     fn start(&self, script: &str) -> String {
         let (id, status) = self.run(&["--background", "--", script]);
         assert_eq!(status, 0, "{id}");
@@ -60,17 +68,15 @@ fn reads_are_incremental_and_wait_prints_the_whole_result() {
     assert_eq!(status, 0);
     assert!(first.ends_with("[running]\n"), "{first}");
     let mut seen: String = first.trim_end_matches("[running]\n").to_string();
-    std::thread::sleep(Duration::from_millis(2000));
+    // A wait does not take output from the reads.
+    assert_eq!(jobs.wait(&id).1, 0);
     let (rest, _) = jobs.run(&["job", "read", &id]);
     assert!(rest.ends_with("[exit code: 0]\n"), "{rest}");
     seen.push_str(rest.trim_end_matches("[exit code: 0]\n"));
     assert_eq!(seen, "1\n2\n3\n4\n", "reads repeated or lost output");
     let (again, _) = jobs.run(&["job", "read", &id]);
     assert_eq!(again, "[exit code: 0]\n");
-    assert_eq!(
-        jobs.run(&["job", "wait", &id]),
-        ("1\n2\n3\n4\n[exit code: 0]\n".into(), 0)
-    );
+    assert_eq!(jobs.wait(&id), ("1\n2\n3\n4\n[exit code: 0]\n".into(), 0));
 }
 
 #[test]
@@ -87,17 +93,25 @@ fn a_read_after_the_tail_moved_on_is_lossy_and_names_the_spill_file() {
         "seq 1 100000; sleep 0.5",
     ]);
     let id = id.trim();
-    std::thread::sleep(Duration::from_millis(300));
-    let (json, _) = jobs.run(&["job", "read", id, "--json"]);
-    let v: Value = serde_json::from_str(&json).unwrap();
-    assert_eq!(v["lossy"], true, "{v}");
     let expected = Command::new("seq")
         .args(["1", "100000"])
         .output()
         .unwrap()
         .stdout;
+    // Until seq is done, which the spill file shows without taking output
+    // (a read would move the read position).
+    let spilled = || {
+        let run_dir = std::fs::read_dir(spill.path()).ok()?.next()?.ok()?.path();
+        let len = std::fs::metadata(run_dir.join("stdout")).ok()?.len();
+        (len == expected.len() as u64).then_some(())
+    };
+    poll_until(Duration::from_secs(10), spilled)
+        .expect("the job did not write all of seq's output within 10 s");
+    let (json, _) = jobs.run(&["job", "read", id, "--json"]);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["lossy"], true, "{v}");
     let path = v["stdout_spill_path"].as_str().unwrap();
-    jobs.run(&["job", "wait", id]);
+    jobs.wait(id);
     assert_eq!(std::fs::read(path).unwrap(), expected);
     assert!(expected.ends_with(v["delta_stdout"].as_str().unwrap().as_bytes()));
 }
@@ -115,16 +129,12 @@ fn pids_of(cmdline: &str) -> Vec<i32> {
         .collect()
 }
 
-/// Waits up to 2 s for `n` processes running exactly `cmdline`.
+/// Waits up to 10 s for `n` processes running exactly `cmdline`.
 fn wait_for_pids(cmdline: &str, n: usize) -> Vec<i32> {
-    for _ in 0..100 {
-        let pids = pids_of(cmdline);
-        if pids.len() == n {
-            return pids;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("{n} processes '{cmdline}' did not appear");
+    poll_until(Duration::from_secs(10), || {
+        Some(pids_of(cmdline)).filter(|pids| pids.len() == n)
+    })
+    .unwrap_or_else(|| panic!("{n} processes '{cmdline}' did not appear within 10 s"))
 }
 
 #[test]
@@ -166,7 +176,7 @@ fn detach_after_prints_the_output_so_far_and_the_job_finishes_later() {
         .expect("a detached line")
         .to_string();
     assert_eq!(lines.next(), None);
-    let (result, status) = jobs.run(&["job", "wait", &id]);
+    let (result, status) = jobs.wait(&id);
     assert_eq!(
         (result.as_str(), status),
         ("early\nlate\n[exit code: 0]\n", 0)
@@ -224,11 +234,8 @@ fn two_jobs_keep_their_outputs_apart_and_are_both_listed() {
         ids.contains(&a.as_str()) && ids.contains(&b.as_str()),
         "{list}"
     );
-    assert_eq!(jobs.run(&["job", "wait", &a]).0, "from-a\n[exit code: 0]\n");
-    assert_eq!(
-        jobs.run(&["job", "wait", &b]).0,
-        "[stderr]\nfrom-b\n[exit code: 0]\n"
-    );
+    assert_eq!(jobs.wait(&a).0, "from-a\n[exit code: 0]\n");
+    assert_eq!(jobs.wait(&b).0, "[stderr]\nfrom-b\n[exit code: 0]\n");
     assert_eq!(jobs.run(&["job", "prune"]).0, "pruned 2 jobs\n");
     assert_eq!(jobs.run(&["job", "list"]).0, "no jobs\n");
 }
@@ -249,7 +256,7 @@ fn the_jobs_root_is_private() {
     use std::os::unix::fs::PermissionsExt;
     let jobs = Jobs::new();
     let id = jobs.start("true");
-    jobs.run(&["job", "wait", &id]);
+    jobs.wait(&id);
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&jobs.runtime.path().join("dsh-exec/jobs")), 0o700);
     assert_eq!(mode(&jobs.dir(&id)), 0o700);
@@ -261,10 +268,14 @@ fn the_jobs_root_is_private() {
 fn a_character_split_between_two_reads_arrives_whole() {
     let jobs = Jobs::new();
     let id = jobs.start("printf 'caf\\303'; sleep 0.8; printf '\\251 ok\\n'");
-    std::thread::sleep(Duration::from_millis(300));
-    let (first, _) = jobs.run(&["job", "read", &id]);
+    // Reads until one has output (a read with none takes nothing).
+    let first = poll_until(Duration::from_secs(5), || {
+        let (text, _) = jobs.run(&["job", "read", &id]);
+        (text != "[running]\n").then_some(text)
+    })
+    .expect("the job printed nothing within 5 s");
     assert_eq!(first, "caf\n[running]\n");
-    jobs.run(&["job", "wait", &id]);
+    jobs.wait(&id);
     let (rest, _) = jobs.run(&["job", "read", &id]);
     assert_eq!(rest, "é ok\n[exit code: 0]\n");
 }
@@ -278,7 +289,7 @@ fn stdin_dash_feeds_a_background_job() {
         .stdin("hello\n")
         .run();
     let id = out.stdout.trim().to_string();
-    assert_eq!(jobs.run(&["job", "wait", &id]).0, "HELLO\n[exit code: 0]\n");
+    assert_eq!(jobs.wait(&id).0, "HELLO\n[exit code: 0]\n");
 }
 
 #[test]
@@ -305,7 +316,7 @@ fn prune_spill_removes_only_spill_files_of_the_expected_shape() {
         "seq 1 100",
     ]);
     let id = id.trim();
-    jobs.run(&["job", "wait", id]);
+    jobs.wait(id);
     assert_eq!(std::fs::read_dir(spill.path()).unwrap().count(), 1);
     assert_eq!(jobs.run(&["job", "prune", "--spill"]).0, "pruned 1 jobs\n");
     assert_eq!(std::fs::read_dir(spill.path()).unwrap().count(), 0);
@@ -379,7 +390,7 @@ fn without_a_runtime_dir_jobs_live_under_the_state_home() {
     let id = v["job_id"].as_str().unwrap();
     let wait = Test::new()
         .env("HOME", home.path())
-        .args(["job", "wait", id])
+        .args(["job", "wait", id, "--timeout", "10s"])
         .run();
     assert_eq!(wait.stdout, "[exit code: 0]\n");
 }

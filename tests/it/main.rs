@@ -5,7 +5,8 @@
 //! - `support/`: the shared helpers: `Test`, a builder for one run of the
 //!   binary, and its `Outcome`; `dsh`, `run` and `run_json` for the plain
 //!   cases; `alive`, `gone_within` and `cleanup` for the processes a test
-//!   starts; `wait_for_line`; `example`, which builds an example binary.
+//!   starts; `poll_until` and `wait_for_line`, waits that have a deadline;
+//!   `example`, which builds an example binary.
 //!   `support/pty.rs` runs a program on a real pseudo-terminal (python3's
 //!   `pty` module) and returns what the terminal showed.
 //! - one module per behaviour (`abort`, `jobs`, `sandbox`, ...), each opening

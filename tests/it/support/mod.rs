@@ -205,16 +205,27 @@ pub fn alive(pid: i32) -> bool {
     }
 }
 
+/// Calls `probe` every 10 ms until it gives `Some`, for at most `limit`,
+/// and returns that value; `None` when `limit` passed first. `probe` runs at
+/// least once, and once more after the deadline, so a slow machine does not
+/// turn a late success into a failure.
+pub fn poll_until<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = Instant::now() + limit;
+    loop {
+        let past_deadline = Instant::now() >= end;
+        if let Some(value) = probe() {
+            return Some(value);
+        }
+        if past_deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Waits up to `limit` for `pid` to be gone; true when it is.
 pub fn gone_within(pid: i32, limit: Duration) -> bool {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if !alive(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    !alive(pid)
+    poll_until(limit, || (!alive(pid)).then_some(())).is_some()
 }
 
 /// Kills `pid` if it is still alive (test cleanup after a failure).
@@ -226,16 +237,10 @@ pub fn cleanup(pid: i32) {
 
 /// Waits up to `limit` for `path` to hold a whole line; returns it trimmed.
 pub fn wait_for_line(path: &std::path::Path, limit: Duration) -> Option<String> {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if let Ok(s) = std::fs::read_to_string(path)
-            && s.ends_with('\n')
-        {
-            return Some(s.trim().to_string());
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    None
+    poll_until(limit, || {
+        let s = std::fs::read_to_string(path).ok()?;
+        s.ends_with('\n').then(|| s.trim().to_string())
+    })
 }
 
 /// An example binary of this crate, built (or found up to date) by cargo
