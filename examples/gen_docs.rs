@@ -1,5 +1,6 @@
 //! Generates the shell completions (`completions/`) and the man pages
-//! (`man/`) from the one clap definition in `src/cli.rs`, and the JSON
+//! (`man/`) from the one clap definition in `src/cli.rs` (included here as
+//! a module, as clap_complete suggests for build scripts), and the JSON
 //! Schema of the `--json` result (`schema/run-result.schema.json`) from
 //! `RunResult`.
 //!
@@ -7,6 +8,10 @@
 //! cargo run --example gen_docs            # write the files
 //! cargo run --example gen_docs -- --check # exit 1 when a committed file drifted
 //! ```
+
+#[allow(dead_code)]
+#[path = "../src/cli.rs"]
+mod cli;
 
 use std::path::{Path, PathBuf};
 
@@ -24,17 +29,17 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
         (Shell::PowerShell, "_dsh-exec.ps1"),
     ] {
         let mut out = Vec::new();
-        clap_complete::generate(shell, &mut dsh_exec::cli::command(), "dsh-exec", &mut out);
+        clap_complete::generate(shell, &mut cli::command(), "dsh-exec", &mut out);
         files.push((Path::new("completions").join(name), out));
     }
     files.push((Path::new("man").join("dsh-exec.1"), man_page()));
     let schema =
-        serde_json::to_string_pretty(&dsh_exec::result::json_schema()).expect("json") + "\n";
+        serde_json::to_string_pretty(&dsh_exec_core::result::json_schema()).expect("json") + "\n";
     files.push((
         Path::new("schema").join("run-result.schema.json"),
         schema.into_bytes(),
     ));
-    for sub in dsh_exec::cli::command().get_subcommands() {
+    for sub in cli::command().get_subcommands() {
         let name = format!("dsh-exec-{}", sub.get_name());
         // clap takes a static name; this short-lived generator can leak it.
         let cmd = sub.clone().name(&*Box::leak(name.clone().into_boxed_str()));
@@ -52,7 +57,7 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
 /// and subcommands, then the reference sections and examples of `cli.rs`.
 fn man_page() -> Vec<u8> {
     // The short after-help is replaced by the full reference sections below.
-    let cmd = dsh_exec::cli::command()
+    let cmd = cli::command()
         .after_help(None::<&str>)
         .after_long_help(None::<&str>);
     let man = clap_mangen::Man::new(cmd).date("2026-11-30");
@@ -64,14 +69,14 @@ fn man_page() -> Vec<u8> {
     man.render_options_section(&mut out).expect("render");
     man.render_subcommands_section(&mut out).expect("render");
     let mut roff = Roff::default();
-    for (heading, paragraphs) in dsh_exec::cli::REFERENCE {
+    for (heading, paragraphs) in cli::REFERENCE {
         roff.control("SH", [*heading]);
         for p in *paragraphs {
             roff.control("PP", []).text([roman(*p)]);
         }
     }
     roff.control("SH", ["EXAMPLES"]);
-    for (cmd, what) in dsh_exec::cli::EXAMPLES {
+    for (cmd, what) in cli::EXAMPLES {
         roff.control("TP", [])
             .text([bold(*cmd)])
             .text([roman(*what)]);

@@ -1,18 +1,21 @@
-//! The command line, defined once with clap: the single source of `--help`
-//! (and, later, of the man page and shell completions).
+//! The command line, defined once with clap: the single source of `--help`,
+//! the man pages and the shell completions (`examples/gen_docs.rs` includes
+//! this file to generate them).
 //!
 //! Parsing yields what the user said ([`RunArgs`]); [`RunArgs::into_request`]
-//! hands it to [`crate::resolve`], which applies every default.
+//! hands it to [`dsh_exec_core::resolve`], which applies every default.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::env::{EnvArg, parse_env_arg, parse_managed_arg};
-use crate::sandbox::{Mode, Network};
-use crate::spec::{LiveOutput, Request};
-use crate::units::{parse_budget, parse_duration, parse_timeout};
+use dsh_exec_core::Request;
+use dsh_exec_core::request::env::{EnvArg, parse_env_arg, parse_managed_arg};
+use dsh_exec_core::request::units::{parse_budget, parse_duration, parse_timeout};
+use dsh_exec_core::sandbox::{Mode, Network};
+use dsh_exec_core::spec::LiveOutput;
 
 const AFTER_HELP: &str = "\
 Output: the command's stdout, a [stderr] section when stderr is not empty,
@@ -202,6 +205,40 @@ pub enum ColorChoice {
     Never,
 }
 
+/// A sandbox mode as clap sees it: the names and help of [`Mode`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModeArg(pub Mode);
+
+impl ValueEnum for ModeArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [ModeArg; 3] = [
+            ModeArg(Mode::ALL[0]),
+            ModeArg(Mode::ALL[1]),
+            ModeArg(Mode::ALL[2]),
+        ];
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.as_str()).help(self.0.describe()))
+    }
+}
+
+/// A network policy as clap sees it: the names and help of [`Network`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NetworkArg(pub Network);
+
+impl ValueEnum for NetworkArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [NetworkArg; 2] = [NetworkArg(Network::ALL[0]), NetworkArg(Network::ALL[1])];
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.as_str()).help(self.0.describe()))
+    }
+}
+
 /// A deadline: `None` is no deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeout(pub Option<Duration>);
@@ -246,7 +283,7 @@ pub struct RunArgs {
     pub spill_dir: Option<PathBuf>,
     /// Confine the command: read-only, workspace-write or full-access (Linux Landlock).
     #[arg(short = 's', long, value_name = "MODE", value_enum)]
-    pub sandbox: Option<Mode>,
+    pub sandbox: Option<ModeArg>,
     /// Root the command may write under in workspace-write [default: the workdir].
     #[arg(long, value_name = "DIR")]
     pub workspace_root: Option<PathBuf>,
@@ -258,7 +295,7 @@ pub struct RunArgs {
     pub no_temp_write: bool,
     /// Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow].
     #[arg(long, value_name = "allow|deny", value_enum)]
-    pub network: Option<Network>,
+    pub network: Option<NetworkArg>,
     /// Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand).
     #[arg(short = 'i', long, conflicts_with = "stdin_file")]
     pub interactive: bool,
@@ -284,7 +321,7 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    /// What the user said, as a request for [`crate::resolve`].
+    /// What the user said, as a request for [`dsh_exec_core::resolve`].
     pub fn into_request(self) -> Request {
         Request {
             command: self.command,
@@ -297,12 +334,13 @@ impl RunArgs {
             env: self.env,
             dsh_env: self.dsh_env,
             spill_dir: self.spill_dir,
-            sandbox: self.sandbox,
-            network: self.network,
+            sandbox: self.sandbox.map(|m| m.0),
+            network: self.network.map(|n| n.0),
             workspace_root: self.workspace_root,
             writable_roots: self.writable_roots,
             no_temp_write: self.no_temp_write,
             interactive: self.interactive,
+            background: self.background || self.detach_after.is_some(),
             config: None,
             stream: match (self.stream, self.json) {
                 (false, _) => None,

@@ -394,3 +394,58 @@ fn without_a_runtime_dir_jobs_live_under_the_state_home() {
         .run();
     assert_eq!(wait.stdout, "[exit code: 0]\n");
 }
+
+/// Every process's command line, as `/proc/PID/cmdline` shows it to anyone
+/// on the host.
+fn all_cmdlines() -> Vec<(i32, Vec<u8>)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| Some((pid, std::fs::read(format!("/proc/{pid}/cmdline")).ok()?)))
+        .collect()
+}
+
+#[test]
+fn no_env_value_appears_in_any_command_line_while_the_job_runs() {
+    let jobs = Jobs::new();
+    let secret = "hunter2-cmdline-probe";
+    let (id, status) = jobs.run(&[
+        "--background",
+        "-e",
+        &format!("PROBE_VALUE={secret}"),
+        "--",
+        "echo got:$PROBE_VALUE; sleep 30",
+    ]);
+    assert_eq!(status, 0, "{id}");
+    let id = id.trim();
+    // The command has the value: the handoff carried it.
+    let seen = poll_until(Duration::from_secs(5), || {
+        let (text, _) = jobs.run(&["job", "read", id]);
+        text.contains("got:").then_some(text)
+    })
+    .expect("the job printed nothing");
+    assert!(seen.starts_with(&format!("got:{secret}\n")), "{seen}");
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(jobs.dir(id).join("supervisor.json")).unwrap())
+            .unwrap();
+    let supervisor = record["pid"].as_i64().unwrap() as i32;
+    let cmdline = std::fs::read(format!("/proc/{supervisor}/cmdline")).unwrap();
+    assert!(
+        cmdline.starts_with(b"dsh-exec\0__supervise\0"),
+        "{}",
+        String::from_utf8_lossy(&cmdline)
+    );
+    // The supervisor itself has an empty environment (root may read it
+    // despite it being not dumpable).
+    if let Ok(environ) = std::fs::read(format!("/proc/{supervisor}/environ")) {
+        assert_eq!(String::from_utf8_lossy(&environ), "");
+    }
+    let leaks: Vec<i32> = all_cmdlines()
+        .into_iter()
+        .filter(|(_, c)| c.windows(secret.len()).any(|w| w == secret.as_bytes()))
+        .map(|(pid, _)| pid)
+        .collect();
+    assert!(leaks.is_empty(), "the value is in the cmdline of {leaks:?}");
+    assert_eq!(jobs.run(&["job", "kill", id]).1, 0);
+}

@@ -243,7 +243,7 @@ pub fn wait_for_line(path: &std::path::Path, limit: Duration) -> Option<String> 
     })
 }
 
-/// An example binary of this crate, built (or found up to date) by cargo
+/// An example binary of the workspace, built (or found up to date) by cargo
 /// first, so that a filtered test run never uses a stale one.
 pub fn example(name: &str) -> PathBuf {
     let mut path = bin();
@@ -251,7 +251,7 @@ pub fn example(name: &str) -> PathBuf {
     let path = path.join("examples").join(name);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
-        .args(["build", "--quiet", "--example", name])
+        .args(["build", "--quiet", "--workspace", "--example", name])
         .status()
         .expect("run cargo");
     assert!(status.success(), "cargo build --example {name}");

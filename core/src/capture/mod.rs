@@ -1,0 +1,303 @@
+//! Bounded capture of one output stream: a tail buffer plus a spill file.
+//!
+//! Each stream keeps at most `budget` bytes, the most recent ones. The first
+//! byte past the budget creates the stream's spill file (mode 0600, inside the
+//! run's private 0700 spill directory), which from then on receives every byte
+//! of the stream, starting with the bytes already held, so it ends up holding
+//! the exact full stream. Memory stays bounded by the budget whatever the
+//! command prints; a stream that fits never touches the disk.
+
+mod spill;
+pub(crate) mod utf8;
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use self::spill::SpillDir;
+pub(crate) use self::spill::random_suffix;
+use self::utf8::char_boundary_skip;
+
+/// What one stream produced, as reported in the result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct CollectedOutput {
+    /// The kept tail as text: invalid UTF-8 replaced by U+FFFD, never starting
+    /// inside a UTF-8 character.
+    pub text: String,
+    /// True when earlier bytes were dropped from the tail.
+    pub truncated: bool,
+    /// Bytes the stream produced in all.
+    pub total_bytes: u64,
+    /// Bytes of the stream that `text` was decoded from (the kept tail).
+    #[serde(skip)]
+    pub kept_bytes: u64,
+    /// The spill file holding the exact full stream, when it outgrew its budget.
+    #[serde(serialize_with = "crate::serde_paths::lossy_opt_path")]
+    pub spill_path: Option<PathBuf>,
+    /// Why writing the spill file failed, when it did (bytes after the
+    /// failure exist only in the tail).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spill_error: Option<String>,
+}
+
+impl CollectedOutput {
+    /// Bytes produced but not present in `text` (the omitted head).
+    pub fn omitted_bytes(&self) -> u64 {
+        self.total_bytes.saturating_sub(self.kept_bytes)
+    }
+}
+
+/// New bytes since the previous read of a stream's delta.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delta {
+    /// The unread bytes still held by the tail buffer.
+    pub bytes: Vec<u8>,
+    /// True when unread bytes had already left the tail buffer (they are in
+    /// the spill file).
+    pub lossy: bool,
+}
+
+/// The live capture of one stream.
+#[derive(Debug)]
+pub struct StreamCapture {
+    name: &'static str,
+    budget: usize,
+    tail: VecDeque<u8>,
+    total: u64,
+    read_cursor: u64,
+    spill_path: Option<PathBuf>,
+    spill_file: Option<File>,
+    spill_error: Option<String>,
+}
+
+impl StreamCapture {
+    /// A capture named `name` (`stdout`, `stderr`: also the spill file's name)
+    /// that keeps at most `budget` bytes in memory.
+    pub fn new(name: &'static str, budget: u64) -> StreamCapture {
+        let budget = usize::try_from(budget).unwrap_or(usize::MAX);
+        StreamCapture {
+            name,
+            budget,
+            tail: VecDeque::new(),
+            total: 0,
+            read_cursor: 0,
+            spill_path: None,
+            spill_file: None,
+            spill_error: None,
+        }
+    }
+
+    /// Takes `chunk`, the next bytes of the stream; opens the spill file in
+    /// `spill_dir` when the stream first outgrows its budget.
+    pub fn push(&mut self, chunk: &[u8], spill_dir: &mut SpillDir) {
+        if chunk.is_empty() {
+            return;
+        }
+        let outgrows = self.tail.len() + chunk.len() > self.budget;
+        if outgrows && self.spill_path.is_none() && self.spill_error.is_none() {
+            self.open_spill(spill_dir);
+        }
+        if let Some(file) = &mut self.spill_file
+            && let Err(e) = file.write_all(chunk)
+        {
+            self.spill_error = Some(e.to_string());
+            self.spill_file = None;
+        }
+        self.total += chunk.len() as u64;
+        let keep = &chunk[chunk.len().saturating_sub(self.budget)..];
+        let excess = (self.tail.len() + keep.len()).saturating_sub(self.budget);
+        self.tail.drain(..excess);
+        self.tail.extend(keep);
+    }
+
+    fn open_spill(&mut self, spill_dir: &mut SpillDir) {
+        let created = spill_dir.create_file(self.name).and_then(|(path, mut f)| {
+            let (a, b) = self.tail.as_slices();
+            f.write_all(a)?;
+            f.write_all(b)?;
+            Ok((path, f))
+        });
+        match created {
+            Ok((path, f)) => {
+                self.spill_file = Some(f);
+                self.spill_path = Some(path);
+            }
+            Err(e) => self.spill_error = Some(format!("spill file: {e}")),
+        }
+    }
+
+    /// Takes a note that `dsh-exec` itself adds to the stream (it never
+    /// outgrows an unlimited budget, so no spill directory is needed).
+    pub fn push_text(&mut self, text: &str) {
+        self.total += text.len() as u64;
+        self.tail.extend(text.as_bytes());
+    }
+
+    /// The spill file's path, once the stream has outgrown its budget.
+    pub fn spill_path(&self) -> Option<&Path> {
+        self.spill_path.as_deref()
+    }
+
+    /// Consumes the bytes produced since the previous call (the background
+    /// projection of the same capture).
+    pub fn read_delta(&mut self) -> Delta {
+        let held_from = self.total - self.tail.len() as u64;
+        let lossy = self.read_cursor < held_from;
+        let start = self.read_cursor.max(held_from) - held_from;
+        let bytes = self.tail.range(start as usize..).copied().collect();
+        self.read_cursor = self.total;
+        Delta { bytes, lossy }
+    }
+
+    /// Finishes the capture: closes the spill file and renders the tail.
+    pub fn finish(mut self) -> CollectedOutput {
+        drop(self.spill_file.take());
+        let truncated = self.total > self.tail.len() as u64;
+        let bytes = self.tail.make_contiguous();
+        let skip = if truncated {
+            char_boundary_skip(bytes)
+        } else {
+            0
+        };
+        let kept = &bytes[skip..];
+        CollectedOutput {
+            text: String::from_utf8_lossy(kept).into_owned(),
+            truncated,
+            total_bytes: self.total,
+            kept_bytes: kept.len() as u64,
+            spill_path: self.spill_path,
+            spill_error: self.spill_error,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fits_in_budget_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sd = SpillDir::new(dir.path()).unwrap();
+        let mut c = StreamCapture::new("stdout", 10);
+        c.push(b"hello", &mut sd);
+        c.push(b"world", &mut sd);
+        let out = c.finish();
+        assert_eq!(out.text, "helloworld");
+        assert!(!out.truncated);
+        assert_eq!(out.spill_path, None);
+        sd.remove_if_empty();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn outgrowing_keeps_tail_and_spills_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sd = SpillDir::new(dir.path()).unwrap();
+        let mut c = StreamCapture::new("stdout", 4);
+        c.push(b"abc", &mut sd);
+        c.push(b"defgh", &mut sd);
+        c.push(b"ij", &mut sd);
+        let out = c.finish();
+        assert_eq!(out.text, "ghij");
+        assert!(out.truncated);
+        assert_eq!(out.total_bytes, 10);
+        assert_eq!(out.omitted_bytes(), 6);
+        let path = out.spill_path.unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"abcdefghij");
+    }
+
+    #[test]
+    fn tail_cut_never_splits_a_character() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sd = SpillDir::new(dir.path()).unwrap();
+        let mut c = StreamCapture::new("stdout", 5);
+        c.push("éééé".as_bytes(), &mut sd);
+        let out = c.finish();
+        assert_eq!(out.text, "éé");
+        assert_eq!(out.omitted_bytes(), 4);
+    }
+
+    #[test]
+    fn deltas_consume_and_report_loss() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sd = SpillDir::new(dir.path()).unwrap();
+        let mut c = StreamCapture::new("stdout", 4);
+        c.push(b"ab", &mut sd);
+        assert_eq!(
+            c.read_delta(),
+            Delta {
+                bytes: b"ab".to_vec(),
+                lossy: false
+            }
+        );
+        assert_eq!(
+            c.read_delta(),
+            Delta {
+                bytes: vec![],
+                lossy: false
+            }
+        );
+        c.push(b"cdefgh", &mut sd);
+        assert_eq!(
+            c.read_delta(),
+            Delta {
+                bytes: b"efgh".to_vec(),
+                lossy: true
+            }
+        );
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn tail_and_spill_are_exact_for_any_bytes_and_budget(
+            chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 0..20),
+            budget in 0u64..700,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut sd = SpillDir::new(dir.path()).unwrap();
+            let mut c = StreamCapture::new("stdout", budget);
+            for chunk in &chunks {
+                c.push(chunk, &mut sd);
+            }
+            let all: Vec<u8> = chunks.concat();
+            let out = c.finish();
+            prop_assert_eq!(out.total_bytes, all.len() as u64);
+            let held = all.len().min(budget as usize);
+            let tail = &all[all.len() - held..];
+            let skip = if out.truncated { char_boundary_skip(tail) } else { 0 };
+            prop_assert!(skip <= 3);
+            prop_assert_eq!(&out.text, &String::from_utf8_lossy(&tail[skip..]));
+            prop_assert_eq!(out.truncated, all.len() as u64 > budget);
+            prop_assert_eq!(out.omitted_bytes(), (all.len() - held + skip) as u64);
+            match &out.spill_path {
+                Some(p) => prop_assert_eq!(&std::fs::read(p).unwrap(), &all),
+                None => prop_assert!(!out.truncated),
+            }
+        }
+
+        #[test]
+        fn a_cut_utf8_text_never_starts_with_a_replacement(
+            text in "\\PC{0,200}", budget in 1u64..400,
+        ) {
+            prop_assume!(!text.contains(char::REPLACEMENT_CHARACTER));
+            let dir = tempfile::tempdir().unwrap();
+            let mut sd = SpillDir::new(dir.path()).unwrap();
+            let mut c = StreamCapture::new("stdout", budget);
+            c.push(text.as_bytes(), &mut sd);
+            let out = c.finish();
+            prop_assert!(!out.text.contains(char::REPLACEMENT_CHARACTER));
+            prop_assert!(text.ends_with(&out.text));
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! The per-run private spill directory and the files in it.
+//!
+//! What it relies on from the kernel (openat(2), mkdirat(2)): names are
+//! resolved relative to a directory descriptor opened before the command
+//! starts, `O_NOFOLLOW` refuses a symlink in the last component, and
+//! `O_EXCL` refuses an existing file; so a command that can write the
+//! parent directory (the temp dir, in `workspace-write`) cannot make
+//! `dsh-exec` write anywhere else by swapping names.
+
+use std::fs::File;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::{OFlag, open, openat};
+use nix::sys::stat::{Mode, fchmod, mkdirat};
+use nix::unistd::AccessFlags;
+
+use crate::error::{Error, PathProblem};
+
+/// The per-run private directory that holds spill files.
+///
+/// Its parent is checked and opened before the command starts (a missing,
+/// non-directory or non-writable parent is an error before anything runs);
+/// the directory itself (mode 0700, random name `dsh-exec-XXXXXXXX`) is
+/// created only when a stream first outgrows its budget, so a run that fits
+/// never touches the disk (creating and removing a directory costs about
+/// half a millisecond on a journalling file system).
+///
+/// The directory and its files are created relative to descriptors, with
+/// `mkdirat`, and `openat` with `O_NOFOLLOW` and `O_EXCL` (openat(2)): the
+/// command may be able to write the parent (the temp dir, in
+/// `workspace-write`), but replacing a path with a symlink cannot make
+/// `dsh-exec` write anywhere else.
+#[derive(Debug)]
+pub struct SpillDir {
+    parent: PathBuf,
+    parent_fd: OwnedFd,
+    dir: Option<(PathBuf, OwnedFd)>,
+}
+
+impl SpillDir {
+    /// Checks and opens `parent` as the home of the private spill directory.
+    ///
+    /// Errors with [`Error::SpillUnusable`] when `parent` is missing, not a
+    /// directory, or not writable and searchable (access(2)).
+    pub fn new(parent: &Path) -> Result<SpillDir, Error> {
+        let unusable = |problem: PathProblem| Error::SpillUnusable {
+            path: parent.to_path_buf(),
+            problem,
+        };
+        let parent_fd = open(
+            parent,
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| match e {
+            nix::errno::Errno::ENOTDIR => unusable(PathProblem::NotADirectory),
+            other => unusable(PathProblem::Io(other.into())),
+        })?;
+        // Checked on the descriptor that is then used: the directory the
+        // spill files go to is the one that was checked.
+        nix::unistd::faccessat(
+            &parent_fd,
+            ".",
+            AccessFlags::W_OK | AccessFlags::X_OK,
+            nix::fcntl::AtFlags::empty(),
+        )
+        .map_err(|e| unusable(PathProblem::NotWritable(e)))?;
+        Ok(SpillDir {
+            parent: parent.to_path_buf(),
+            parent_fd,
+            dir: None,
+        })
+    }
+
+    /// Creates the private directory on first use: (its path, its descriptor).
+    fn ensure(&mut self) -> std::io::Result<&(PathBuf, OwnedFd)> {
+        if self.dir.is_none() {
+            let mut attempt = 0;
+            let (name, fd) = loop {
+                let name = format!("dsh-exec-{}", random_suffix());
+                match mkdirat(
+                    &self.parent_fd,
+                    name.as_str(),
+                    Mode::from_bits_truncate(0o700),
+                ) {
+                    Ok(()) => {}
+                    Err(nix::errno::Errno::EEXIST) if attempt < 16 => {
+                        attempt += 1;
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+                let fd = openat(
+                    &self.parent_fd,
+                    name.as_str(),
+                    OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+                    Mode::empty(),
+                )?;
+                break (name, fd);
+            };
+            // The umask may have taken bits away; 0700 exactly.
+            fchmod(&fd, Mode::from_bits_truncate(0o700))?;
+            self.dir = Some((self.parent.join(name), fd));
+        }
+        self.dir
+            .as_ref()
+            .ok_or_else(|| std::io::Error::other("spill directory missing"))
+    }
+
+    /// Creates the file `name` (mode 0600) in the private directory:
+    /// (its path, the open file).
+    pub fn create_file(&mut self, name: &str) -> std::io::Result<(PathBuf, File)> {
+        let (dir, dirfd) = self.ensure()?;
+        let fd = openat(
+            dirfd,
+            name,
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(0o600),
+        )?;
+        fchmod(&fd, Mode::from_bits_truncate(0o600))?;
+        Ok((dir.join(name), File::from(fd)))
+    }
+
+    /// Removes the directory if it was created and is empty. Errors are
+    /// ignored: a leftover empty directory loses nothing.
+    pub fn remove_if_empty(&self) {
+        if let Some((path, _)) = &self.dir
+            && let Some(name) = path.file_name()
+        {
+            let _ =
+                nix::unistd::unlinkat(&self.parent_fd, name, nix::unistd::UnlinkatFlags::RemoveDir);
+        }
+    }
+}
+
+/// Eight random characters from `[a-z0-9]` (getrandom(2)).
+pub fn random_suffix() -> String {
+    let mut bytes = [0u8; 8];
+    // SAFETY: getrandom fills the buffer we own.
+    let n = unsafe { nix::libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n != bytes.len() as isize {
+        // Unreachable on Linux 3.17+; the pid still makes a usable name.
+        bytes = (std::process::id() as u64).to_le_bytes();
+    }
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    bytes
+        .iter()
+        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .collect()
+}

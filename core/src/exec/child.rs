@@ -1,0 +1,424 @@
+//! The child's side of a spawn: what runs between clone(2) and execve(2).
+//!
+//! The child runs on its own small stack in the parent's memory
+//! (`CLONE_VM | CLONE_VFORK`, see [`super::spawn`]) while the parent is
+//! suspended, so it may make only system calls: no allocation, no locks, no
+//! panics (vfork(2), signal-safety(7)). Everything it reads is in
+//! [`ChildArgs`], built by the parent. Each step below is one small `unsafe
+//! fn`; a failed step is reported through [`ChildArgs::failed_step`] and
+//! `errno`, then the child calls `_exit(127)`.
+//!
+//! In order:
+//! 1. every signal's disposition back to SIG_DFL ([`reset_signal_dispositions`]);
+//! 2. a new session, or for an interactive run the terminal's foreground
+//!    process group ([`enter_session`]);
+//! 3. the parent-death signal ([`set_parent_death_signal`]);
+//! 4. the descriptors the child gets, as 0, 1, 2, ... ([`install_fds`]);
+//! 5. the working directory ([`change_dir`]);
+//! 6. confinement ([`confine`]): no-new-privileges, capabilities dropped,
+//!    Landlock, seccomp;
+//! 7. every other descriptor closed ([`close_others`]), an empty signal mask
+//!    ([`clear_signal_mask`]), then execve(2).
+
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use nix::libc::{self, c_char, c_int, c_void};
+
+/// How many descriptors a child can be given (0, 1, 2 and one more).
+pub(crate) const MAX_CHILD_FDS: usize = 4;
+
+/// How many seccomp filters a confinement can carry.
+pub(crate) const MAX_FILTERS: usize = 3;
+
+/// The step of the child setup that failed, for the error message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub(crate) enum Step {
+    None = 0,
+    Setsid,
+    Pdeathsig,
+    ParentGone,
+    Dup2,
+    Chdir,
+    Sigmask,
+    Exec,
+    NoNewPrivs,
+    CapBounding,
+    CapAmbient,
+    Capset,
+    Landlock,
+    Seccomp,
+    Setpgid,
+    Tcsetpgrp,
+    IpcNamespace,
+}
+
+impl Step {
+    /// The step recorded as `n` by [`fail`].
+    pub(crate) fn from_i32(n: i32) -> Step {
+        match n {
+            1 => Step::Setsid,
+            2 => Step::Pdeathsig,
+            3 => Step::ParentGone,
+            4 => Step::Dup2,
+            5 => Step::Chdir,
+            6 => Step::Sigmask,
+            7 => Step::Exec,
+            8 => Step::NoNewPrivs,
+            9 => Step::CapBounding,
+            10 => Step::CapAmbient,
+            11 => Step::Capset,
+            12 => Step::Landlock,
+            13 => Step::Seccomp,
+            14 => Step::Setpgid,
+            15 => Step::Tcsetpgrp,
+            16 => Step::IpcNamespace,
+            _ => Step::None,
+        }
+    }
+
+    /// The system call behind the step, for the error message.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Step::None => "spawn",
+            Step::Setsid => "setsid",
+            Step::Pdeathsig => "prctl(PR_SET_PDEATHSIG)",
+            Step::ParentGone => "parent exited during spawn",
+            Step::Dup2 => "dup2",
+            Step::Chdir => "chdir",
+            Step::Sigmask => "sigprocmask",
+            Step::Exec => "execve",
+            Step::NoNewPrivs => "prctl(PR_SET_NO_NEW_PRIVS)",
+            Step::CapBounding => "prctl(PR_CAPBSET_DROP)",
+            Step::CapAmbient => "prctl(PR_CAP_AMBIENT_CLEAR_ALL)",
+            Step::Capset => "capset",
+            Step::Landlock => "landlock_restrict_self",
+            Step::Seccomp => "seccomp(SECCOMP_SET_MODE_FILTER)",
+            Step::Setpgid => "setpgid",
+            Step::Tcsetpgrp => "tcsetpgrp",
+            Step::IpcNamespace => "unshare(CLONE_NEWIPC)",
+        }
+    }
+
+    /// True for the confinement steps: their failure is a sandbox runner
+    /// failure (the command never ran), not a spawn failure.
+    pub(crate) fn is_confinement(self) -> bool {
+        match self {
+            Step::NoNewPrivs
+            | Step::CapBounding
+            | Step::CapAmbient
+            | Step::Capset
+            | Step::Landlock
+            | Step::Seccomp
+            | Step::IpcNamespace => true,
+            Step::None
+            | Step::Setsid
+            | Step::Pdeathsig
+            | Step::ParentGone
+            | Step::Dup2
+            | Step::Chdir
+            | Step::Sigmask
+            | Step::Exec
+            | Step::Setpgid
+            | Step::Tcsetpgrp => false,
+        }
+    }
+}
+
+/// Child-side view of a confinement: raw values only.
+pub(crate) struct ChildConfine {
+    pub(crate) enabled: bool,
+    pub(crate) drop_capabilities: bool,
+    /// Whether this process holds capabilities worth dropping from the
+    /// bounding set (needs CAP_SETPCAP; an unprivileged caller has none).
+    pub(crate) privileged: bool,
+    pub(crate) cap_last: c_int,
+    pub(crate) ruleset_fd: c_int,
+    pub(crate) filters: [libc::sock_fprog; MAX_FILTERS],
+    pub(crate) filter_count: usize,
+}
+
+/// Everything the child reads, prepared by the parent. The child writes only
+/// `failed_step` and `errno`.
+pub(crate) struct ChildArgs {
+    pub(crate) path: *const c_char,
+    pub(crate) argv: *const *const c_char,
+    pub(crate) envp: *const *const c_char,
+    pub(crate) workdir: *const c_char,
+    /// Source descriptors of the child's 0, 1, ... (`fd_count` of them);
+    /// each is at least [`MAX_CHILD_FDS`], so dup2 never clobbers one that
+    /// is still needed and always clears close-on-exec.
+    pub(crate) fds: [c_int; MAX_CHILD_FDS],
+    pub(crate) fd_count: usize,
+    /// The pid `getppid()` must return after the parent-death signal is set
+    /// (0 in a new PID namespace, where the parent is outside it); `-1` for
+    /// no parent-death signal.
+    pub(crate) parent: libc::pid_t,
+    pub(crate) sigrtmax: c_int,
+    pub(crate) interactive: bool,
+    pub(crate) confine: ChildConfine,
+    pub(crate) failed_step: AtomicI32,
+    pub(crate) errno: AtomicI32,
+}
+
+/// Records the failed step and the current errno, then ends the child.
+///
+/// # Safety
+/// Only in the child, which must not return into the parent's frames.
+unsafe fn fail(a: &ChildArgs, step: Step) -> ! {
+    // SAFETY: errno is a thread-local of the parent's thread, read only.
+    let e = unsafe { *libc::__errno_location() };
+    a.errno.store(e, Ordering::SeqCst);
+    a.failed_step.store(step as i32, Ordering::SeqCst);
+    // SAFETY: _exit ends only this child, running no atexit handlers.
+    unsafe { libc::_exit(127) }
+}
+
+/// Step 1: every signal's disposition back to SIG_DFL, with the raw
+/// rt_sigaction(2) system call: glibc's sigaction(3) refuses the two
+/// real-time signals it reserves (32 and 33), which a caller may have
+/// ignored. All signals are blocked by the parent around the clone, so no
+/// handler of the parent runs here meanwhile.
+///
+/// # Safety
+/// Only in the child between clone and execve.
+unsafe fn reset_signal_dispositions(a: &ChildArgs) {
+    let default_action = [0u64; 4];
+    for sig in 1..=a.sigrtmax {
+        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+            // SAFETY: a struct sigaction of zeros is SIG_DFL with no flags;
+            // 8 is the kernel's sigset size.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_rt_sigaction,
+                    sig,
+                    default_action.as_ptr(),
+                    std::ptr::null_mut::<c_void>(),
+                    8usize,
+                );
+            }
+        }
+    }
+}
+
+/// Step 2: setsid(2), a new session and process group with no controlling
+/// terminal; or, interactive, a new process group made the terminal's
+/// foreground group (setpgid(2), tcsetpgrp(3); signals are still blocked, so
+/// SIGTTOU cannot stop the child here).
+///
+/// # Safety
+/// Only in the child between clone and execve.
+unsafe fn enter_session(a: &ChildArgs) -> Result<(), Step> {
+    // SAFETY: plain system calls on this process.
+    unsafe {
+        if a.interactive {
+            if libc::setpgid(0, 0) == -1 {
+                return Err(Step::Setpgid);
+            }
+            if libc::tcsetpgrp(0, libc::getpid()) == -1 {
+                return Err(Step::Tcsetpgrp);
+            }
+        } else if libc::setsid() == -1 {
+            return Err(Step::Setsid);
+        }
+    }
+    Ok(())
+}
+
+/// Step 3: SIGKILL when the parent dies, then a check that the parent is
+/// still the one that spawned us: prctl(2) says the signal fires only for a
+/// death after the call.
+///
+/// # Safety
+/// Only in the child between clone and execve.
+unsafe fn set_parent_death_signal(a: &ChildArgs) -> Result<(), Step> {
+    if a.parent < 0 {
+        return Ok(());
+    }
+    // SAFETY: prctl with integer arguments; getppid takes none.
+    unsafe {
+        let sig = libc::SIGKILL as libc::c_ulong;
+        if libc::prctl(libc::PR_SET_PDEATHSIG, sig, 0, 0, 0) == -1 {
+            return Err(Step::Pdeathsig);
+        }
+        if libc::getppid() != a.parent {
+            return Err(Step::ParentGone);
+        }
+    }
+    Ok(())
+}
+
+/// Step 4: the child's descriptors 0, 1, ... from their sources (dup2(2)
+/// clears close-on-exec on the copy).
+///
+/// # Safety
+/// Only in the child between clone and execve.
+unsafe fn install_fds(a: &ChildArgs) -> Result<(), Step> {
+    for (target, fd) in a.fds[..a.fd_count].iter().enumerate() {
+        // SAFETY: dup2 of a descriptor the parent keeps open.
+        if *fd != target as c_int && unsafe { libc::dup2(*fd, target as c_int) } == -1 {
+            return Err(Step::Dup2);
+        }
+    }
+    Ok(())
+}
+
+/// Step 5: chdir(2) to the working directory.
+///
+/// # Safety
+/// Only in the child between clone and execve; `a.workdir` is a C string.
+unsafe fn change_dir(a: &ChildArgs) -> Result<(), Step> {
+    // SAFETY: the parent's C string outlives the child's use of it.
+    if unsafe { libc::chdir(a.workdir) } == -1 {
+        return Err(Step::Chdir);
+    }
+    Ok(())
+}
+
+/// Drops every capability: the bounding set (when privileged), the ambient
+/// set, then effective, permitted and inheritable with capset(2), so even
+/// root ends with none (capabilities(7)). A privileged caller's command
+/// also gets a private System V IPC namespace first, so shared memory,
+/// queues and semaphores outside cannot be reached (unshare(2) needs
+/// CAP_SYS_ADMIN; an unprivileged caller reaches only its own anyway).
+///
+/// # Safety
+/// Only in the child between clone and execve.
+unsafe fn drop_capabilities(c: &ChildConfine) -> Result<(), Step> {
+    // SAFETY: unshare, prctl and capset with plain integer arguments and
+    // pointers to the arrays on this stack.
+    unsafe {
+        if c.privileged && libc::unshare(libc::CLONE_NEWIPC) == -1 {
+            return Err(Step::IpcNamespace);
+        }
+        if c.privileged {
+            for cap in 0..=c.cap_last {
+                if libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) == -1 {
+                    return Err(Step::CapBounding);
+                }
+            }
+        }
+        let clear = libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong;
+        if libc::prctl(libc::PR_CAP_AMBIENT, clear, 0, 0, 0) == -1
+            && *libc::__errno_location() != libc::EINVAL
+        {
+            return Err(Step::CapAmbient);
+        }
+        // struct __user_cap_header_struct / __user_cap_data_struct
+        // (capget(2)), version 3: two 32-bit halves, all zero.
+        let header: [u32; 2] = [0x2008_0522, 0];
+        let data = [0u32; 6];
+        if libc::syscall(libc::SYS_capset, header.as_ptr(), data.as_ptr()) == -1 {
+            return Err(Step::Capset);
+        }
+    }
+    Ok(())
+}
+
+/// Step 6: no-new-privileges (prctl(2); required before an unprivileged
+/// seccomp filter, and keeps setuid binaries from regaining anything),
+/// capabilities dropped in confining modes, landlock_restrict_self(2) with
+/// the parent's ruleset, then each seccomp filter (seccomp(2)), last, so
+/// the filters never see the setup's own calls.
+///
+/// # Safety
+/// Only in the child between clone and execve; the filters point into the
+/// parent's memory, alive while it is suspended.
+unsafe fn confine(a: &ChildArgs) -> Result<(), Step> {
+    let c = &a.confine;
+    if !c.enabled {
+        return Ok(());
+    }
+    // SAFETY: prctl, landlock_restrict_self and seccomp with integer
+    // arguments and pointers to the parent's filter programs.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0) == -1 {
+            return Err(Step::NoNewPrivs);
+        }
+        if c.drop_capabilities {
+            drop_capabilities(c)?;
+        }
+        if c.ruleset_fd >= 0
+            && libc::syscall(libc::SYS_landlock_restrict_self, c.ruleset_fd, 0) == -1
+        {
+            return Err(Step::Landlock);
+        }
+        for filter in &c.filters[..c.filter_count] {
+            let mode = libc::SECCOMP_MODE_FILTER as libc::c_ulong;
+            let prog = filter as *const libc::sock_fprog as libc::c_ulong;
+            if libc::prctl(libc::PR_SET_SECCOMP, mode, prog, 0, 0) == -1 {
+                return Err(Step::Seccomp);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Step 7a: only the installed descriptors reach the program: everything
+/// this process inherited without close-on-exec is closed (close_range(2),
+/// Linux 5.9; older kernels keep them).
+///
+/// # Safety
+/// Only in the child between clone and execve.
+unsafe fn close_others(a: &ChildArgs) {
+    // SAFETY: closes descriptors of the child's own table (not shared:
+    // no CLONE_FILES).
+    unsafe {
+        libc::syscall(libc::SYS_close_range, a.fd_count as u32, u32::MAX, 0u32);
+    }
+}
+
+/// Step 7b: an empty signal mask for the program (the parent blocked all
+/// signals around the clone).
+///
+/// # Safety
+/// Only in the child between clone and execve.
+unsafe fn clear_signal_mask() -> Result<(), Step> {
+    // SAFETY: a sigset_t on this stack, emptied before use.
+    unsafe {
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        if libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) == -1 {
+            return Err(Step::Sigmask);
+        }
+    }
+    Ok(())
+}
+
+/// The steps in order; returns only when one failed.
+///
+/// # Safety
+/// Only in the child between clone and execve.
+unsafe fn setup_and_exec(a: &ChildArgs) -> Step {
+    // SAFETY: each step is called in the child, in the documented order.
+    unsafe {
+        reset_signal_dispositions(a);
+        let steps = enter_session(a)
+            .and_then(|()| set_parent_death_signal(a))
+            .and_then(|()| install_fds(a))
+            .and_then(|()| change_dir(a))
+            .and_then(|()| confine(a));
+        if let Err(step) = steps {
+            return step;
+        }
+        close_others(a);
+        if let Err(step) = clear_signal_mask() {
+            return step;
+        }
+        libc::execve(a.path, a.argv, a.envp);
+    }
+    Step::Exec
+}
+
+/// The entry point clone(2) runs in the child; `arg` is the parent's
+/// [`ChildArgs`].
+pub(crate) extern "C" fn child_main(arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` points to the parent's ChildArgs, alive and unchanged
+    // while the parent is suspended by CLONE_VFORK.
+    let a = unsafe { &*(arg as *const ChildArgs) };
+    // SAFETY: this is the child between clone and execve.
+    unsafe {
+        let step = setup_and_exec(a);
+        fail(a, step)
+    }
+}

@@ -1,0 +1,230 @@
+//! Running a spec: prepare, spawn, supervise.
+//!
+//! [`prepare`] checks and opens everything a run needs ([`prepare.rs`]);
+//! [`start`] spawns `bash -c -- SCRIPT` as the leader of a new session
+//! ([`spawn`], with the child's steps in [`child`]) and returns the
+//! [`Execution`] handle ([`supervise`]), whose loop drives the phase
+//! machine ([`phases`]) over the command's processes ([`proctree`]), its
+//! pipes ([`streams`]) and abort requests ([`abort`]).
+//!
+//! [`prepare.rs`]: prepare
+
+pub(crate) mod abort;
+pub(crate) mod child;
+pub(crate) mod phases;
+pub(crate) mod prepare;
+pub(crate) mod proctree;
+pub(crate) mod spawn;
+pub(crate) mod streams;
+pub(crate) mod supervise;
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use tokio::signal::unix::{SignalKind, signal};
+
+pub use self::abort::{AbortSignals, AbortSource, NoAbort};
+pub use self::phases::{DRAIN, FINAL_READ};
+pub use self::prepare::{Prepared, find_shell, prepare};
+pub(crate) use self::spawn::Confinement;
+pub use self::supervise::Execution;
+
+use self::phases::Phases;
+use self::proctree::{CommandProcs, Tree};
+use self::spawn::{ChildFds, Program, spawn};
+use self::streams::Streams;
+use self::supervise::Report;
+use crate::capture::StreamCapture;
+use crate::error::Error;
+use crate::result::RunResult;
+use crate::sandbox;
+use crate::spec::Spec;
+
+/// CAP_SETPCAP (capabilities(7)): needed to drop from the bounding set.
+pub(crate) const CAP_SETPCAP: u32 = 8;
+/// CAP_SYS_ADMIN (capabilities(7)): needed for new namespaces.
+pub(crate) const CAP_SYS_ADMIN: u32 = 21;
+
+/// This process's effective capability set (`CapEff` of `/proc/self/status`,
+/// proc(5)), one bit per capability number.
+fn effective_capabilities() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+}
+
+/// True when this process's effective set holds capability `cap` (an
+/// unreadable status counts as not holding it).
+pub(crate) fn holds_capability(cap: u32) -> bool {
+    effective_capabilities().is_some_and(|caps| caps & (1 << cap) != 0)
+}
+
+/// The path an open descriptor names (`/proc/self/fd/N`, proc(5)).
+pub(crate) fn fd_path(fd: &impl AsFd) -> io::Result<PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd()))
+}
+
+/// Sets up this process for supervising commands; the `dsh-exec` binary
+/// calls it first thing.
+///
+/// - SIGCHLD back to its default (a parent that ignored it would make the
+///   child's status unobtainable: waitid(2) then fails with ECHILD), and an
+///   empty signal mask (blocked signals would delay aborts).
+/// - Not dumpable (prctl(2) `PR_SET_DUMPABLE`): `/proc/PID/environ` of
+///   `dsh-exec`, which still holds the secrets scrubbed from the child's
+///   environment, is then unreadable to the command (unless it has
+///   CAP_SYS_PTRACE, which confined runs drop).
+/// - A child subreaper (`PR_SET_CHILD_SUBREAPER`): orphans of the command
+///   become this process's children, so the sweep finds them.
+pub fn init_process() {
+    use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, sigprocmask};
+    // SAFETY: restoring the default disposition installs no handler code.
+    unsafe {
+        let _ = nix::sys::signal::signal(Signal::SIGCHLD, SigHandler::SigDfl);
+    }
+    let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+    let _ = nix::sys::prctl::set_dumpable(false);
+    let _ = proctree::become_subreaper();
+}
+
+/// Either a started command, or the result of a run whose command never
+/// ran: its deadline passed during preparation, or confining the child
+/// failed (`sandbox.runner_failed`).
+pub enum Started {
+    /// The command runs: drive it with [`Execution::wait`] or [`Execution::run_until`].
+    Running(Box<Execution>),
+    /// The command never ran; this is its result.
+    NotRun(Box<RunResult>),
+}
+
+/// The result of a run whose command never ran, with `stderr_note` as its
+/// stderr text.
+fn not_run(spec: &Spec, started: Instant, stderr_note: &str) -> RunResult {
+    let mut stderr = StreamCapture::new("stderr", u64::MAX);
+    stderr.push_text(stderr_note);
+    RunResult {
+        command: spec.script.clone(),
+        workdir: spec.workdir.value.clone(),
+        exit_code: None,
+        signal: None,
+        timed_out: false,
+        aborted: false,
+        aborted_by: None,
+        timeout_ms: spec.timeout.value.map(|t| t.as_millis() as u64),
+        capped: spec.capped_notes(),
+        duration_ms: started.elapsed().as_millis() as u64,
+        stdout: StreamCapture::new("stdout", 0).finish(),
+        stderr: stderr.finish(),
+        sandbox: None,
+    }
+}
+
+/// Spawns the command of `spec`, prepared as `prepared`; the deadline counts
+/// from `started` (taken before preparing).
+///
+/// Must be called within a tokio runtime with IO and time enabled. Errors
+/// with [`Error::SpawnFailed`] or [`Error::Runtime`]; nothing runs when it
+/// errors.
+pub fn start(spec: &Spec, prepared: Prepared, started: Instant) -> Result<Started, Error> {
+    let deadline = spec.timeout.value.map(|t| started + t);
+    let facts = |runner_failed| {
+        spec.sandbox
+            .as_ref()
+            .zip(prepared.sandbox.as_ref())
+            .map(|(policy, p)| sandbox::facts(policy, &p.enforcement, runner_failed, false))
+    };
+    if deadline.is_some_and(|d| Instant::now() >= d) {
+        let mut result = not_run(spec, started, "");
+        result.timed_out = true;
+        result.sandbox = facts(false);
+        return Ok(Started::NotRun(Box::new(result)));
+    }
+    let tree = Tree::before_spawn();
+    let runtime = |source| Error::Runtime {
+        what: "the SIGCHLD handler",
+        source,
+    };
+    // Registered before the spawn so that the child's exit cannot be missed.
+    let sigchld = signal(SignalKind::child()).map_err(runtime)?;
+    let argv: [&[u8]; 4] = [b"bash", b"-c", b"--", spec.script.as_bytes()];
+    let spawned = spawn(&Program {
+        path: &prepared.shell,
+        // `--` ends bash's options, so a script such as `-x` is a command.
+        argv: &argv,
+        env: &prepared.env,
+        workdir: &spec.workdir.value,
+        fds: if spec.interactive {
+            ChildFds::Terminal
+        } else {
+            ChildFds::Pipes
+        },
+        parent_death: true,
+        pid_namespace: spec.pid_namespace,
+        confine: prepared
+            .sandbox
+            .as_ref()
+            .and_then(|p| p.confinement.as_ref()),
+    });
+    let spawned = match spawned {
+        Ok(s) => s,
+        Err(e) if e.confinement => {
+            let note = format!(
+                "dsh-exec: the sandbox runner failed, the command did not run: {}\n",
+                e.error
+            );
+            let mut result = not_run(spec, started, &note);
+            result.sandbox = facts(true);
+            return Ok(Started::NotRun(Box::new(result)));
+        }
+        Err(e) => return Err(Error::SpawnFailed(e.error)),
+    };
+    let procs = CommandProcs::new(spawned.pid, tree, spec.interactive);
+    // Without a source the pipe's write end is dropped here: end-of-file.
+    if let (Some(feeder), Some(sink)) = (&prepared.stdin, spawned.stdin) {
+        let _ = feeder.send(File::from(sink));
+    }
+    let sandbox = facts(false);
+    let streams = Streams::new(
+        spawned.stdout,
+        spawned.stderr,
+        (spec.stdout_max_bytes.value, spec.stderr_max_bytes.value),
+        prepared.spill_dir,
+        spec.stream,
+    )?;
+    Ok(Started::Running(Box::new(Execution {
+        report: Report {
+            command: spec.script.clone(),
+            workdir: spec.workdir.value.clone(),
+            started,
+            timeout: spec.timeout.value,
+            capped: spec.capped_notes(),
+            sandbox,
+        },
+        procs,
+        phases: Phases::new(deadline, spec.kill_after.value),
+        streams,
+        sigchld,
+    })))
+}
+
+/// Prepares and runs `spec` to its end: the foreground projection.
+///
+/// Must be called within a tokio runtime with IO and time enabled (a
+/// current-thread runtime is enough). Errors only on infrastructure failures
+/// ([`Error`]); a nonzero exit, a timeout or an abort is a [`RunResult`].
+pub async fn run(spec: &Spec, aborts: &mut impl AbortSource) -> Result<RunResult, Error> {
+    let started = Instant::now();
+    let prepared = prepare(spec)?;
+    match start(spec, prepared, started)? {
+        Started::Running(execution) => execution.wait(aborts).await,
+        Started::NotRun(result) => Ok(*result),
+    }
+}

@@ -1,0 +1,174 @@
+//! Preparing a run: everything checked and opened before the spawn.
+//!
+//! The working directory, `bash` on the child's `PATH`, the stdin source
+//! (and the thread that feeds it), the spill directory's parent, and the
+//! sandbox (writable roots opened once, the ruleset and filters built). Any
+//! failure is an [`Error`] and nothing runs.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io;
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use nix::unistd::{AccessFlags, access};
+
+use crate::capture::SpillDir;
+use crate::error::{Error, PathProblem};
+use crate::sandbox;
+use crate::spec::{Spec, StdinSource};
+
+/// Used to find `bash` when the child environment has no `PATH`.
+pub const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// The first executable `bash` on the child environment's `PATH` (else
+/// [`FALLBACK_PATH`]).
+pub fn find_shell(env: &[(OsString, OsString)]) -> Option<PathBuf> {
+    let path = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| FALLBACK_PATH.into());
+    path.as_bytes()
+        .split(|b| *b == b':')
+        .filter(|dir| !dir.is_empty())
+        .map(|dir| Path::new(std::ffi::OsStr::from_bytes(dir)).join("bash"))
+        .find(|p| p.is_file() && access(p, AccessFlags::X_OK).is_ok())
+}
+
+/// A run made ready to spawn ([`prepare`]).
+pub struct Prepared {
+    pub(crate) shell: PathBuf,
+    pub(crate) env: Vec<(OsString, OsString)>,
+    /// Hands the child's stdin pipe to the feeder thread, when there is a source.
+    pub(crate) stdin: Option<std::sync::mpsc::SyncSender<File>>,
+    pub(crate) spill_dir: SpillDir,
+    pub(crate) sandbox: Option<sandbox::Prepared>,
+}
+
+impl Prepared {
+    /// What a careful user wants to know before the run, one line each:
+    /// skipped writable roots, a writable root reached through a symlink or
+    /// of `/`.
+    pub fn warnings(&self) -> Vec<String> {
+        let Some(s) = &self.sandbox else {
+            return Vec::new();
+        };
+        let skipped = s
+            .roots
+            .skipped
+            .iter()
+            .map(|k| format!("writable root {} skipped: {}", k.path.display(), k.reason));
+        skipped.chain(s.roots.warnings.iter().cloned()).collect()
+    }
+}
+
+/// Checks and opens everything the run of `spec` needs.
+///
+/// Errors with [`Error::WorkdirUnusable`], [`Error::ShellNotFound`],
+/// [`Error::StdinUnreadable`], [`Error::SpillUnusable`],
+/// [`Error::SandboxUnavailable`] or [`Error::Runtime`] (the feeder thread);
+/// nothing has run then.
+pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
+    let workdir = &spec.workdir.value;
+    let unusable = |problem: PathProblem| Error::WorkdirUnusable {
+        path: workdir.clone(),
+        problem,
+    };
+    match std::fs::metadata(workdir) {
+        Ok(m) if !m.is_dir() => return Err(unusable(PathProblem::NotADirectory)),
+        Ok(_) => access(workdir, AccessFlags::X_OK)
+            .map_err(|e| unusable(PathProblem::NotSearchable(e)))?,
+        Err(e) => return Err(unusable(PathProblem::Io(e))),
+    }
+    let env = spec.env.child_env();
+    let shell = find_shell(&env).ok_or(Error::ShellNotFound)?;
+    let stdin = match &spec.stdin.value {
+        StdinSource::Closed => None,
+        StdinSource::File(path) => Some(open_stdin_file(path)?),
+        StdinSource::Inherited => Some(StdinFeed::Open(
+            io::stdin()
+                .as_fd()
+                .try_clone_to_owned()
+                .map(File::from)
+                .map_err(|e| Error::StdinUnreadable {
+                    path: "-".into(),
+                    problem: PathProblem::Io(e),
+                })?,
+        )),
+    };
+    let stdin = stdin.map(start_feeder).transpose()?;
+    let spill_dir = SpillDir::new(&spec.spill_dir.value)?;
+    let sandbox = spec.sandbox.as_ref().map(sandbox::prepare).transpose()?;
+    Ok(Prepared {
+        shell,
+        env,
+        stdin,
+        spill_dir,
+        sandbox,
+    })
+}
+
+/// Where the stdin bytes come from, opened (or checked) before the spawn.
+enum StdinFeed {
+    /// An open file (regular file, device, our own stdin).
+    Open(File),
+    /// A FIFO, opened by the feeder thread: opening one for reading waits
+    /// for a writer, which must not hold up the run, its deadline or aborts.
+    Fifo(PathBuf),
+}
+
+fn open_stdin_file(path: &Path) -> Result<StdinFeed, Error> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let unreadable = |problem: PathProblem| Error::StdinUnreadable {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| unreadable(PathProblem::Io(e)))?;
+    if meta.is_dir() {
+        return Err(unreadable(PathProblem::IsADirectory));
+    }
+    if meta.file_type().is_fifo() {
+        access(path, AccessFlags::R_OK).map_err(|e| unreadable(PathProblem::NotReadable(e)))?;
+        return Ok(StdinFeed::Fifo(path.to_path_buf()));
+    }
+    // O_NONBLOCK so that a device cannot hold up the open; reads block again.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| unreadable(PathProblem::Io(e)))?;
+    let flags = nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_GETFL)
+        .map_err(|e| unreadable(PathProblem::NotReadable(e)))?;
+    let blocking = nix::fcntl::OFlag::from_bits_truncate(flags) & !nix::fcntl::OFlag::O_NONBLOCK;
+    nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_SETFL(blocking))
+        .map_err(|e| unreadable(PathProblem::NotReadable(e)))?;
+    Ok(StdinFeed::Open(file))
+}
+
+/// Starts the thread that copies the stdin source into the child's stdin
+/// pipe once it is handed the pipe; started before the spawn, so a thread
+/// that cannot be created is an error before anything runs. A child that
+/// exits without reading gives EPIPE: not an error.
+fn start_feeder(feed: StdinFeed) -> Result<std::sync::mpsc::SyncSender<File>, Error> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<File>(1);
+    std::thread::Builder::new()
+        .name("stdin-feeder".into())
+        .spawn(move || {
+            let Ok(mut sink) = rx.recv() else { return };
+            let source = match feed {
+                StdinFeed::Open(f) => Ok(f),
+                StdinFeed::Fifo(path) => File::open(path),
+            };
+            if let Ok(mut source) = source {
+                let _ = io::copy(&mut source, &mut sink);
+            }
+        })
+        .map_err(|source| Error::Runtime {
+            what: "the stdin thread",
+            source,
+        })?;
+    Ok(tx)
+}

@@ -1,0 +1,174 @@
+//! The supervision loop: one running command, driven to its end.
+//!
+//! An [`Execution`] joins four parts: what the result will report
+//! ([`Report`]), the command's processes ([`CommandProcs`]), the phase
+//! machine ([`Phases`]) and the output pipes ([`Streams`]). The loop waits
+//! on the pipes, SIGCHLD, the phase's end, a poll of the tree, aborts and
+//! the caller's slice end, and after every event lets the machine advance.
+//! The foreground result ([`Execution::wait`]) and incremental background
+//! reads ([`Execution::run_until`] plus [`Execution::read_delta`]) are
+//! projections of this one handle.
+
+use std::future::pending;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use tokio::time::sleep_until;
+
+use super::abort::AbortSource;
+use super::phases::{Cause, Effect, Phases, Processes};
+use super::proctree::{CommandProcs, Exit};
+use super::streams::Streams;
+use crate::capture::Delta;
+use crate::error::Error;
+use crate::result::{RunResult, SandboxFacts};
+use crate::sandbox::denial::looks_denied;
+
+/// The facts of a run known before it starts, for its result.
+pub(crate) struct Report {
+    pub(crate) command: String,
+    pub(crate) workdir: PathBuf,
+    pub(crate) started: Instant,
+    pub(crate) timeout: Option<Duration>,
+    /// Values the configuration file's caps lowered.
+    pub(crate) capped: Vec<String>,
+    /// Sandbox facts (`denied` is decided at the end).
+    pub(crate) sandbox: Option<SandboxFacts>,
+}
+
+/// A running (or finished) command and its output captures.
+pub struct Execution {
+    pub(crate) report: Report,
+    pub(crate) procs: CommandProcs,
+    pub(crate) phases: Phases,
+    pub(crate) streams: Streams,
+    /// Registered before the spawn, so that the child's exit cannot be missed.
+    pub(crate) sigchld: tokio::signal::unix::Signal,
+}
+
+async fn sleep_opt(at: Option<Instant>) {
+    match at {
+        Some(t) => sleep_until(t.into()).await,
+        None => pending().await,
+    }
+}
+
+impl Execution {
+    /// The process id of the direct child (`bash`), also its process-group id.
+    pub fn pid(&self) -> i32 {
+        self.procs.pid()
+    }
+
+    /// True once the direct child has exited, both pipes are closed (or their
+    /// reading was cut off) and nothing the command started is left.
+    pub fn is_finished(&self) -> bool {
+        self.phases.is_done()
+    }
+
+    /// The spill files of (stdout, stderr), once the streams outgrew their budgets.
+    pub fn spill_paths(&self) -> (Option<&Path>, Option<&Path>) {
+        self.streams.spill_paths()
+    }
+
+    /// Consumes the output produced since the previous call: (stdout, stderr).
+    pub fn read_delta(&mut self) -> (Delta, Delta) {
+        self.streams.read_delta()
+    }
+
+    fn poll_exit(&mut self) -> Result<(), Error> {
+        self.procs
+            .poll_exit()
+            .map_err(|source| Error::SupervisionFailed {
+                what: "waitid",
+                source,
+            })
+    }
+
+    fn advance(&mut self) {
+        let closed = self.streams.closed();
+        self.phases.advance(Instant::now(), closed, &mut self.procs);
+    }
+
+    /// Drives the run until it finishes (`Ok(true)`) or `until` passes
+    /// (`Ok(false)`), capturing output and applying the deadline, aborts, the
+    /// drain and the sweep of leftovers.
+    ///
+    /// Errors with [`Error::SupervisionFailed`] when the child's status
+    /// cannot be read.
+    pub async fn run_until(
+        &mut self,
+        until: Option<Instant>,
+        aborts: &mut impl AbortSource,
+    ) -> Result<bool, Error> {
+        // A status change may predate this call (or the signal registration).
+        self.poll_exit()?;
+        self.advance();
+        while !self.phases.is_done() {
+            let wake = self.phases.wake(self.procs.exited(), Instant::now());
+            tokio::select! {
+                _ = self.streams.read_some() => {}
+                _ = self.sigchld.recv() => self.poll_exit()?,
+                _ = sleep_opt(wake.phase_end) => {
+                    if self.phases.phase_ended(Instant::now(), &mut self.procs) == Effect::StopReading {
+                        self.streams.stop_reading();
+                    }
+                }
+                _ = sleep_opt(wake.poll) => self.phases.poll(&mut self.procs),
+                sig = aborts.next() => self.phases.abort(sig, Instant::now(), &mut self.procs),
+                _ = sleep_opt(until) => return Ok(false),
+            }
+            self.advance();
+        }
+        Ok(true)
+    }
+
+    /// Drives the run to its end and returns the foreground result.
+    ///
+    /// Errors as [`Execution::run_until`].
+    pub async fn wait(mut self, aborts: &mut impl AbortSource) -> Result<RunResult, Error> {
+        self.run_until(None, aborts).await?;
+        Ok(self.finish())
+    }
+
+    /// Ends the run: kills what is left, reaps the direct child, removes an
+    /// unused spill directory, and builds the result. Called on a run that
+    /// has not finished, it kills the command's whole tree first.
+    pub fn finish(mut self) -> RunResult {
+        self.procs.release(self.phases.is_done());
+        let (exit_code, signal) = match self.procs.exit() {
+            Some(Exit::Code(c)) => (Some(c), None),
+            Some(Exit::Signal(s)) => (None, Some(s)),
+            None => (None, None),
+        };
+        let aborted_by = match self.phases.cause() {
+            Some(Cause::Abort(sig)) => Some(sig),
+            _ => None,
+        };
+        let (out, err, spill_dir) = self.streams.into_parts();
+        let (out, err) = (out.finish(), err.finish());
+        if out.spill_path.is_none() && err.spill_path.is_none() {
+            // Created, but no spill file could be opened in it.
+            spill_dir.remove_if_empty();
+        }
+        let report = self.report;
+        let sandbox = report.sandbox.map(|mut facts| {
+            facts.denied = looks_denied(facts.mode, exit_code != Some(0), &out.text, &err.text);
+            facts
+        });
+        RunResult {
+            command: report.command,
+            workdir: report.workdir,
+            exit_code,
+            signal,
+            timed_out: self.phases.cause() == Some(Cause::Timeout),
+            aborted: aborted_by.is_some(),
+            aborted_by,
+            timeout_ms: report.timeout.map(|t| t.as_millis() as u64),
+            capped: report.capped,
+            duration_ms: report.started.elapsed().as_millis() as u64,
+            stdout: out,
+            stderr: err,
+            sandbox,
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! The client side of a job: incremental reads, waiting, killing.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::protocol::{self, ReadReply};
+use super::store::{self, Status};
+use crate::result::RunResult;
+
+/// How often a waiting client looks at a job's state.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Reads what the job in `dir` wrote since the previous read; consuming.
+pub fn read(dir: &Path) -> ReadReply {
+    if store::status(dir) == Status::Running
+        && let Some(reply) = protocol::ask(&dir.join("sock"))
+    {
+        return reply;
+    }
+    // Finished (or just finished while we asked), or lost. Taking the
+    // unread output is a rename, so two readers at once cannot both get it.
+    let status = store::status(dir);
+    let unread = dir.join("unread.json");
+    let taken = dir.join(format!("unread.{}.json", std::process::id()));
+    let mut reply: ReadReply = match std::fs::rename(&unread, &taken) {
+        Ok(()) => {
+            let r = store::read_json(&taken).unwrap_or_default();
+            let _ = std::fs::remove_file(&taken);
+            r
+        }
+        Err(_) => ReadReply::default(),
+    };
+    if let Some(r) = store::result(dir) {
+        reply.stdout_spill_path = r
+            .stdout
+            .spill_path
+            .as_ref()
+            .map(|p| p.to_string_lossy().into());
+        reply.stderr_spill_path = r
+            .stderr
+            .spill_path
+            .as_ref()
+            .map(|p| p.to_string_lossy().into());
+        reply.result = Some(r);
+    }
+    reply.status = Some(status);
+    reply
+}
+
+/// How a wait for a job ended.
+#[derive(Debug)]
+pub enum Waited {
+    /// The job finished; its result.
+    Finished(Box<RunResult>),
+    /// The supervisor is gone without a result.
+    Lost,
+    /// The job still runs after the wait's limit.
+    StillRunning,
+}
+
+/// Waits for the job in `dir` to end, at most `limit` (`None`: as long as
+/// it takes).
+pub fn wait(dir: &Path, limit: Option<Duration>) -> Waited {
+    let end = limit.map(|t| Instant::now() + t);
+    loop {
+        match store::status(dir) {
+            Status::Finished => {
+                return match store::result(dir) {
+                    Some(r) => Waited::Finished(Box::new(r)),
+                    None => Waited::Lost,
+                };
+            }
+            Status::Lost => return Waited::Lost,
+            Status::Running if end.is_some_and(|e| Instant::now() >= e) => {
+                return Waited::StillRunning;
+            }
+            Status::Running => std::thread::sleep(POLL),
+        }
+    }
+}
+
+/// Sends SIGTERM to the job's supervisor (if it is still the process that
+/// started the job), which then ends the job like an abort: SIGTERM, grace,
+/// SIGKILL and the sweep. Returns false when the job was not running.
+pub fn kill(dir: &Path) -> bool {
+    let Some(s) = store::supervisor(dir) else {
+        return false;
+    };
+    if store::status(dir) != Status::Running {
+        return false;
+    }
+    let seen = crate::exec::proctree::Seen {
+        pid: s.pid,
+        start_time: s.start,
+        pgrp: 0,
+    };
+    crate::exec::proctree::signal_one(seen, nix::sys::signal::Signal::SIGTERM)
+}

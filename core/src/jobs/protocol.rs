@@ -1,0 +1,218 @@
+//! What crosses between the processes of a job.
+//!
+//! - **The handoff** (launcher → supervisor, over a socket pair that is the
+//!   supervisor's descriptor [`HANDOFF_FD`]): the launcher writes the
+//!   resolved [`Spec`] as JSON and shuts down its side; the supervisor reads
+//!   it to end-of-file, prepares and starts the command, and answers with
+//!   one [`Handoff`] line. The spec never appears in any process's argv,
+//!   so no `-e` value is readable in `/proc/PID/cmdline`.
+//! - **Reads** (client → supervisor, over the job's Unix socket): the client
+//!   sends `read\n`; the supervisor answers with one [`ReadReply`] line and
+//!   waits for the client to close, which confirms the delivery. A reply
+//!   that was not confirmed goes back to be read again.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::store::Status;
+use crate::capture::utf8::{char_boundary_skip, hold_back_partial};
+use crate::error::ErrorCode;
+use crate::exec::Execution;
+use crate::result::RunResult;
+
+/// The supervisor's descriptor that carries the handoff.
+pub(crate) const HANDOFF_FD: i32 = 3;
+
+/// The handoff is refused past this size: 64 MiB, far above any real spec
+/// (an environment is at most a few MiB: execve(2)'s ARG_MAX).
+pub(crate) const MAX_SPEC_BYTES: u64 = 64 << 20;
+
+/// The supervisor's answer to the handoff.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Handoff {
+    /// The command runs as `pid` (in the supervisor's PID namespace).
+    Started {
+        /// The command's pid.
+        pid: i32,
+        /// Warnings of the preparation (skipped writable roots, ...).
+        warnings: Vec<String>,
+    },
+    /// The command never ran (its deadline passed during preparation, or
+    /// the sandbox runner failed); its result is written.
+    NotRun {
+        /// The result.
+        result: Box<RunResult>,
+        /// Warnings of the preparation.
+        warnings: Vec<String>,
+    },
+    /// Preparing the command failed: nothing ran.
+    Failed {
+        /// The failure's code.
+        code: ErrorCode,
+        /// The failure, as displayed.
+        message: String,
+    },
+}
+
+/// An incremental read, as `job read --json` prints it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ReadReply {
+    /// stdout written since the previous read (lossy UTF-8).
+    pub delta_stdout: String,
+    /// stderr written since the previous read (lossy UTF-8).
+    pub delta_stderr: String,
+    /// True when output was dropped from the tail buffer before it could
+    /// be read; the spill files hold it.
+    pub lossy: bool,
+    /// `running`, `finished` or `lost`.
+    pub status: Option<Status>,
+    /// The stdout spill file, once there is one.
+    pub stdout_spill_path: Option<String>,
+    /// The stderr spill file, once there is one.
+    pub stderr_spill_path: Option<String>,
+    /// The result, once the job has finished.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<RunResult>,
+}
+
+/// Output taken from the captures but not yet delivered: the bytes of a
+/// UTF-8 character cut by a read (held until the rest arrives), and
+/// deliveries that failed (a reader that went away).
+#[derive(Default)]
+pub(crate) struct Carry {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    lossy: bool,
+}
+
+impl Carry {
+    /// Takes back an undelivered reply, keeping at most `cap` bytes per
+    /// stream (the newest); dropping any marks the next read lossy.
+    fn put_back(&mut self, reply: ReadReply, cap: usize) {
+        let mut back = |text: String, held: &mut Vec<u8>| {
+            let mut bytes = text.into_bytes();
+            bytes.append(held);
+            if bytes.len() > cap {
+                bytes.drain(..bytes.len() - cap);
+                self.lossy = true;
+            }
+            bytes
+        };
+        let out = back(reply.delta_stdout, &mut self.stdout);
+        self.stdout = out;
+        let err = back(reply.delta_stderr, &mut self.stderr);
+        self.stderr = err;
+        self.lossy |= reply.lossy;
+    }
+}
+
+/// The output of `exec` since the previous read, with what `carry` held.
+pub(crate) fn delta_reply(exec: &mut Execution, carry: &mut Carry, status: Status) -> ReadReply {
+    let last = status != Status::Running;
+    let (out, err) = exec.read_delta();
+    let mut out_bytes = std::mem::take(&mut carry.stdout);
+    out_bytes.extend_from_slice(&out.bytes);
+    let mut err_bytes = std::mem::take(&mut carry.stderr);
+    err_bytes.extend_from_slice(&err.bytes);
+    carry.stdout = hold_back_partial(&mut out_bytes, last);
+    carry.stderr = hold_back_partial(&mut err_bytes, last);
+    // A lossy read starts wherever the tail buffer did: drop a cut
+    // character's remains there, as the foreground tail cut does.
+    if out.lossy {
+        out_bytes.drain(..char_boundary_skip(&out_bytes));
+    }
+    if err.lossy {
+        err_bytes.drain(..char_boundary_skip(&err_bytes));
+    }
+    let lossy = std::mem::take(&mut carry.lossy) || out.lossy || err.lossy;
+    let (out_spill, err_spill) = exec.spill_paths();
+    ReadReply {
+        delta_stdout: String::from_utf8_lossy(&out_bytes).into_owned(),
+        delta_stderr: String::from_utf8_lossy(&err_bytes).into_owned(),
+        lossy,
+        status: Some(status),
+        stdout_spill_path: out_spill.map(|p| p.to_string_lossy().into_owned()),
+        stderr_spill_path: err_spill.map(|p| p.to_string_lossy().into_owned()),
+        result: None,
+    }
+}
+
+/// The longest a read request may take the supervisor from its run loop,
+/// whatever the client does (trickles bytes, never reads its reply).
+const CLIENT_BUDGET: Duration = Duration::from_millis(200);
+
+/// Requests answered per tick at most, so a flood of connections cannot
+/// keep the supervisor from its deadline and aborts.
+const CLIENTS_PER_TICK: usize = 8;
+
+/// Reads up to 8 bytes or EOF from `stream` before `deadline`: the request
+/// line, or the reader's closing confirmation.
+fn read_until(stream: &UnixStream, deadline: Instant) -> Option<Vec<u8>> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 8];
+    loop {
+        let left = deadline.checked_duration_since(Instant::now())?;
+        stream
+            .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .ok()?;
+        match (&*stream).read(&mut buf) {
+            Ok(0) => return Some(got),
+            Ok(n) => {
+                got.extend_from_slice(&buf[..n]);
+                if got.contains(&b'\n') || got.len() >= 8 {
+                    return Some(got);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Answers pending read requests, each within [`CLIENT_BUDGET`]. A reply
+/// its reader did not take (it closed first, or did not confirm in time)
+/// goes back to the carry, so the next read has it.
+pub(crate) fn serve(listener: &UnixListener, exec: &mut Execution, carry: &mut Carry, cap: usize) {
+    for _ in 0..CLIENTS_PER_TICK {
+        let Ok((stream, _)) = listener.accept() else {
+            return;
+        };
+        let deadline = Instant::now() + CLIENT_BUDGET;
+        let _ = stream.set_nonblocking(false);
+        if read_until(&stream, deadline).as_deref() != Some(b"read\n") {
+            continue;
+        }
+        let reply = delta_reply(exec, carry, Status::Running);
+        let Ok(mut bytes) = serde_json::to_vec(&reply) else {
+            continue;
+        };
+        bytes.push(b'\n');
+        let left = deadline.saturating_duration_since(Instant::now());
+        let _ = stream.set_write_timeout(Some(left.max(Duration::from_millis(1))));
+        // The reader confirms by closing: EOF after the reply means it got it.
+        let delivered = (&stream).write_all(&bytes).is_ok()
+            && read_until(&stream, deadline).is_some_and(|rest| rest.is_empty());
+        if !delivered {
+            carry.put_back(reply, cap);
+        }
+    }
+}
+
+/// Asks the supervisor listening on `sock` for a read; `None` when it does
+/// not answer (gone, or finished meanwhile).
+pub(crate) fn ask(sock: &Path) -> Option<ReadReply> {
+    let mut stream = UnixStream::connect(sock).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    stream.write_all(b"read\n").ok()?;
+    let mut line = String::new();
+    BufReader::new(&stream).read_line(&mut line).ok()?;
+    let reply = serde_json::from_str(&line).ok()?;
+    // Closing confirms the delivery (the supervisor waits for EOF).
+    drop(stream);
+    Some(reply)
+}

@@ -1,0 +1,47 @@
+//! The engine of `dsh-exec`: run one shell command safely and report exactly
+//! what happened. The `dsh-exec` binary is a thin command line over it; this
+//! crate knows nothing of command-line parsing.
+//!
+//! The data flow is request → spec → exec → capture → result → rendering,
+//! with the sandbox and background jobs beside it:
+//!
+//! - [`resolve`] turns a [`Request`] (what the user said) and the
+//!   [`Ambient`] facts of the process into a [`Spec`] (every value explicit,
+//!   with its origin) — `request/`, `spec.rs`;
+//! - [`prepare`] checks and opens what the run needs, [`start`] spawns
+//!   `bash -c` in a new session and returns the [`Execution`], whose loop
+//!   applies the deadline and aborts, drains and sweeps the process tree;
+//!   [`run`] does all three — `exec/`;
+//! - output is captured in bounded tails with spill files — `capture/`;
+//! - confining modes are enforced with Landlock and seccomp — `sandbox/`;
+//! - the outcome is a [`RunResult`] of typed facts — `result.rs`;
+//! - [`render`] writes the text form and reads its marker back; the JSON
+//!   form is the serde serialization of [`RunResult`];
+//! - [`jobs`] runs a spec in a supervisor process of its own and serves
+//!   incremental reads.
+//!
+//! Failures of the tool itself are [`Error`]s with stable codes; a nonzero
+//! exit, a timeout or an abort is a result, never an error.
+
+#![deny(missing_docs)]
+
+mod capture;
+pub mod error;
+mod exec;
+pub mod jobs;
+pub mod render;
+pub mod request;
+pub mod result;
+pub mod sandbox;
+mod serde_paths;
+pub mod spec;
+
+pub use capture::{CollectedOutput, Delta};
+pub use error::{Error, ErrorCode};
+pub use exec::{
+    AbortSignals, AbortSource, DRAIN, Execution, FINAL_READ, NoAbort, Prepared, Started,
+    init_process, prepare, run, start,
+};
+pub use request::{Ambient, Request, UsageError, resolve};
+pub use result::{RunResult, Signal, exit};
+pub use spec::Spec;

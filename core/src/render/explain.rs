@@ -1,0 +1,302 @@
+//! `dsh-exec explain`: the resolved spec, each value with its origin, the
+//! child environment changes, and the sandbox as it would be applied (the
+//! writable roots opened as a run would open them). Runs nothing; values of
+//! credential-shaped names are masked.
+
+use owo_colors::OwoColorize;
+use serde_json::{Value, json};
+
+use crate::exec::find_shell;
+use crate::request::env::{Layer, display_value};
+use crate::request::units::{format_duration, format_size};
+use crate::sandbox::landlock::enforcement;
+use crate::sandbox::{Mode, Policy, Roots, kernel_abi, open_roots};
+use crate::spec::{Origin, Sourced, Spec, StdinSource};
+
+fn origin_text(o: Origin) -> &'static str {
+    o.as_str()
+}
+
+/// `(flag)`, `(config)`, `(default)`, with a cap when one applied:
+/// `(flag; 2h capped at 1h)`.
+fn note<T>(s: &Sourced<T>) -> String {
+    match &s.capped {
+        Some(c) => format!("({}; {c})", origin_text(s.origin)),
+        None => format!("({})", origin_text(s.origin)),
+    }
+}
+
+fn layer_text(l: Layer) -> &'static str {
+    match l {
+        Layer::Override => "override",
+        Layer::Explicit => "explicit",
+        Layer::Managed => "managed",
+    }
+}
+
+fn stdin_text(s: &StdinSource) -> String {
+    match s {
+        StdinSource::Closed => "closed (end-of-file at once)".into(),
+        StdinSource::File(p) => format!("file {}", p.display()),
+        StdinSource::Inherited => "this process's stdin".into(),
+    }
+}
+
+fn timeout_text(t: Option<std::time::Duration>) -> String {
+    t.map(format_duration).unwrap_or_else(|| "none".into())
+}
+
+/// A path as a (lossy) string: JSON cannot hold non-UTF-8 bytes.
+fn lossy(p: &std::path::Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+fn stdin_json(s: &StdinSource) -> Value {
+    match s {
+        StdinSource::Closed => json!({"kind": "closed"}),
+        StdinSource::File(p) => json!({"kind": "file", "path": lossy(p)}),
+        StdinSource::Inherited => json!({"kind": "inherited"}),
+    }
+}
+
+fn sourced_json<T>(s: &Sourced<T>, value: Value) -> Value {
+    match &s.capped {
+        Some(c) => json!({"value": value, "origin": s.origin, "capped": c}),
+        None => json!({"value": value, "origin": s.origin}),
+    }
+}
+
+/// The sandbox part of the explanation, as JSON (`null` without a sandbox).
+fn sandbox_json(spec: &Spec) -> Value {
+    let Some(policy) = &spec.sandbox else {
+        return Value::Null;
+    };
+    let roots = open_roots(policy);
+    let (abi, enforcement) = match kernel_abi() {
+        Ok(abi) => (json!(abi), json!(enforcement(policy, abi))),
+        Err(e) => (Value::Null, json!({"error": e.to_string()})),
+    };
+    json!({
+        "mode": policy.mode,
+        "network": policy.network,
+        "workspace_root": sourced_json(&policy.workspace_root, json!(lossy(&policy.workspace_root.value))),
+        "writable": roots.writable_paths().into_iter().map(lossy).collect::<Vec<_>>(),
+        "temp_dir": roots.temp_dir.as_deref().map(lossy),
+        "skipped": roots.skipped.iter().map(|s| json!({"path": lossy(&s.path), "reason": s.reason})).collect::<Vec<_>>(),
+        "warnings": roots.warnings,
+        "landlock_abi": abi,
+        "enforcement": enforcement,
+    })
+}
+
+/// The sandbox rows of the text explanation.
+fn sandbox_rows(policy: &Policy, roots: &Roots) -> Vec<(String, String, String)> {
+    let o = |o: Origin| format!("({})", origin_text(o));
+    let mut rows = vec![
+        (
+            "sandbox".into(),
+            policy.mode.value.as_str().into(),
+            o(policy.mode.origin),
+        ),
+        (
+            "network".into(),
+            policy.network.value.as_str().into(),
+            o(policy.network.origin),
+        ),
+    ];
+    if policy.mode.value == Mode::WorkspaceWrite {
+        rows.push((
+            "workspace-root".into(),
+            policy.workspace_root.value.display().to_string(),
+            o(policy.workspace_root.origin),
+        ));
+        for (i, w) in roots.writable_paths().into_iter().enumerate() {
+            let name = if i == 0 { "writable" } else { "" };
+            rows.push((name.into(), w.display().to_string(), String::new()));
+        }
+        if roots.temp_dir.is_none() {
+            rows.push((
+                "temp-dir".into(),
+                "read-only (--no-temp-write)".into(),
+                String::new(),
+            ));
+        }
+    }
+    for w in &roots.warnings {
+        rows.push(("warning".into(), w.clone(), String::new()));
+    }
+    for s in &roots.skipped {
+        rows.push((
+            "skipped".into(),
+            format!("{} ({})", s.path.display(), s.reason),
+            "(warning)".into(),
+        ));
+    }
+    match kernel_abi() {
+        Ok(abi) => {
+            let e = enforcement(policy, abi);
+            let level = match e.level() {
+                crate::result::EnforcementLevel::Full => "full",
+                crate::result::EnforcementLevel::Partial => "partial",
+            };
+            rows.push((
+                "landlock".into(),
+                format!("ABI {abi}, enforcement {level}"),
+                String::new(),
+            ));
+            for (i, m) in e.missing.iter().enumerate() {
+                let name = if i == 0 { "not enforced" } else { "" };
+                rows.push((name.into(), m.describe(), String::new()));
+            }
+        }
+        Err(e) => rows.push(("landlock".into(), e.to_string(), "(unavailable)".into())),
+    }
+    rows
+}
+
+/// The explanation as one JSON object.
+pub fn explain_json(spec: &Spec) -> Value {
+    let env = &spec.env;
+    let shell = find_shell(&env.child_env()).map(|p| lossy(&p));
+    json!({
+        "command": spec.script,
+        "config_file": spec.config_file.as_deref().map(lossy),
+        "shell": shell,
+        "workdir": sourced_json(&spec.workdir, json!(lossy(&spec.workdir.value))),
+        "timeout_ms": sourced_json(&spec.timeout, json!(spec.timeout.value.map(|t| t.as_millis() as u64))),
+        "kill_after_ms": sourced_json(&spec.kill_after, json!(spec.kill_after.value.as_millis() as u64)),
+        "stdout_max_bytes": sourced_json(&spec.stdout_max_bytes, json!(spec.stdout_max_bytes.value)),
+        "stderr_max_bytes": sourced_json(&spec.stderr_max_bytes, json!(spec.stderr_max_bytes.value)),
+        "stdin": sourced_json(&spec.stdin, stdin_json(&spec.stdin.value)),
+        "spill_dir": sourced_json(&spec.spill_dir, json!(lossy(&spec.spill_dir.value))),
+        "environment": {
+            "inherited_count": env.inherited.len(),
+            "scrubbed": env.scrubbed.iter().map(|n| n.to_string_lossy()).collect::<Vec<_>>(),
+            "set": env.effective_settings().iter().map(|s| json!({
+                "name": s.name,
+                "value": display_value(&s.name, &s.value),
+                "layer": s.layer,
+            })).collect::<Vec<_>>(),
+            "missing_pass_through": env.missing_pass_through,
+        },
+        "sandbox": sandbox_json(spec),
+    })
+}
+
+/// Colours one aligned row for a terminal: names bold, the sandbox mode by
+/// how much it allows, warnings yellow, what is not enforced red.
+fn paint_row(name: &str, value: &str, line: &str) -> String {
+    let (head, rest) = line.split_at(name.len().min(line.len()));
+    let head = head.bold().to_string();
+    let rest = match (name, value) {
+        ("sandbox", "read-only") => rest.green().to_string(),
+        ("sandbox", "workspace-write") => rest.yellow().to_string(),
+        ("sandbox", _) => rest.red().to_string(),
+        ("skipped" | "warning", _) => rest.yellow().to_string(),
+        ("not enforced", _) | ("", _) if line.contains("(ABI") => rest.red().to_string(),
+        ("landlock", v) if v.contains("partial") || !v.starts_with("ABI") => rest.red().to_string(),
+        ("landlock", _) => rest.green().to_string(),
+        _ => rest.to_string(),
+    };
+    head + &rest
+}
+
+/// The explanation as aligned, human-readable text, coloured when `color`.
+pub fn explain_text(spec: &Spec, color: bool) -> String {
+    let env = &spec.env;
+    let shell = find_shell(&env.child_env())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "NOT FOUND on PATH".into());
+    let mut rows: Vec<(String, String, String)> = vec![
+        ("command".into(), spec.script.clone(), String::new()),
+        ("shell".into(), format!("{shell} -c COMMAND"), String::new()),
+    ];
+    if let Some(path) = &spec.config_file {
+        rows.push(("config".into(), path.display().to_string(), String::new()));
+    }
+    let mut row = |name: &str, value: String, note: String| {
+        rows.push((name.into(), value, note));
+    };
+    row(
+        "workdir",
+        spec.workdir.value.display().to_string(),
+        note(&spec.workdir),
+    );
+    if !spec.workdir.value.is_dir() {
+        row(
+            "warning",
+            "the workdir is not a directory: a run fails (WORKDIR_UNUSABLE)".into(),
+            String::new(),
+        );
+    }
+    row(
+        "timeout",
+        timeout_text(spec.timeout.value),
+        note(&spec.timeout),
+    );
+    row(
+        "kill-after",
+        format_duration(spec.kill_after.value),
+        note(&spec.kill_after),
+    );
+    row(
+        "stdout-max-bytes",
+        format_size(spec.stdout_max_bytes.value),
+        note(&spec.stdout_max_bytes),
+    );
+    row(
+        "stderr-max-bytes",
+        format_size(spec.stderr_max_bytes.value),
+        note(&spec.stderr_max_bytes),
+    );
+    row("stdin", stdin_text(&spec.stdin.value), note(&spec.stdin));
+    row(
+        "spill-dir",
+        spec.spill_dir.value.display().to_string(),
+        note(&spec.spill_dir),
+    );
+    if let Some(policy) = &spec.sandbox {
+        rows.extend(sandbox_rows(policy, &open_roots(policy)));
+    }
+    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let vwidth = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).min(48);
+    let mut text = String::new();
+    for (name, value, origin) in rows {
+        let line = format!("{name:width$}  {value:vwidth$}  {origin}");
+        let line = line.trim_end();
+        if color {
+            text.push_str(&paint_row(&name, &value, line));
+        } else {
+            text.push_str(line);
+        }
+        text.push('\n');
+    }
+    text.push_str(&if color {
+        "environment:".bold().to_string()
+    } else {
+        "environment:".into()
+    });
+    text.push('\n');
+    text.push_str(&format!(
+        "  inherited  {} variables from this process\n",
+        env.inherited.len()
+    ));
+    let scrubbed: Vec<_> = env.scrubbed.iter().map(|n| n.to_string_lossy()).collect();
+    if !scrubbed.is_empty() {
+        text.push_str(&format!("  scrubbed   {}\n", scrubbed.join(" ")));
+    }
+    for s in env.effective_settings() {
+        text.push_str(&format!(
+            "  {:9}  {}={}\n",
+            layer_text(s.layer),
+            s.name,
+            display_value(&s.name, &s.value)
+        ));
+    }
+    for name in &env.missing_pass_through {
+        text.push_str(&format!(
+            "  skipped    {name} (--env {name}: not set here)\n"
+        ));
+    }
+    text
+}

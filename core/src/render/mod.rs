@@ -1,0 +1,11 @@
+//! Rendering: the text result ([`text`](mod@text)), its marker and `parse-status`
+//! ([`marker`](mod@marker)), and the `explain` view ([`explain`](mod@explain)). The JSON result is
+//! the serde form of [`crate::RunResult`].
+
+pub mod explain;
+pub mod marker;
+pub mod text;
+
+pub use self::explain::{explain_json, explain_text};
+pub use self::marker::{ParsedStatus, marker, parse_status};
+pub use self::text::{notices, render_output, render_status, render_text, render_truncations};

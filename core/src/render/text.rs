@@ -1,0 +1,244 @@
+//! The rendered text result: output sections, notices, and the marker.
+//!
+//! Grammar (DESIGN.md, "Rendered result"):
+//!
+//! ```text
+//! [stdout truncated: N earlier bytes omitted; full stream: PATH]   (when truncated)
+//! ...stdout text...
+//! [stderr]                                                         (when stderr is not empty)
+//! [stderr truncated: N earlier bytes omitted; full stream: PATH]   (when truncated)
+//! ...stderr text...
+//! [timed out after D]                                              (when timed out)
+//! [aborted by SIGNAME]                                             (when aborted)
+//! [exit code: N] | [killed by signal: SIGNAME]                     (always, last)
+//! ```
+
+use owo_colors::OwoColorize;
+
+use super::marker::marker;
+use crate::capture::CollectedOutput;
+use crate::request::units::format_duration;
+use crate::result::RunResult;
+
+/// The notice lines that precede the marker, each without its newline.
+pub fn notices(result: &RunResult) -> Vec<String> {
+    let mut lines: Vec<String> = result.capped.iter().map(|c| format!("[{c}]")).collect();
+    if let Some(sb) = &result.sandbox {
+        if sb.runner_failed {
+            lines.push(format!("[sandbox: {}; the sandbox runner failed]", sb.mode));
+        } else if sb.denied {
+            lines.push(format!("[sandbox: {}; a write was denied]", sb.mode));
+        }
+    }
+    if result.timed_out {
+        let after = result
+            .timeout_ms
+            .map(|ms| format_duration(std::time::Duration::from_millis(ms)))
+            .unwrap_or_else(|| "?".into());
+        lines.push(format!("[timed out after {after}]"));
+    }
+    if let Some(sig) = &result.aborted_by {
+        lines.push(format!("[aborted by {sig}]"));
+    }
+    lines
+}
+
+fn push_text(buf: &mut String, text: &str) {
+    buf.push_str(text);
+    if !text.is_empty() && !text.ends_with('\n') {
+        buf.push('\n');
+    }
+}
+
+fn truncation_line(name: &str, out: &CollectedOutput) -> Option<String> {
+    if !out.truncated {
+        return None;
+    }
+    let whereabouts = match (&out.spill_path, &out.spill_error) {
+        (Some(p), None) => format!("full stream: {}", p.display()),
+        (Some(p), Some(e)) => format!("spill file {} incomplete: {e}", p.display()),
+        (None, Some(e)) => format!("spill failed: {e}"),
+        (None, None) => "no spill file".into(),
+    };
+    Some(format!(
+        "[{name} truncated: {} earlier bytes omitted; {whereabouts}]",
+        out.omitted_bytes()
+    ))
+}
+
+/// Styles the notice and marker lines on a terminal.
+fn paint(line: &str, result: &RunResult, is_marker: bool) -> String {
+    if is_marker {
+        if result.exit_code == Some(0) && result.signal.is_none() {
+            line.green().bold().to_string()
+        } else {
+            line.red().bold().to_string()
+        }
+    } else if line.starts_with("[timed out") {
+        line.yellow().to_string()
+    } else {
+        line.red().to_string()
+    }
+}
+
+/// The truncation lines alone (for `--stream`, where the output itself was
+/// shown live): where each outgrown stream's full copy is.
+pub fn render_truncations(result: &RunResult) -> String {
+    [("stdout", &result.stdout), ("stderr", &result.stderr)]
+        .into_iter()
+        .filter_map(|(name, out)| truncation_line(name, out))
+        .map(|line| line + "\n")
+        .collect()
+}
+
+/// The output sections only (truncation lines, stdout, `[stderr]` section).
+pub fn render_output(result: &RunResult) -> String {
+    let mut buf = String::new();
+    if let Some(line) = truncation_line("stdout", &result.stdout) {
+        buf.push_str(&line);
+        buf.push('\n');
+    }
+    push_text(&mut buf, &result.stdout.text);
+    if result.stderr.total_bytes > 0 {
+        buf.push_str("[stderr]\n");
+        if let Some(line) = truncation_line("stderr", &result.stderr) {
+            buf.push_str(&line);
+            buf.push('\n');
+        }
+        push_text(&mut buf, &result.stderr.text);
+    }
+    buf
+}
+
+/// The notices and the marker, each line ending in a newline; coloured when
+/// `color` is true.
+pub fn render_status(result: &RunResult, color: bool) -> String {
+    let mut buf = String::new();
+    let style = |line: String, is_marker| {
+        if color {
+            paint(&line, result, is_marker)
+        } else {
+            line
+        }
+    };
+    for line in notices(result) {
+        buf.push_str(&style(line, false));
+        buf.push('\n');
+    }
+    buf.push_str(&style(marker(result), true));
+    buf.push('\n');
+    buf
+}
+
+/// The whole rendered result: output sections, notices, marker.
+pub fn render_text(result: &RunResult, color: bool) -> String {
+    render_output(result) + &render_status(result, color)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::marker::parse_status;
+    use crate::result::Signal;
+
+    fn result(stdout: &str, stderr: &str) -> RunResult {
+        let out = |t: &str| CollectedOutput {
+            text: t.into(),
+            truncated: false,
+            total_bytes: t.len() as u64,
+            kept_bytes: t.len() as u64,
+            spill_path: None,
+            spill_error: None,
+        };
+        RunResult {
+            command: "x".into(),
+            workdir: "/".into(),
+            exit_code: Some(0),
+            signal: None,
+            timed_out: false,
+            aborted: false,
+            aborted_by: None,
+            timeout_ms: Some(300),
+            capped: vec![],
+            duration_ms: 1,
+            stdout: out(stdout),
+            stderr: out(stderr),
+            sandbox: None,
+        }
+    }
+
+    #[test]
+    fn plain_exit() {
+        assert_eq!(
+            render_text(&result("hello\n", ""), false),
+            "hello\n[exit code: 0]\n"
+        );
+    }
+
+    #[test]
+    fn stderr_section_and_missing_newlines() {
+        let mut r = result("out", "err");
+        r.timed_out = true;
+        r.exit_code = None;
+        r.signal = Some(Signal::SIGTERM);
+        assert_eq!(
+            render_text(&r, false),
+            "out\n[stderr]\nerr\n[timed out after 300ms]\n[killed by signal: SIGTERM]\n"
+        );
+    }
+
+    #[test]
+    fn markers_round_trip() {
+        for code in [0, 1, 2, 124, 125, 126, 127, 255] {
+            let mut r = result("", "");
+            r.exit_code = Some(code);
+            let parsed = parse_status(&render_text(&r, false)).unwrap();
+            assert_eq!(parsed.exit_code, Some(code));
+            let parsed = parse_status(&render_text(&r, true)).unwrap();
+            assert_eq!(parsed.exit_code, Some(code));
+        }
+        for n in 1..=64 {
+            let mut r = result("", "");
+            r.exit_code = None;
+            r.signal = Some(Signal::from_number(n));
+            let parsed = parse_status(&render_text(&r, false)).unwrap();
+            assert_eq!(parsed.signal, Some(Signal::from_number(n).name()));
+        }
+    }
+
+    #[test]
+    fn non_markers() {
+        assert_eq!(parse_status(""), None);
+        assert_eq!(parse_status("hello\n"), None);
+        assert_eq!(parse_status("[exit code: x]\n"), None);
+        assert_eq!(parse_status("[exit code: 0]\nmore\n"), None);
+        assert_eq!(parse_status("[killed by signal: ]"), None);
+        assert_eq!(parse_status("[killed by signal: SIGFOO]"), None);
+        assert_eq!(parse_status("[exit code: -1]"), None);
+        assert_eq!(parse_status("[exit code: +7]"), None);
+        assert_eq!(parse_status("[exit code: 256]"), None);
+        assert_eq!(
+            parse_status("early\n[detached as job j4k2x9qa]\n").and_then(|p| p.detached),
+            Some("j4k2x9qa".into())
+        );
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use crate::render::marker::parse_status;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn parse_status_never_panics(s in "\\PC{0,200}") {
+            let _ = parse_status(&s);
+        }
+
+        #[test]
+        fn a_marker_after_any_output_is_found(body in "\\PC{0,200}", code in any::<u8>()) {
+            let text = format!("{body}\n[exit code: {code}]\n");
+            prop_assert_eq!(parse_status(&text).and_then(|p| p.exit_code), Some(i32::from(code)));
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! The optional configuration file: defaults, and caps that flags cannot
+//! exceed.
+//!
+//! Found at `$DSH_EXEC_CONFIG`, else `$XDG_CONFIG_HOME/dsh-exec/config.toml`,
+//! else `~/.config/dsh-exec/config.toml`. Precedence: flag, then config file,
+//! then built-in default; a value above a cap is clamped to it, and both
+//! `explain` and the result say so.
+//!
+//! ```toml
+//! [defaults]
+//! timeout = "10m"            # durations as on the command line, or seconds
+//! kill_after = "2s"
+//! stdout_max_bytes = "1MiB"  # sizes as on the command line, or bytes
+//! stderr_max_bytes = "1MiB"
+//! spill_dir = "/var/tmp"
+//! sandbox = "workspace-write"
+//! writable_roots = ["/srv/cache"]
+//!
+//! [caps]
+//! max_timeout = "1h"
+//! max_stdout_bytes = "16MiB"
+//! max_stderr_bytes = "16MiB"
+//! ```
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+use super::units::{parse_budget, parse_duration, parse_timeout};
+use crate::error::{ConfigProblem, Error};
+use crate::sandbox::Mode;
+
+/// A loaded configuration file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Config {
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// Defaults for values no flag gives.
+    pub defaults: Defaults,
+    /// Caps no value may exceed.
+    pub caps: Caps,
+}
+
+/// The `[defaults]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    /// Deadline; `Some(None)` is no deadline (`0` or `"none"`).
+    #[serde(default, deserialize_with = "timeout")]
+    pub timeout: Option<Option<Duration>>,
+    /// Grace period between SIGTERM and SIGKILL.
+    #[serde(default, deserialize_with = "duration")]
+    pub kill_after: Option<Duration>,
+    /// Tail budget of stdout, in bytes.
+    #[serde(default, deserialize_with = "budget")]
+    pub stdout_max_bytes: Option<u64>,
+    /// Tail budget of stderr, in bytes.
+    #[serde(default, deserialize_with = "budget")]
+    pub stderr_max_bytes: Option<u64>,
+    /// Parent of the private spill directories.
+    pub spill_dir: Option<PathBuf>,
+    /// Sandbox mode.
+    #[serde(default, deserialize_with = "mode")]
+    pub sandbox: Option<Mode>,
+    /// Writable roots for `workspace-write`.
+    #[serde(default)]
+    pub writable_roots: Vec<PathBuf>,
+}
+
+/// The `[caps]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Caps {
+    /// Longest deadline; also replaces "no deadline". At least 1 ms.
+    #[serde(default, deserialize_with = "cap_timeout")]
+    pub max_timeout: Option<Duration>,
+    /// Largest stdout budget, in bytes.
+    #[serde(default, deserialize_with = "budget")]
+    pub max_stdout_bytes: Option<u64>,
+    /// Largest stderr budget, in bytes.
+    #[serde(default, deserialize_with = "budget")]
+    pub max_stderr_bytes: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    defaults: Defaults,
+    #[serde(default)]
+    caps: Caps,
+}
+
+/// A duration or size written as a string, or as a bare number.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Text {
+    Str(String),
+    Int(u64),
+    Float(f64),
+}
+
+impl Text {
+    fn into_string(self) -> String {
+        match self {
+            Text::Str(s) => s,
+            Text::Int(n) => n.to_string(),
+            Text::Float(f) => f.to_string(),
+        }
+    }
+}
+
+fn timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<Duration>>, D::Error> {
+    let text = Text::deserialize(d)?.into_string();
+    parse_timeout(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let text = Text::deserialize(d)?.into_string();
+    parse_duration(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+fn cap_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let text = Text::deserialize(d)?.into_string();
+    match parse_timeout(&text).map_err(serde::de::Error::custom)? {
+        Some(t) => Ok(Some(t)),
+        None => Err(serde::de::Error::custom(format!(
+            "max_timeout '{text}' would allow no run at all (leave it out for no cap)"
+        ))),
+    }
+}
+
+fn budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let text = Text::deserialize(d)?.into_string();
+    parse_budget(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+fn mode<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Mode>, D::Error> {
+    let text = String::deserialize(d)?;
+    text.parse::<Mode>()
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+/// Where the configuration file is looked for, from the environment of
+/// `dsh-exec` (`DSH_EXEC_CONFIG`, `XDG_CONFIG_HOME`, `HOME`), and whether it
+/// was named explicitly (then it must exist).
+pub fn location(env: &[(OsString, OsString)]) -> Option<(PathBuf, bool)> {
+    let get = |k: &str| {
+        env.iter()
+            .rev()
+            .find(|(n, v)| n == k && !v.is_empty())
+            .map(|(_, v)| PathBuf::from(v))
+    };
+    if let Some(p) = get("DSH_EXEC_CONFIG") {
+        return Some((p, true));
+    }
+    let base = get("XDG_CONFIG_HOME").or_else(|| get("HOME").map(|h| h.join(".config")))?;
+    Some((base.join("dsh-exec").join("config.toml"), false))
+}
+
+/// Loads the configuration file, if there is one.
+///
+/// Errors with [`Error::ConfigInvalid`] (naming the file, line and key) when
+/// a file that exists cannot be read or parsed, or when `$DSH_EXEC_CONFIG`
+/// names a missing file.
+pub fn load(env: &[(OsString, OsString)]) -> Result<Option<Config>, Error> {
+    let Some((path, explicit)) = location(env) else {
+        return Ok(None);
+    };
+    // A default location that cannot even be looked at (missing, or under
+    // a directory closed to this user, as with a HOME kept across a change
+    // of user) means no configuration; a file that is there must be valid.
+    if !explicit && std::fs::metadata(&path).is_err() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| invalid(&path, e.into()))?;
+    parse(&path, &text).map(Some)
+}
+
+/// Parses configuration text read from `path`.
+///
+/// Errors with [`Error::ConfigInvalid`], naming the line and key at fault.
+pub fn parse(path: &Path, text: &str) -> Result<Config, Error> {
+    let file: File = toml::from_str(text).map_err(|e| {
+        let message = e.message().trim().replace('\n', " ");
+        let line = e
+            .span()
+            .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+        let key = line
+            .and_then(|n| text.lines().nth(n - 1))
+            .and_then(|l| l.split_once('='))
+            .map(|(key, _)| key.trim().to_string());
+        invalid(path, ConfigProblem::Parse { line, key, message })
+    })?;
+    Ok(Config {
+        path: path.to_path_buf(),
+        defaults: file.defaults,
+        caps: file.caps,
+    })
+}
+
+fn invalid(path: &Path, problem: ConfigProblem) -> Error {
+    Error::ConfigInvalid {
+        path: path.to_path_buf(),
+        problem,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_parses() {
+        let c = parse(
+            Path::new("/c.toml"),
+            "[defaults]\ntimeout = \"2m\"\nkill_after = 1\nstdout_max_bytes = \"64K\"\n\
+             sandbox = \"read-only\"\nwritable_roots = [\"/w\"]\n[caps]\nmax_timeout = \"1h\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.defaults.timeout, Some(Some(Duration::from_secs(120))));
+        assert_eq!(c.defaults.kill_after, Some(Duration::from_secs(1)));
+        assert_eq!(c.defaults.stdout_max_bytes, Some(65536));
+        assert_eq!(c.defaults.sandbox, Some(Mode::ReadOnly));
+        assert_eq!(c.caps.max_timeout, Some(Duration::from_secs(3600)));
+    }
+
+    #[test]
+    fn errors_name_the_line_and_key() {
+        let err = parse(Path::new("/c.toml"), "[defaults]\n\ntimeout = \"abc\"\n").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("config file /c.toml: line 3, key timeout: invalid duration 'abc'"),
+            "{text}"
+        );
+        let err = parse(Path::new("/c.toml"), "[defaults]\ntimeot = \"1s\"\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("line 2, key timeot: unknown field `timeot`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_cap_must_allow_some_run() {
+        for bad in ["0", "none", "0.5ms"] {
+            let text = format!("[caps]\nmax_timeout = \"{bad}\"\n");
+            assert!(parse(Path::new("/c.toml"), &text).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn location_order() {
+        let env = |pairs: &[(&str, &str)]| -> Vec<(OsString, OsString)> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect()
+        };
+        assert_eq!(
+            location(&env(&[("HOME", "/h"), ("DSH_EXEC_CONFIG", "/x.toml")])),
+            Some(("/x.toml".into(), true))
+        );
+        assert_eq!(
+            location(&env(&[("HOME", "/h"), ("XDG_CONFIG_HOME", "/x")])),
+            Some(("/x/dsh-exec/config.toml".into(), false))
+        );
+        assert_eq!(
+            location(&env(&[("HOME", "/h")])),
+            Some(("/h/.config/dsh-exec/config.toml".into(), false))
+        );
+    }
+}

@@ -1,0 +1,400 @@
+//! Request → spec: the one place where defaults are applied.
+//!
+//! A [`Request`] is what the user said (every field optional). [`resolve`]
+//! turns it, with the process-wide facts of an [`Ambient`], into a
+//! [`Spec`] in which every value is explicit and carries its
+//! [`crate::spec::Origin`]. Resolution is pure: it reads nothing from the
+//! file system (preparing the run opens and checks paths), so tests call it
+//! directly.
+
+pub mod config;
+pub mod env;
+pub mod units;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use self::config::Config;
+use self::env::{EnvArg, EnvPlan};
+use self::units::{format_duration, format_size};
+use crate::sandbox::{Mode, Network, Policy};
+use crate::spec::{LiveOutput, Sourced, Spec, StdinSource};
+
+/// Default deadline of a foreground run: 10 minutes.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+/// Default grace period between SIGTERM and SIGKILL: 2 seconds.
+pub const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(2);
+/// Default tail budget of each stream: 1 MiB.
+pub const DEFAULT_MAX_BYTES: u64 = 1 << 20;
+
+/// What the user asked for; `None` means "use the default".
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// The command words. One word is a script for `bash -c`; several are
+    /// shell-quoted and joined with spaces.
+    pub command: Vec<String>,
+    /// Working directory (relative paths are taken from the current one).
+    pub workdir: Option<PathBuf>,
+    /// Deadline: `Some(None)` asks for no deadline.
+    pub timeout: Option<Option<Duration>>,
+    /// Grace period between SIGTERM and SIGKILL.
+    pub kill_after: Option<Duration>,
+    /// Tail budget of stdout, in bytes.
+    pub stdout_max_bytes: Option<u64>,
+    /// Tail budget of stderr, in bytes.
+    pub stderr_max_bytes: Option<u64>,
+    /// Where the command's stdin comes from; `None` is a closed pipe.
+    pub stdin_file: Option<PathBuf>,
+    /// `--env` entries, in the order given.
+    pub env: Vec<EnvArg>,
+    /// `--dsh-env` entries (keys start with `DSH_`), in the order given.
+    pub dsh_env: Vec<(String, String)>,
+    /// Parent directory of the run's private spill directory.
+    pub spill_dir: Option<PathBuf>,
+    /// Sandbox mode; `None` runs unconfined with no sandbox facts.
+    pub sandbox: Option<Mode>,
+    /// Network switch; `Some(Deny)` without a mode implies `full-access`.
+    pub network: Option<Network>,
+    /// Workspace root for `workspace-write` (default: the workdir).
+    pub workspace_root: Option<PathBuf>,
+    /// Extra writable directories for `workspace-write`.
+    pub writable_roots: Vec<PathBuf>,
+    /// Keep the temp directory read-only in `workspace-write`.
+    pub no_temp_write: bool,
+    /// Attach the command to this terminal, uncaptured.
+    pub interactive: bool,
+    /// Show the output live while capturing it.
+    pub stream: Option<LiveOutput>,
+    /// Run as a background job (`--background`, `--detach-after`): no
+    /// deadline by default, no live copy, and a PID namespace where the
+    /// caller may create one.
+    pub background: bool,
+    /// The configuration file's defaults and caps ([`config::load`]).
+    pub config: Option<Config>,
+}
+
+/// The process-wide facts `resolve` reads: passed in so that resolution is a
+/// pure function that tests can call directly.
+#[derive(Debug, Clone)]
+pub struct Ambient {
+    /// The current directory of `dsh-exec`.
+    pub cwd: PathBuf,
+    /// The environment of `dsh-exec`, in order.
+    pub env: Vec<(OsString, OsString)>,
+    /// The temp directory (`$TMPDIR`, else `/tmp`).
+    pub temp_dir: PathBuf,
+    /// Whether this process may create a PID namespace (it holds
+    /// CAP_SYS_ADMIN).
+    pub can_create_pid_namespace: bool,
+}
+
+impl Ambient {
+    /// Reads the facts of the running process.
+    ///
+    /// Errors when the current directory cannot be determined (it was
+    /// removed, or is not searchable) and no absolute fallback is given.
+    /// `fallback_cwd` stands in for a current directory that was removed
+    /// (an absolute `--workdir` makes the current one irrelevant).
+    pub fn current(fallback_cwd: Option<&Path>) -> std::io::Result<Ambient> {
+        let cwd = match (std::env::current_dir(), fallback_cwd) {
+            (Ok(cwd), _) => cwd,
+            (Err(_), Some(f)) if f.is_absolute() => f.to_path_buf(),
+            (Err(e), _) => return Err(e),
+        };
+        // An empty TMPDIR means unset (as for mktemp(1)).
+        let temp_dir = std::env::var_os("TMPDIR")
+            .filter(|t| !t.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/tmp"));
+        Ok(Ambient {
+            cwd,
+            env: std::env::vars_os().collect(),
+            temp_dir,
+            can_create_pid_namespace: crate::exec::holds_capability(crate::exec::CAP_SYS_ADMIN),
+        })
+    }
+}
+
+/// A request that cannot be resolved: a usage error
+/// ([`crate::result::exit::USAGE`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Joins command words into one `bash -c` script: one word is the script
+/// itself; several are shell-quoted (POSIX rules, `shlex`) and joined.
+///
+/// Errors when there is no word, the script is empty, or a word holds NUL.
+pub fn command_script(words: &[String]) -> Result<String, UsageError> {
+    let script = match words {
+        [] => {
+            return Err(UsageError(
+                "no command given (usage: dsh-exec [OPTIONS] -- COMMAND...)".into(),
+            ));
+        }
+        [one] => one.clone(),
+        many => shlex::try_join(many.iter().map(String::as_str))
+            .map_err(|e| UsageError(format!("cannot quote the command: {e}")))?,
+    };
+    if script.trim().is_empty() {
+        return Err(UsageError("the command is empty".into()));
+    }
+    if script.contains('\0') {
+        return Err(UsageError("the command contains a NUL byte".into()));
+    }
+    Ok(script)
+}
+
+fn absolute(base: &Path, p: PathBuf) -> PathBuf {
+    if p.is_absolute() { p } else { base.join(p) }
+}
+
+/// Lowers a budget to its cap, noting it.
+fn cap_budget(s: &mut Sourced<u64>, cap: Option<u64>) {
+    if let Some(max) = cap
+        && s.value > max
+    {
+        s.capped = Some(format!(
+            "{} capped at {}",
+            format_size(s.value),
+            format_size(max)
+        ));
+        s.value = max;
+    }
+}
+
+/// Lowers a deadline (or "no deadline") to the cap, noting it.
+fn cap_timeout(s: &mut Sourced<Option<Duration>>, cap: Option<Duration>) {
+    if let Some(max) = cap
+        && s.value.is_none_or(|t| t > max)
+    {
+        let asked = s
+            .value
+            .map(format_duration)
+            .unwrap_or_else(|| "none".into());
+        s.capped = Some(format!("{asked} capped at {}", format_duration(max)));
+        s.value = Some(max);
+    }
+}
+
+/// Resolves a request into a spec, applying every default in one place.
+///
+/// Errors with a [`UsageError`] when the command is missing or empty.
+pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
+    let script = command_script(&req.command)?;
+    let cwd = &ambient.cwd;
+    let stdin = req.stdin_file.clone().map(|p| {
+        if p.as_os_str() == "-" {
+            StdinSource::Inherited
+        } else {
+            StdinSource::File(absolute(cwd, p))
+        }
+    });
+    let workdir = Sourced::pick(req.workdir.clone().map(|p| absolute(cwd, p)), None, || {
+        cwd.clone()
+    });
+    let sandbox = resolve_sandbox(&req, ambient, &workdir.value);
+    let mut managed = req.dsh_env.clone();
+    if let Some(policy) = &sandbox {
+        managed.push(("DSH_SANDBOX_MODE".into(), policy.mode.value.as_str().into()));
+        if policy.network.value == Network::Deny {
+            managed.push(("DSH_SANDBOX_NETWORK".into(), "deny".into()));
+        }
+    }
+    let defaults = req
+        .config
+        .as_ref()
+        .map(|c| c.defaults.clone())
+        .unwrap_or_default();
+    let caps = req
+        .config
+        .as_ref()
+        .map(|c| c.caps.clone())
+        .unwrap_or_default();
+    // A background job has no deadline unless one is asked for.
+    let builtin_timeout = (!req.background).then_some(DEFAULT_TIMEOUT);
+    let mut timeout = Sourced::pick(req.timeout, defaults.timeout, || builtin_timeout);
+    cap_timeout(&mut timeout, caps.max_timeout);
+    let mut stdout_max_bytes =
+        Sourced::pick(req.stdout_max_bytes, defaults.stdout_max_bytes, || {
+            DEFAULT_MAX_BYTES
+        });
+    cap_budget(&mut stdout_max_bytes, caps.max_stdout_bytes);
+    let mut stderr_max_bytes =
+        Sourced::pick(req.stderr_max_bytes, defaults.stderr_max_bytes, || {
+            DEFAULT_MAX_BYTES
+        });
+    cap_budget(&mut stderr_max_bytes, caps.max_stderr_bytes);
+    Ok(Spec {
+        script,
+        workdir,
+        timeout,
+        kill_after: Sourced::pick(req.kill_after, defaults.kill_after, || DEFAULT_KILL_AFTER),
+        stdout_max_bytes,
+        stderr_max_bytes,
+        stdin: Sourced::pick(stdin, None, || StdinSource::Closed),
+        spill_dir: Sourced::pick(
+            req.spill_dir.map(|p| absolute(cwd, p)),
+            defaults.spill_dir.map(|p| absolute(cwd, p)),
+            || ambient.temp_dir.clone(),
+        ),
+        env: EnvPlan::build(&ambient.env, req.interactive, &req.env, &managed),
+        sandbox,
+        interactive: req.interactive,
+        stream: if req.background { None } else { req.stream },
+        config_file: req.config.map(|c| c.path),
+        pid_namespace: req.background && ambient.can_create_pid_namespace,
+    })
+}
+
+/// The sandbox policy of a request, paths made absolute.
+fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<Policy> {
+    let config_mode = req.config.as_ref().and_then(|c| c.defaults.sandbox);
+    if req.sandbox.is_none() && config_mode.is_none() && req.network.is_none() {
+        return None;
+    }
+    let mode = Sourced::pick(req.sandbox, config_mode, || Mode::FullAccess);
+    // Flags replace the configuration file's list, as for every other value.
+    let writable_roots = match (&req.writable_roots[..], &req.config) {
+        ([], Some(c)) => c.defaults.writable_roots.clone(),
+        (flags, _) => flags.to_vec(),
+    };
+    Some(Policy {
+        mode,
+        network: Sourced::pick(req.network, None, || Network::Allow),
+        workspace_root: Sourced::pick(
+            req.workspace_root
+                .clone()
+                .map(|p| absolute(&ambient.cwd, p)),
+            None,
+            || workdir.to_path_buf(),
+        ),
+        writable_roots: writable_roots
+            .into_iter()
+            .map(|p| absolute(&ambient.cwd, p))
+            .collect(),
+        temp_dir: (!req.no_temp_write).then(|| absolute(&ambient.cwd, ambient.temp_dir.clone())),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Origin;
+
+    fn ambient() -> Ambient {
+        Ambient {
+            cwd: "/work".into(),
+            env: vec![],
+            temp_dir: "/tmp".into(),
+            can_create_pid_namespace: false,
+        }
+    }
+
+    #[test]
+    fn defaults_and_origins() {
+        let req = Request {
+            command: vec!["echo hi".into()],
+            ..Request::default()
+        };
+        let spec = resolve(req, &ambient()).unwrap();
+        assert_eq!(spec.script, "echo hi");
+        assert_eq!(spec.workdir.value, PathBuf::from("/work"));
+        assert_eq!(spec.workdir.origin, Origin::Default);
+        assert_eq!(spec.timeout.value, Some(DEFAULT_TIMEOUT));
+        assert_eq!(spec.stdout_max_bytes.value, 1 << 20);
+        assert_eq!(spec.stdin.value, StdinSource::Closed);
+        assert_eq!(spec.spill_dir.value, PathBuf::from("/tmp"));
+    }
+
+    #[test]
+    fn flags_win_and_paths_are_absolute() {
+        let req = Request {
+            command: vec!["grep".into(), "a b".into(), "f.txt".into()],
+            workdir: Some("sub".into()),
+            timeout: Some(None),
+            stdin_file: Some("-".into()),
+            ..Request::default()
+        };
+        let spec = resolve(req, &ambient()).unwrap();
+        assert_eq!(spec.script, "grep 'a b' f.txt");
+        assert_eq!(spec.workdir.value, PathBuf::from("/work/sub"));
+        assert_eq!(spec.workdir.origin, Origin::Flag);
+        assert_eq!(spec.timeout.value, None);
+        assert_eq!(spec.stdin.value, StdinSource::Inherited);
+    }
+
+    #[test]
+    fn empty_commands_are_usage_errors() {
+        assert!(command_script(&[]).is_err());
+        assert!(command_script(&["  ".into()]).is_err());
+    }
+
+    #[test]
+    fn a_background_job_has_no_default_deadline_but_keeps_an_asked_one() {
+        let job = |timeout| Request {
+            command: vec!["true".into()],
+            background: true,
+            timeout,
+            stream: Some(LiveOutput::Mirrored),
+            ..Request::default()
+        };
+        let spec = resolve(job(None), &ambient()).unwrap();
+        assert_eq!(spec.timeout.value, None);
+        assert_eq!(spec.timeout.origin, Origin::Default);
+        assert_eq!(spec.stream, None);
+        let spec = resolve(job(Some(Some(Duration::from_secs(5)))), &ambient()).unwrap();
+        assert_eq!(spec.timeout.value, Some(Duration::from_secs(5)));
+    }
+
+    /// The supervisor handoff: every field of a spec survives serialization,
+    /// non-UTF-8 paths and environment values included.
+    #[test]
+    fn a_spec_round_trips_through_its_serialized_form() {
+        use std::os::unix::ffi::OsStringExt;
+        let odd = || PathBuf::from(OsString::from_vec(b"/w/\xff\xfe".to_vec()));
+        let ambient = Ambient {
+            env: vec![
+                ("PLAIN".into(), "1".into()),
+                ("BYTES".into(), OsString::from_vec(b"\x80\x81".to_vec())),
+                ("MY_TOKEN".into(), "s3cret".into()),
+            ],
+            can_create_pid_namespace: true,
+            ..ambient()
+        };
+        let req = Request {
+            command: vec!["echo".into(), "a b".into()],
+            workdir: Some(odd()),
+            timeout: Some(Some(Duration::from_millis(1500))),
+            kill_after: Some(Duration::from_millis(300)),
+            stdout_max_bytes: Some(10),
+            stderr_max_bytes: Some(20),
+            stdin_file: Some(odd()),
+            env: vec![
+                EnvArg::Set("A".into(), "b".into()),
+                EnvArg::PassThrough("MY_TOKEN".into()),
+            ],
+            dsh_env: vec![("DSH_X".into(), "y".into())],
+            spill_dir: Some("/spill".into()),
+            sandbox: Some(Mode::WorkspaceWrite),
+            network: Some(Network::Deny),
+            workspace_root: Some("/ws".into()),
+            writable_roots: vec![odd(), "/cache".into()],
+            no_temp_write: false,
+            interactive: false,
+            stream: None,
+            background: true,
+            config: Some(Config {
+                path: odd(),
+                ..Config::default()
+            }),
+        };
+        let spec = resolve(req, &ambient).unwrap();
+        let text = serde_json::to_string(&spec).unwrap();
+        let back: Spec = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, spec);
+        assert!(spec.pid_namespace);
+        assert_eq!(spec.env.child_env(), back.env.child_env());
+    }
+}

@@ -1,0 +1,266 @@
+//! The outcome of one run, as independent typed facts, and the exit status
+//! `dsh-exec` derives from it.
+//!
+//! `exit_code`, `signal`, `timed_out` and `aborted` are separate fields: a
+//! command can time out and still exit 0 (it trapped SIGTERM), and a caller
+//! must never read a cut-short run as a clean success. The JSON form
+//! (`--json`) is this type serialized with serde; its schema is
+//! [`json_schema`].
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::capture::CollectedOutput;
+use crate::sandbox::{Mode, Network};
+
+/// Exit statuses of `dsh-exec` itself, as GNU `timeout(1)` has them.
+pub mod exit {
+    /// The deadline passed (the command may still have exited 0 after a
+    /// trapped SIGTERM).
+    pub const TIMEOUT: i32 = 124;
+    /// `dsh-exec` itself failed: every [`crate::Error`], and a sandbox
+    /// runner failure (the command never ran).
+    pub const INFRASTRUCTURE: i32 = 125;
+    /// A usage error: a bad flag or value, before anything ran.
+    pub const USAGE: i32 = 2;
+    /// Death by (or abort by) signal S gives `SIGNAL_BASE + S`, as in sh(1).
+    pub const SIGNAL_BASE: i32 = 128;
+}
+
+/// A signal, by number, named as signal(7) names it: `SIGKILL`,
+/// `SIGRTMIN+2`, or `SIG<n>` for a number with no name. Serialized as its
+/// name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Signal(i32);
+
+impl Signal {
+    /// SIGINT (2).
+    pub const SIGINT: Signal = Signal(nix::libc::SIGINT);
+    /// SIGKILL (9).
+    pub const SIGKILL: Signal = Signal(nix::libc::SIGKILL);
+    /// SIGTERM (15).
+    pub const SIGTERM: Signal = Signal(nix::libc::SIGTERM);
+
+    /// The signal numbered `n` (any number a `waitid` status can carry).
+    pub fn from_number(n: i32) -> Signal {
+        Signal(n)
+    }
+
+    /// Its number.
+    pub fn number(self) -> i32 {
+        self.0
+    }
+
+    /// Its conventional name, e.g. `SIGKILL`, `SIGRTMIN+2`.
+    pub fn name(self) -> String {
+        let n = self.0;
+        if let Ok(sig) = nix::sys::signal::Signal::try_from(n) {
+            return sig.as_str().to_string();
+        }
+        let (min, max) = (nix::libc::SIGRTMIN(), nix::libc::SIGRTMAX());
+        if n == min {
+            return "SIGRTMIN".into();
+        }
+        if (min..=max).contains(&n) {
+            return format!("SIGRTMIN+{}", n - min);
+        }
+        format!("SIG{n}")
+    }
+
+    /// The signal a name produced by [`Signal::name`] stands for.
+    pub fn from_name(name: &str) -> Option<Signal> {
+        if let Ok(sig) = name.parse::<nix::sys::signal::Signal>() {
+            return Some(Signal(sig as i32));
+        }
+        if name == "SIGRTMIN" {
+            return Some(Signal(nix::libc::SIGRTMIN()));
+        }
+        if let Some(k) = name.strip_prefix("SIGRTMIN+") {
+            return k
+                .parse::<i32>()
+                .ok()
+                .map(|k| Signal(nix::libc::SIGRTMIN() + k));
+        }
+        name.strip_prefix("SIG")?.parse().ok().map(Signal)
+    }
+}
+
+impl fmt::Display for Signal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl Serialize for Signal {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Signal {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Signal, D::Error> {
+        let name = String::deserialize(d)?;
+        Signal::from_name(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown signal {name}")))
+    }
+}
+
+/// How completely the kernel enforced a sandbox policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EnforcementLevel {
+    /// Every right the mode relies on is enforced.
+    Full,
+    /// Some are not (an older Landlock ABI); `explain` names them.
+    Partial,
+}
+
+/// How IPv4/IPv6 networking is restricted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkEnforcement {
+    /// IPv4 and IPv6 sockets are refused (seccomp, plus Landlock TCP rules
+    /// where the ABI has them).
+    Full,
+    /// Nothing is restricted.
+    None,
+}
+
+/// Sandbox facts of a run (present only when a sandbox mode was asked for).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct SandboxFacts {
+    /// `read-only`, `workspace-write` or `full-access`.
+    #[schemars(with = "String")]
+    pub mode: Mode,
+    /// True when the command failed and its output shows a denied write.
+    pub denied: bool,
+    /// `full` or `partial`: how completely the kernel enforced the mode.
+    #[schemars(with = "String")]
+    pub enforcement: EnforcementLevel,
+    /// True when confining the child failed after fork (the command never ran).
+    pub runner_failed: bool,
+    /// `allow` or `deny`.
+    #[schemars(with = "String")]
+    pub network: Network,
+    /// `full` when IPv4/IPv6 sockets are refused, `none` when allowed.
+    #[schemars(with = "String")]
+    pub network_enforcement: NetworkEnforcement,
+}
+
+/// The outcome of one run: the `--json` object of `dsh-exec`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct RunResult {
+    /// The script given to `bash -c`.
+    pub command: String,
+    /// The absolute working directory.
+    #[serde(serialize_with = "crate::serde_paths::lossy_path")]
+    pub workdir: PathBuf,
+    /// Exit code of `bash`; `null` when it died from a signal.
+    pub exit_code: Option<i32>,
+    /// Name of the signal that killed `bash` (e.g. `SIGKILL`); `null` on a normal exit.
+    #[schemars(with = "Option<String>")]
+    pub signal: Option<Signal>,
+    /// True when the deadline was the first cause to cut the run short.
+    pub timed_out: bool,
+    /// True when a signal sent to `dsh-exec` was the first cause to cut the run short.
+    pub aborted: bool,
+    /// The signal `dsh-exec` received when `aborted` (e.g. `SIGINT`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub aborted_by: Option<Signal>,
+    /// The deadline applied, in milliseconds; `null` for no deadline.
+    pub timeout_ms: Option<u64>,
+    /// Values the configuration file's caps lowered (absent when none), e.g.
+    /// `timeout 2h capped at 1h by /home/u/.config/dsh-exec/config.toml`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capped: Vec<String>,
+    /// Wall time from the start of preparation to the end of the run, in
+    /// milliseconds (monotonic clock).
+    pub duration_ms: u64,
+    /// What the command wrote to stdout.
+    pub stdout: CollectedOutput,
+    /// What the command wrote to stderr.
+    pub stderr: CollectedOutput,
+    /// Sandbox facts; `null` when no sandbox mode was given.
+    pub sandbox: Option<SandboxFacts>,
+}
+
+/// The JSON Schema (draft 2020-12) of the `--json` result, generated from
+/// [`RunResult`]; committed as `schema/run-result.schema.json`.
+///
+/// Every field is always present (`null` when it has no value), except the
+/// ones serde skips when empty (`aborted_by`, `spill_error`, `capped`); schemars
+/// leaves `Option` fields out of `required`, so they are put back here.
+pub fn json_schema() -> serde_json::Value {
+    const SOMETIMES: [&str; 3] = ["aborted_by", "spill_error", "capped"];
+    let mut schema = serde_json::to_value(schemars::schema_for!(RunResult)).unwrap_or_default();
+    let require_all = |obj: &mut serde_json::Value| {
+        let names: Vec<serde_json::Value> = obj["properties"]
+            .as_object()
+            .map(|p| {
+                p.keys()
+                    .filter(|k| !SOMETIMES.contains(&k.as_str()))
+                    .cloned()
+            })
+            .into_iter()
+            .flatten()
+            .map(serde_json::Value::String)
+            .collect();
+        obj["required"] = serde_json::Value::Array(names);
+    };
+    require_all(&mut schema);
+    if let Some(defs) = schema.get_mut("$defs").and_then(|d| d.as_object_mut()) {
+        for def in defs.values_mut() {
+            require_all(def);
+        }
+    }
+    schema
+}
+
+impl RunResult {
+    /// The exit status `dsh-exec` exits with, following `timeout(1)`:
+    /// [`exit::INFRASTRUCTURE`] when the sandbox runner failed (nothing ran),
+    /// [`exit::TIMEOUT`] when timed out, 128+S when aborted by signal S,
+    /// otherwise the command's exit code, or 128+S when the command was
+    /// killed by signal S. A run that never spawned (its deadline passed
+    /// during preparation) has neither code nor signal: [`exit::TIMEOUT`].
+    pub fn exit_status(&self) -> i32 {
+        if self.sandbox.as_ref().is_some_and(|s| s.runner_failed) {
+            return exit::INFRASTRUCTURE;
+        }
+        if self.timed_out {
+            return exit::TIMEOUT;
+        }
+        if let Some(sig) = self.aborted_by {
+            return exit::SIGNAL_BASE + sig.number();
+        }
+        match (self.exit_code, self.signal) {
+            (Some(code), _) => code,
+            (None, Some(sig)) => exit::SIGNAL_BASE + sig.number(),
+            (None, None) => exit::TIMEOUT,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signal_names_round_trip() {
+        for n in 1..=64 {
+            let sig = Signal::from_number(n);
+            assert_eq!(Signal::from_name(&sig.name()), Some(sig), "{n}");
+        }
+        assert_eq!(Signal::SIGKILL.name(), "SIGKILL");
+        assert_eq!(Signal::from_number(11).name(), "SIGSEGV");
+        assert_eq!(
+            serde_json::to_string(&Signal::SIGTERM).unwrap(),
+            "\"SIGTERM\""
+        );
+    }
+}

@@ -1,0 +1,246 @@
+//! The Landlock ruleset of a confining mode, built in the parent with the
+//! `landlock` crate and enforced in the child by landlock_restrict_self(2).
+//!
+//! What it relies on from the kernel (Documentation/userspace-api/landlock.rst,
+//! landlock(7)): a ruleset handles a set of access rights; once the child
+//! restricts itself, every handled right is denied except beneath the
+//! directories a rule grants it on, judged at the file actually reached
+//! (symlinks resolved). Rules are granted through open descriptors, so the
+//! writable roots are granted through the very `O_PATH` descriptors
+//! [`super::open_roots`] opened and checked: swapping a path for a symlink
+//! afterwards changes nothing. Read rights are granted under `/`, device
+//! ioctls and writes only on [`super::WRITABLE_DEVICES`], and in
+//! `workspace-write` every right but creating devices under each writable
+//! root. Scopes (ABI 6) keep signals, and with `--network deny` abstract
+//! Unix sockets, inside the sandbox; network rights (ABI 4) handle TCP bind
+//! and connect with no port allowed.
+//!
+//! The crate is used with `CompatLevel::HardRequirement` and asked only for
+//! what the running ABI knows, so nothing is silently dropped; what the ABI
+//! lacks is reported as [`Enforcement::missing`].
+
+use std::os::fd::OwnedFd;
+use std::path::Path;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+};
+use nix::libc;
+use serde::Serialize;
+
+use super::{Mode, Network, Policy, Roots, WRITABLE_DEVICES};
+use crate::error::SandboxProblem;
+use crate::result::{EnforcementLevel, NetworkEnforcement};
+
+/// The kernel's Landlock ABI version (landlock_create_ruleset(2) with
+/// `LANDLOCK_CREATE_RULESET_VERSION`).
+///
+/// Errors when Landlock is not built in (ENOSYS), disabled at boot
+/// (EOPNOTSUPP), or filtered out by seccomp.
+pub fn kernel_abi() -> Result<i32, SandboxProblem> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: a query that takes no pointers.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    if v < 0 {
+        return Err(SandboxProblem::LandlockUnavailable(
+            nix::errno::Errno::last(),
+        ));
+    }
+    Ok(v as i32)
+}
+
+/// A protection a policy relies on that the running Landlock ABI lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unenforced {
+    /// Renames and links across directories (`LANDLOCK_ACCESS_FS_REFER`, ABI 2).
+    Refer,
+    /// Truncation (`LANDLOCK_ACCESS_FS_TRUNCATE`, ABI 3).
+    Truncate,
+    /// No signals to processes outside the sandbox (`LANDLOCK_SCOPE_SIGNAL`, ABI 6).
+    SignalScope,
+    /// No connections to abstract Unix sockets outside the sandbox
+    /// (`LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET`, ABI 6).
+    AbstractUnixScope,
+    /// TCP bind and connect rules (ABI 4); seccomp still refuses IP sockets,
+    /// so this one does not make enforcement partial.
+    TcpRules,
+}
+
+impl Unenforced {
+    /// The Landlock ABI that brought it.
+    pub fn since_abi(self) -> i32 {
+        match self {
+            Unenforced::Refer => 2,
+            Unenforced::Truncate => 3,
+            Unenforced::TcpRules => 4,
+            Unenforced::SignalScope | Unenforced::AbstractUnixScope => 6,
+        }
+    }
+
+    /// Whether its absence makes the enforcement `partial`.
+    pub fn degrades(self) -> bool {
+        self != Unenforced::TcpRules
+    }
+
+    /// What is not enforced, with the ABI that would enforce it, e.g.
+    /// `truncate (ABI 3)`.
+    pub fn describe(self) -> String {
+        let since = self.since_abi();
+        match self {
+            Unenforced::Refer => format!("refer: rename and link across directories (ABI {since})"),
+            Unenforced::Truncate => format!("truncate (ABI {since})"),
+            Unenforced::SignalScope => {
+                format!("signal scope: no signals to processes outside the sandbox (ABI {since})")
+            }
+            Unenforced::AbstractUnixScope => format!("abstract Unix socket scope (ABI {since})"),
+            Unenforced::TcpRules => {
+                format!("Landlock TCP rules (ABI {since}; seccomp still refuses IP sockets)")
+            }
+        }
+    }
+}
+
+/// How completely the kernel enforces a policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enforcement {
+    /// The kernel's Landlock ABI version (0 when there is none).
+    pub abi: i32,
+    /// What the policy would use but this ABI does not have.
+    pub missing: Vec<Unenforced>,
+    /// How IPv4/IPv6 networking is restricted.
+    pub network: NetworkEnforcement,
+}
+
+impl Enforcement {
+    /// True when something the mode relies on is not enforced.
+    pub fn is_partial(&self) -> bool {
+        self.missing.iter().any(|m| m.degrades())
+    }
+
+    /// `full` or `partial`.
+    pub fn level(&self) -> EnforcementLevel {
+        if self.is_partial() {
+            EnforcementLevel::Partial
+        } else {
+            EnforcementLevel::Full
+        }
+    }
+}
+
+impl Serialize for Enforcement {
+    /// `{"abi", "level", "missing": [description...], "network"}`, as
+    /// `explain --json` shows it.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Enforcement", 4)?;
+        st.serialize_field("abi", &self.abi)?;
+        st.serialize_field("level", &self.level())?;
+        let missing: Vec<String> = self.missing.iter().map(|m| m.describe()).collect();
+        st.serialize_field("missing", &missing)?;
+        st.serialize_field("network", &self.network)?;
+        st.end()
+    }
+}
+
+/// The enforcement a policy gets on a kernel with Landlock ABI `abi`.
+pub fn enforcement(policy: &Policy, abi: i32) -> Enforcement {
+    let deny = policy.network.value == Network::Deny;
+    let confining = policy.mode.value.confines();
+    let relied_on = [
+        (Unenforced::Refer, confining),
+        (Unenforced::Truncate, confining),
+        (Unenforced::SignalScope, confining),
+        (Unenforced::AbstractUnixScope, deny),
+        (Unenforced::TcpRules, deny),
+    ];
+    Enforcement {
+        abi,
+        missing: relied_on
+            .into_iter()
+            .filter(|(right, used)| *used && abi < right.since_abi())
+            .map(|(right, _)| right)
+            .collect(),
+        network: if deny {
+            NetworkEnforcement::Full
+        } else {
+            NetworkEnforcement::None
+        },
+    }
+}
+
+/// Builds the ruleset of a policy and returns its descriptor (close-on-exec)
+/// for landlock_restrict_self(2) in the child: file rights in confining
+/// modes (the writable ones through `roots`' descriptors), network rights
+/// and the abstract-socket scope with `--network deny` (in `full-access`
+/// too).
+///
+/// Errors when the kernel refuses the ruleset or a rule, or a granted
+/// system path cannot be opened.
+pub fn build(policy: &Policy, roots: &Roots, abi: i32) -> Result<OwnedFd, SandboxProblem> {
+    let abi = ABI::from(abi);
+    let all = AccessFs::from_all(abi);
+    let device_rights = AccessFs::from_file(abi) & !AccessFs::Execute;
+    let writable_rights = all & !(AccessFs::MakeChar | AccessFs::MakeBlock);
+    // Device ioctls only on the writable devices (a loop-control ioctl could
+    // otherwise attach and detach block devices).
+    let read_rights = AccessFs::from_read(abi);
+
+    let confining = policy.mode.value.confines();
+    let deny = policy.network.value == Network::Deny;
+    let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
+    if confining {
+        ruleset = ruleset
+            .handle_access(all)
+            .map_err(SandboxProblem::Ruleset)?;
+    }
+    if deny && !AccessNet::from_all(abi).is_empty() {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(abi))
+            .map_err(SandboxProblem::Ruleset)?;
+    }
+    let scopes: BitFlags<Scope> = match (confining, deny) {
+        (true, true) => Scope::from_all(abi),
+        (true, false) => Scope::from_all(abi) & Scope::Signal,
+        (false, _) => Scope::from_all(abi) & Scope::AbstractUnixSocket,
+    };
+    if !scopes.is_empty() {
+        ruleset = ruleset.scope(scopes).map_err(SandboxProblem::Ruleset)?;
+    }
+    let mut created = ruleset.create().map_err(SandboxProblem::Ruleset)?;
+    if confining {
+        // System paths: root-owned, not something the command can swap.
+        let mut system: Vec<(&Path, BitFlags<AccessFs>)> = vec![(Path::new("/"), read_rights)];
+        for dev in WRITABLE_DEVICES.iter().chain(&["/dev/pts"]) {
+            let path = Path::new(dev);
+            if path.exists() {
+                system.push((path, device_rights));
+            }
+        }
+        for (path, rights) in system {
+            let fd = PathFd::new(path).map_err(|source| SandboxProblem::RulePath {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            created = created
+                .add_rule(PathBeneath::new(fd, rights))
+                .map_err(SandboxProblem::Ruleset)?;
+        }
+    }
+    if policy.mode.value == Mode::WorkspaceWrite {
+        for root in &roots.writable {
+            created = created
+                .add_rule(PathBeneath::new(&root.fd, writable_rights))
+                .map_err(SandboxProblem::Ruleset)?;
+        }
+    }
+    let fd: Option<OwnedFd> = created.into();
+    fd.ok_or(SandboxProblem::NoRuleset)
+}

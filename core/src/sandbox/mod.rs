@@ -1,0 +1,376 @@
+//! The sandbox policy: modes that govern file effects, writable roots, the
+//! network switch, and the facts a run reports.
+//!
+//! - `read-only`: every path readable and executable; no file writes except
+//!   to character devices such as `/dev/null`.
+//! - `workspace-write`: additionally writable: the workspace root, each
+//!   `--writable-root`, and the temp directory (unless `--no-temp-write`).
+//! - `full-access`: no confinement; the facts are still reported.
+//!
+//! [`resolve`](crate::resolve) records the [`Policy`] as asked (absolute
+//! paths, nothing opened). Preparing a run opens each writable root once
+//! ([`open_roots`]) and grants the Landlock rule through that same
+//! descriptor (`landlock.rs`), so what was checked is what is granted.
+//! Confining modes also set no-new-privileges, drop every capability and
+//! load seccomp filters (`seccomp.rs`); the child-side steps are in
+//! `exec::child`.
+
+pub(crate) mod denial;
+pub(crate) mod landlock;
+pub(crate) mod seccomp;
+
+use std::fmt;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, PathProblem};
+use crate::exec::Confinement;
+use crate::result::{EnforcementLevel, NetworkEnforcement, SandboxFacts};
+use crate::spec::Sourced;
+
+pub use self::landlock::{Enforcement, Unenforced, kernel_abi};
+
+/// How far the command may change files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Read and execute anything; write nothing but character devices.
+    ReadOnly,
+    /// Also write under the workspace root, writable roots and the temp dir.
+    WorkspaceWrite,
+    /// No confinement.
+    FullAccess,
+}
+
+impl Mode {
+    /// Every mode, from the most to the least confining.
+    pub const ALL: [Mode; 3] = [Mode::ReadOnly, Mode::WorkspaceWrite, Mode::FullAccess];
+
+    /// The mode's name as on the command line, e.g. `workspace-write`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::ReadOnly => "read-only",
+            Mode::WorkspaceWrite => "workspace-write",
+            Mode::FullAccess => "full-access",
+        }
+    }
+
+    /// One line on what the mode allows, for help texts.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Mode::ReadOnly => "Read and execute anything; write nothing but character devices",
+            Mode::WorkspaceWrite => {
+                "Also write under the workspace root, writable roots and the temp dir"
+            }
+            Mode::FullAccess => "No confinement",
+        }
+    }
+
+    /// True for the modes that are enforced with Landlock.
+    pub fn confines(self) -> bool {
+        self != Mode::FullAccess
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+
+    /// Parses a mode name; errors with a message listing the modes.
+    fn from_str(s: &str) -> Result<Mode, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| {
+                format!("invalid sandbox mode '{s}' (read-only, workspace-write or full-access)")
+            })
+    }
+}
+
+/// Whether the command may use IPv4/IPv6 sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Network {
+    /// IPv4 and IPv6 sockets work.
+    Allow,
+    /// IPv4 and IPv6 sockets are refused; Unix sockets work.
+    Deny,
+}
+
+impl Network {
+    /// Every network policy.
+    pub const ALL: [Network; 2] = [Network::Allow, Network::Deny];
+
+    /// `allow` or `deny`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Network::Allow => "allow",
+            Network::Deny => "deny",
+        }
+    }
+
+    /// One line on what the policy allows, for help texts.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Network::Allow => "IPv4 and IPv6 sockets work",
+            Network::Deny => "IPv4 and IPv6 sockets are refused; Unix sockets work",
+        }
+    }
+}
+
+impl fmt::Display for Network {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Network {
+    type Err = String;
+
+    /// Parses `allow` or `deny`.
+    fn from_str(s: &str) -> Result<Network, String> {
+        Network::ALL
+            .into_iter()
+            .find(|n| n.as_str() == s)
+            .ok_or_else(|| format!("invalid network policy '{s}' (allow or deny)"))
+    }
+}
+
+/// The sandbox policy of a run as resolved: what was asked for, with paths
+/// made absolute. Nothing here has been opened or checked; [`open_roots`]
+/// does that when the run is prepared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    /// The mode and its origin.
+    pub mode: Sourced<Mode>,
+    /// The network switch and its origin.
+    pub network: Sourced<Network>,
+    /// The workspace root (absolute, as given: symlinks are followed when
+    /// it is opened).
+    #[serde(with = "crate::serde_paths::exact_sourced_path")]
+    pub workspace_root: Sourced<PathBuf>,
+    /// The `--writable-root` paths (or the configuration file's), absolute,
+    /// in the order given.
+    #[serde(with = "crate::serde_paths::exact_paths")]
+    pub writable_roots: Vec<PathBuf>,
+    /// The temp directory (absolute); `None` with `--no-temp-write`.
+    #[serde(with = "crate::serde_paths::exact_opt_path")]
+    pub temp_dir: Option<PathBuf>,
+}
+
+/// A path given as writable that cannot be used: skipped, with a warning.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    /// The path as given.
+    #[serde(serialize_with = "crate::serde_paths::lossy_path")]
+    pub path: PathBuf,
+    /// Why it was skipped: the operating system's error, or `not a directory`.
+    pub reason: String,
+}
+
+/// One writable root, opened: its descriptor (`O_PATH`, symlinks followed
+/// once, at open) and the real path that descriptor names
+/// (`/proc/self/fd/N`).
+#[derive(Debug)]
+pub struct Root {
+    /// The real path of the opened directory.
+    pub path: PathBuf,
+    /// The directory, as opened; the Landlock rule is granted through it.
+    pub(crate) fd: OwnedFd,
+}
+
+/// The writable roots of a policy, opened ([`open_roots`]).
+#[derive(Debug, Default)]
+pub struct Roots {
+    /// Every directory the command may write under, in `workspace-write`:
+    /// the workspace root, each usable `--writable-root`, the temp dir; no
+    /// path twice. Empty in the other modes.
+    pub writable: Vec<Root>,
+    /// The real temp directory, when it exists and is writable by policy.
+    pub temp_dir: Option<PathBuf>,
+    /// Writable roots that were skipped (missing, or not directories).
+    pub skipped: Vec<Skipped>,
+    /// What a careful user wants to know: a writable root reached through
+    /// a symlink (a confined run could have planted it), a writable root of
+    /// `/`.
+    pub warnings: Vec<String>,
+}
+
+impl Roots {
+    /// The real paths of the writable roots.
+    pub fn writable_paths(&self) -> Vec<&Path> {
+        self.writable.iter().map(|r| r.path.as_path()).collect()
+    }
+}
+
+/// Opens `path` as a directory with `O_PATH` (following symlinks), and
+/// returns the descriptor with the real path it names.
+fn open_dir(path: &Path) -> Result<Root, PathProblem> {
+    use nix::fcntl::{OFlag, open};
+    let fd = open(
+        path,
+        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|e| match e {
+        nix::errno::Errno::ENOTDIR => PathProblem::NotADirectory,
+        other => PathProblem::Io(other.into()),
+    })?;
+    let real = crate::exec::fd_path(&fd).map_err(PathProblem::Io)?;
+    Ok(Root { path: real, fd })
+}
+
+/// Opens the writable roots of `policy`, each once: a root that is missing
+/// or not a directory is skipped with its reason, a root reached through a
+/// symlink or a root of `/` is flagged. The temp directory is added when it
+/// exists (silently left out otherwise: nobody named it).
+pub fn open_roots(policy: &Policy) -> Roots {
+    let mut roots = Roots::default();
+    if let Some(t) = &policy.temp_dir {
+        roots.temp_dir = open_dir(t).ok().map(|r| r.path);
+    }
+    if policy.mode.value != Mode::WorkspaceWrite {
+        return roots;
+    }
+    let asked = std::iter::once(&policy.workspace_root.value).chain(&policy.writable_roots);
+    for path in asked {
+        match open_dir(path) {
+            Ok(root) => {
+                if roots.writable.iter().any(|r| r.path == root.path) {
+                    continue;
+                }
+                if root.path != *path && path.is_symlink() {
+                    roots.warnings.push(format!(
+                        "writable root {} is a symlink to {}",
+                        path.display(),
+                        root.path.display()
+                    ));
+                }
+                roots.writable.push(root);
+            }
+            Err(problem) => roots.skipped.push(Skipped {
+                path: path.clone(),
+                reason: problem.to_string(),
+            }),
+        }
+    }
+    if let Some(t) = &policy.temp_dir
+        && let Ok(root) = open_dir(t)
+        && !roots.writable.iter().any(|r| r.path == root.path)
+    {
+        roots.writable.push(root);
+    }
+    if roots.writable.iter().any(|r| r.path == Path::new("/")) {
+        roots
+            .warnings
+            .push("a writable root is /: workspace-write then allows writing anywhere".into());
+    }
+    roots
+}
+
+/// Character devices that stay writable in every confining mode.
+pub const WRITABLE_DEVICES: [&str; 7] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+];
+
+/// A policy made ready to apply: what the child does to itself, and how
+/// completely the kernel enforces it.
+#[derive(Debug)]
+pub struct Prepared {
+    /// What the child applies to itself; `None` when nothing is confined.
+    pub(crate) confinement: Option<Confinement>,
+    /// How completely the kernel enforces the policy.
+    pub enforcement: Enforcement,
+    /// The writable roots, as opened.
+    pub roots: Roots,
+}
+
+/// Checks the kernel, opens the writable roots, and builds the Landlock
+/// ruleset and the seccomp filters.
+///
+/// Errors with [`Error::SandboxUnavailable`] (fail closed, nothing runs)
+/// when a confining mode has no usable Landlock, or when the ruleset or a
+/// filter cannot be built.
+pub fn prepare(policy: &Policy) -> Result<Prepared, Error> {
+    let confining = policy.mode.value.confines();
+    let deny = policy.network.value == Network::Deny;
+    // full-access without network rules needs nothing from the kernel.
+    let abi = if confining {
+        kernel_abi().map_err(Error::SandboxUnavailable)?
+    } else {
+        kernel_abi().unwrap_or(0)
+    };
+    let enforcement = landlock::enforcement(policy, abi);
+    let roots = open_roots(policy);
+    if !confining && !deny {
+        return Ok(Prepared {
+            confinement: None,
+            enforcement,
+            roots,
+        });
+    }
+    // Network rules and scopes need Landlock too, but without it (full-access
+    // with --network deny) the seccomp filter still refuses IP sockets.
+    let ruleset = if confining || abi >= 4 {
+        Some(landlock::build(policy, &roots, abi).map_err(Error::SandboxUnavailable)?)
+    } else {
+        None
+    };
+    let unavailable =
+        |e: String| Error::SandboxUnavailable(crate::error::SandboxProblem::Seccomp(e));
+    let mut filters = Vec::new();
+    if confining {
+        filters.push(seccomp::confining_filter(policy.mode.value).map_err(unavailable)?);
+        filters.push(seccomp::xattr_filter().map_err(unavailable)?);
+    }
+    if deny {
+        filters.push(seccomp::deny_ip_sockets().map_err(unavailable)?);
+    }
+    Ok(Prepared {
+        confinement: Some(Confinement {
+            drop_capabilities: confining,
+            ruleset,
+            filters,
+        }),
+        enforcement,
+        roots,
+    })
+}
+
+/// The facts a run reports about its sandbox.
+pub(crate) fn facts(
+    policy: &Policy,
+    enforcement: &Enforcement,
+    runner_failed: bool,
+    denied: bool,
+) -> SandboxFacts {
+    SandboxFacts {
+        mode: policy.mode.value,
+        denied,
+        enforcement: if enforcement.is_partial() {
+            EnforcementLevel::Partial
+        } else {
+            EnforcementLevel::Full
+        },
+        runner_failed,
+        network: policy.network.value,
+        network_enforcement: match policy.network.value {
+            Network::Deny => NetworkEnforcement::Full,
+            Network::Allow => NetworkEnforcement::None,
+        },
+    }
+}

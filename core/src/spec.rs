@@ -1,0 +1,161 @@
+//! The spec: a fully resolved run, every value explicit and carrying its
+//! origin.
+//!
+//! [`crate::resolve`] builds it from a [`crate::Request`]; nothing downstream
+//! re-defaults. It is `Serialize + Deserialize` so that one process can hand
+//! it to another exactly (a background job's supervisor receives it over a
+//! pipe, never as arguments), paths byte for byte.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::request::env::EnvPlan;
+use crate::sandbox::Policy;
+
+/// Where a resolved value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// A command-line flag (or a library caller's explicit value).
+    Flag,
+    /// The configuration file (its path is [`Spec::config_file`]).
+    Config,
+    /// A built-in default.
+    Default,
+}
+
+impl Origin {
+    /// `flag`, `config` or `default`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Flag => "flag",
+            Origin::Config => "config",
+            Origin::Default => "default",
+        }
+    }
+}
+
+/// A resolved value and its origin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sourced<T> {
+    /// The value.
+    pub value: T,
+    /// Where it came from.
+    pub origin: Origin,
+    /// Set when a cap of the configuration file lowered the value: what was
+    /// asked for and which cap applied, e.g. `2h capped at 1h`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capped: Option<String>,
+}
+
+impl<T> Sourced<T> {
+    /// Flag over config file over built-in default.
+    pub(crate) fn pick(flag: Option<T>, config: Option<T>, default: impl FnOnce() -> T) -> Self {
+        let (value, origin) = match (flag, config) {
+            (Some(v), _) => (v, Origin::Flag),
+            (None, Some(v)) => (v, Origin::Config),
+            (None, None) => (default(), Origin::Default),
+        };
+        Sourced {
+            value,
+            origin,
+            capped: None,
+        }
+    }
+}
+
+/// Where the command's stdin comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "path")]
+pub enum StdinSource {
+    /// A pipe closed at once: the command reads end-of-file.
+    Closed,
+    /// The bytes of this file, then end-of-file.
+    File(#[serde(with = "crate::serde_paths::exact_path")] PathBuf),
+    /// The bytes of `dsh-exec`'s own stdin (`--stdin-file -`), then end-of-file.
+    Inherited,
+}
+
+/// Where `--stream` copies the command's output as it is produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LiveOutput {
+    /// stdout to this process's stdout, stderr to its stderr.
+    Mirrored,
+    /// Both to this process's stderr (stdout carries the JSON result).
+    Stderr,
+}
+
+/// A fully resolved run: every value explicit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spec {
+    /// The script given to `bash -c`.
+    pub script: String,
+    /// Absolute working directory (not yet checked: preparing the run does that).
+    #[serde(with = "crate::serde_paths::exact_sourced_path")]
+    pub workdir: Sourced<PathBuf>,
+    /// Deadline from the start of the run; `None` is no deadline.
+    pub timeout: Sourced<Option<Duration>>,
+    /// Grace period between SIGTERM and SIGKILL.
+    pub kill_after: Sourced<Duration>,
+    /// Tail budget of stdout, in bytes.
+    pub stdout_max_bytes: Sourced<u64>,
+    /// Tail budget of stderr, in bytes.
+    pub stderr_max_bytes: Sourced<u64>,
+    /// Where stdin comes from.
+    pub stdin: Sourced<StdinSource>,
+    /// Parent directory of the run's private spill directory (absolute).
+    #[serde(with = "crate::serde_paths::exact_sourced_path")]
+    pub spill_dir: Sourced<PathBuf>,
+    /// The child environment plan.
+    pub env: EnvPlan,
+    /// The sandbox policy; `None` when neither `--sandbox` nor `--network`
+    /// was given.
+    pub sandbox: Option<Policy>,
+    /// The command gets this terminal (stdin, stdout, stderr, foreground
+    /// process group); its output is not captured.
+    pub interactive: bool,
+    /// Copy the output live (`--stream`), besides capturing it.
+    pub stream: Option<LiveOutput>,
+    /// The configuration file that supplied defaults or caps, if any.
+    #[serde(with = "crate::serde_paths::exact_opt_path")]
+    pub config_file: Option<PathBuf>,
+    /// Run the command as the init of a new PID namespace (background jobs,
+    /// when privileged): the kernel then ends the whole tree with it.
+    pub pid_namespace: bool,
+}
+
+impl Spec {
+    /// One line per value given by a flag or the configuration file that a
+    /// cap lowered, e.g.
+    /// `timeout 2h capped at 1h by /home/u/.config/dsh-exec/config.toml`.
+    /// A built-in default above a cap is lowered silently (`explain` still
+    /// shows it): nobody asked for it.
+    pub fn capped_notes(&self) -> Vec<String> {
+        let by = self
+            .config_file
+            .as_ref()
+            .map(|p| format!(" by {}", p.display()))
+            .unwrap_or_default();
+        let asked = |origin: Origin, capped: &Option<String>| match origin {
+            Origin::Default => None,
+            _ => capped.clone(),
+        };
+        [
+            ("timeout", asked(self.timeout.origin, &self.timeout.capped)),
+            (
+                "stdout-max-bytes",
+                asked(self.stdout_max_bytes.origin, &self.stdout_max_bytes.capped),
+            ),
+            (
+                "stderr-max-bytes",
+                asked(self.stderr_max_bytes.origin, &self.stderr_max_bytes.capped),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(name, capped)| capped.map(|c| format!("{name} {c}{by}")))
+        .collect()
+    }
+}

@@ -1,0 +1,352 @@
+//! Background jobs on the command line: `--background`, `--detach-after`,
+//! and `dsh-exec job read|wait|kill|list|prune`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use dsh_exec_core::error::PathProblem;
+use dsh_exec_core::jobs::{self, Launched, ReadReply, Status, SupervisorProgram, Waited};
+use dsh_exec_core::render::{render_status, render_text};
+use dsh_exec_core::{Ambient, Error, RunResult, exit};
+
+use super::resolve_args;
+use super::supervise::SUPERVISE;
+use crate::cli::{ColorChoice, JobCmd, RunArgs};
+use crate::output::{
+    infrastructure_error, print_stdout, say, status, to_json, usage_error, use_color, warn_all,
+};
+
+/// How long `job kill` waits for the supervisor to write the result.
+const KILL_WAIT: Duration = Duration::from_secs(60);
+
+/// The jobs root of this user.
+fn root() -> Result<PathBuf, Error> {
+    let ambient = Ambient::current(Some(Path::new("/"))).map_err(|e| Error::WorkdirUnusable {
+        path: ".".into(),
+        problem: PathProblem::Io(e),
+    })?;
+    jobs::jobs_root(&ambient.env, &ambient.temp_dir)
+}
+
+/// The directory of job `id`; ids are `[a-z0-9]` only, so no path can escape.
+fn job_dir(id: &str) -> Result<PathBuf, ExitCode> {
+    if !jobs::valid_id(id) {
+        return Err(usage_error(&format!("no such job: {id}")));
+    }
+    let root = root().map_err(|e| infrastructure_error(&e, false))?;
+    let dir = root.join(id);
+    if !dir.is_dir() {
+        return Err(usage_error(&format!("no such job: {id}")));
+    }
+    Ok(dir)
+}
+
+/// This executable as a supervisor: `dsh-exec __supervise DIR ID`.
+fn supervisor_program() -> Result<SupervisorProgram, Error> {
+    let path = std::env::current_exe().map_err(|e| Error::SupervisorNotStarted {
+        log: format!("cannot find this executable: {e}"),
+    })?;
+    Ok(SupervisorProgram {
+        path,
+        args: vec![SUPERVISE.into()],
+    })
+}
+
+/// Resolves `args` and launches the job: the launched job, or the exit
+/// status of a failure, already reported. A job whose sandbox runner failed
+/// is such a failure (125), as in the foreground.
+fn launch(args: RunArgs) -> Result<(Launched, bool, ColorChoice), ExitCode> {
+    let (spec, json, color) = resolve_args(args)?;
+    let launched = root()
+        .and_then(|root| jobs::launch(&spec, &root, &supervisor_program()?))
+        .map_err(|e| infrastructure_error(&e, json))?;
+    warn_all(&launched.warnings);
+    if let Some(result) = &launched.not_run
+        && result.sandbox.as_ref().is_some_and(|s| s.runner_failed)
+    {
+        say!("dsh-exec: error: {}", result.stderr.text.trim_end());
+        jobs::discard(&launched.dir);
+        return Err(status(exit::INFRASTRUCTURE));
+    }
+    Ok((launched, json, color))
+}
+
+/// `--background`: start the job, print its id (or a JSON object), exit 0.
+pub(crate) fn start_background(args: RunArgs) -> ExitCode {
+    let (launched, json, _) = match launch(args) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    if json {
+        let obj = serde_json::json!({
+            "job_id": launched.id,
+            "pid": launched.pid.unwrap_or(0),
+            "dir": launched.dir.to_string_lossy(),
+        });
+        print_stdout(&to_json(&obj));
+    } else {
+        print_stdout(&format!("{}\n", launched.id));
+    }
+    ExitCode::SUCCESS
+}
+
+/// `--detach-after D`: run as a job; if it ends within D, print its result as
+/// a foreground run would (and keep no job); otherwise print the output so
+/// far and `[detached as job ID]`, and exit 0 with the command still running.
+pub(crate) fn detach_run(args: RunArgs) -> ExitCode {
+    let Some(after) = args.detach_after else {
+        return usage_error("--detach-after needs a duration");
+    };
+    let started = Instant::now();
+    let (launched, json, color) = match launch(args) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let (id, dir) = (&launched.id, &launched.dir);
+    let left = after.saturating_sub(started.elapsed());
+    let ended = match jobs::wait(dir, Some(left)) {
+        Waited::Finished(result) => Some(result),
+        Waited::Lost => {
+            return infrastructure_error(&Error::JobLost { id: id.clone() }, json);
+        }
+        Waited::StillRunning => {
+            let reply = jobs::read(dir);
+            match (reply.status, reply.result) {
+                // It ended while we looked: the whole result, as a foreground run.
+                (Some(Status::Finished), Some(result)) => Some(Box::new(result)),
+                (_, _) => {
+                    let reply = ReadReply {
+                        result: None,
+                        ..reply
+                    };
+                    print_detached(id, &reply, json);
+                    return ExitCode::SUCCESS;
+                }
+            }
+        }
+    };
+    let result = ended.map(|r| *r);
+    jobs::discard(dir);
+    match result {
+        Some(result) => print_result(&result, json, color),
+        None => ExitCode::SUCCESS,
+    }
+}
+
+fn print_detached(id: &str, reply: &ReadReply, json: bool) {
+    if json {
+        let obj = serde_json::json!({
+            "detached": true,
+            "job_id": id,
+            "delta_stdout": reply.delta_stdout,
+            "delta_stderr": reply.delta_stderr,
+            "lossy": reply.lossy,
+            "stdout_spill_path": reply.stdout_spill_path,
+            "stderr_spill_path": reply.stderr_spill_path,
+        });
+        print_stdout(&to_json(&obj));
+    } else {
+        let mut text = delta_text(reply);
+        text.push_str(&format!("[detached as job {id}]\n"));
+        print_stdout(&text);
+    }
+}
+
+/// Prints a finished job's result as a foreground run would, and maps its
+/// exit status.
+fn print_result(result: &RunResult, json: bool, color: ColorChoice) -> ExitCode {
+    if json {
+        print_stdout(&to_json(result));
+    } else {
+        print_stdout(&render_text(result, use_color(color)));
+    }
+    status(result.exit_status())
+}
+
+/// The output part of a read: stdout, a `[stderr]` section, and a note when
+/// output was dropped before it could be read.
+fn delta_text(reply: &ReadReply) -> String {
+    let mut text = String::new();
+    let mut push = |s: &str| {
+        text.push_str(s);
+        if !s.is_empty() && !s.ends_with('\n') {
+            text.push('\n');
+        }
+    };
+    push(&reply.delta_stdout);
+    if !reply.delta_stderr.is_empty() {
+        push("[stderr]");
+        push(&reply.delta_stderr);
+    }
+    if reply.lossy {
+        let paths: Vec<&str> = [&reply.stdout_spill_path, &reply.stderr_spill_path]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        push(&format!(
+            "[lossy: output was dropped before this read; full streams: {}]",
+            paths.join(", ")
+        ));
+    }
+    text
+}
+
+/// `dsh-exec job ...`.
+pub(crate) fn job(cmd: JobCmd) -> ExitCode {
+    match cmd {
+        JobCmd::Read { id, json } => read(&id, json),
+        JobCmd::Wait { id, timeout, json } => wait(&id, timeout.and_then(|t| t.0), json),
+        JobCmd::Kill { id } => kill(&id),
+        JobCmd::List { json } => list(json),
+        JobCmd::Prune { spill } => prune(spill),
+    }
+}
+
+fn read(id: &str, json: bool) -> ExitCode {
+    let dir = match job_dir(id) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    let reply = jobs::read(&dir);
+    if json {
+        print_stdout(&to_json(&reply));
+        return ExitCode::SUCCESS;
+    }
+    let mut text = delta_text(&reply);
+    match (&reply.status, &reply.result) {
+        (Some(Status::Finished), Some(result)) => text.push_str(&render_status(result, false)),
+        (Some(Status::Lost), _) => text.push_str("[lost]\n"),
+        _ => text.push_str("[running]\n"),
+    }
+    print_stdout(&text);
+    ExitCode::SUCCESS
+}
+
+fn wait(id: &str, timeout: Option<Duration>, json: bool) -> ExitCode {
+    let dir = match job_dir(id) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    match jobs::wait(&dir, timeout) {
+        Waited::Finished(result) => print_result(&result, json, ColorChoice::Auto),
+        Waited::Lost => {
+            print_stdout(if json {
+                "{\"status\":\"lost\"}\n"
+            } else {
+                "[lost]\n"
+            });
+            status(exit::INFRASTRUCTURE)
+        }
+        Waited::StillRunning => {
+            print_stdout(if json {
+                "{\"status\":\"running\"}\n"
+            } else {
+                "[still running]\n"
+            });
+            status(exit::TIMEOUT)
+        }
+    }
+}
+
+fn kill(id: &str) -> ExitCode {
+    let dir = match job_dir(id) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    if !jobs::kill(&dir) {
+        let state = match jobs::status(&dir) {
+            Status::Lost => "is lost",
+            _ => "had already finished",
+        };
+        print_stdout(&format!("job {id} {state}; nothing changed\n"));
+        return ExitCode::from(1);
+    }
+    // The supervisor escalates (SIGTERM, grace, SIGKILL) and writes the result.
+    let _ = jobs::wait(&dir, Some(KILL_WAIT));
+    print_stdout(&format!("job {id} killed\n"));
+    ExitCode::SUCCESS
+}
+
+fn list(json: bool) -> ExitCode {
+    let all = match root().and_then(|r| jobs::all(&r)) {
+        Ok(j) => j,
+        Err(e) => return infrastructure_error(&e, false),
+    };
+    let rows: Vec<serde_json::Value> = all
+        .iter()
+        .map(|(id, dir)| {
+            let meta = jobs::meta(dir);
+            let result = jobs::result(dir);
+            serde_json::json!({
+                "job_id": id,
+                "status": jobs::status(dir),
+                "command": meta.as_ref().map(|m| m.command.clone()),
+                "started_at_ms": meta.as_ref().map(|m| m.started_at_ms),
+                "exit_status": result.as_ref().map(|r| r.exit_status()),
+            })
+        })
+        .collect();
+    if json {
+        print_stdout(&to_json(&rows));
+        return ExitCode::SUCCESS;
+    }
+    if rows.is_empty() {
+        print_stdout("no jobs\n");
+        return ExitCode::SUCCESS;
+    }
+    let mut text = String::new();
+    for r in &rows {
+        let started = r["started_at_ms"]
+            .as_u64()
+            .map(format_time)
+            .unwrap_or_else(|| "-".into());
+        let exit = r["exit_status"]
+            .as_i64()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "-".into());
+        text.push_str(&format!(
+            "{:<10} {:<9} {:<19} {:>4}  {}\n",
+            r["job_id"].as_str().unwrap_or(""),
+            r["status"].as_str().unwrap_or(""),
+            started,
+            exit,
+            r["command"].as_str().unwrap_or("")
+        ));
+    }
+    print_stdout(&text);
+    ExitCode::SUCCESS
+}
+
+/// `YYYY-MM-DD HH:MM:SS` (UTC) of milliseconds since the epoch.
+fn format_time(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn prune(spill: bool) -> ExitCode {
+    match root().and_then(|r| jobs::prune(&r, spill)) {
+        Ok(n) => {
+            print_stdout(&format!("pruned {n} jobs\n"));
+            ExitCode::SUCCESS
+        }
+        Err(e) => infrastructure_error(&e, false),
+    }
+}

@@ -1,0 +1,45 @@
+//! One file per subcommand; [`resolve_args`] turns a run's flags into a spec
+//! for all of them.
+
+pub(crate) mod explain;
+pub(crate) mod job;
+pub(crate) mod parse_status;
+pub(crate) mod run;
+pub(crate) mod supervise;
+
+use std::process::ExitCode;
+
+use dsh_exec_core::error::PathProblem;
+use dsh_exec_core::{Ambient, Error, Spec, resolve};
+
+use crate::cli::{ColorChoice, RunArgs};
+use crate::output::{infrastructure_error, usage_error};
+
+/// The spec of a run's flags (with the configuration file), whether to
+/// print JSON, and the colour choice; or the exit status of a usage or
+/// configuration error, already reported.
+pub(crate) fn resolve_args(args: RunArgs) -> Result<(Spec, bool, ColorChoice), ExitCode> {
+    let (json, color) = (args.json, args.color);
+    let ambient = match Ambient::current(args.workdir.as_deref()) {
+        Ok(a) => a,
+        Err(e) => {
+            let err = Error::WorkdirUnusable {
+                path: ".".into(),
+                problem: PathProblem::Io(std::io::Error::new(
+                    e.kind(),
+                    format!("current directory: {e}"),
+                )),
+            };
+            return Err(infrastructure_error(&err, json));
+        }
+    };
+    let mut request = args.into_request();
+    request.config = match dsh_exec_core::request::config::load(&ambient.env) {
+        Ok(c) => c,
+        Err(e) => return Err(infrastructure_error(&e, json)),
+    };
+    match resolve(request, &ambient) {
+        Ok(spec) => Ok((spec, json, color)),
+        Err(e) => Err(usage_error(&e.0)),
+    }
+}

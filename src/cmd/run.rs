@@ -1,0 +1,66 @@
+//! The main job: `dsh-exec [OPTIONS] -- COMMAND`.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use dsh_exec_core::render::{render_status, render_text, render_truncations};
+use dsh_exec_core::{AbortSignals, Error, Started, prepare, start};
+
+use super::resolve_args;
+use crate::cli::RunArgs;
+use crate::output::{
+    infrastructure_error, print_stdout, status, to_json, usage_error, use_color, warn_all,
+};
+
+/// A current-thread tokio runtime: one command needs no more, and it starts
+/// faster than a multi-threaded one.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| Error::Runtime {
+            what: "the async runtime",
+            source,
+        })
+}
+
+/// Runs the command of `args` and prints its result.
+pub(crate) fn run(args: RunArgs) -> ExitCode {
+    if args.interactive && !std::io::stdin().is_terminal() {
+        return usage_error("--interactive needs a terminal on stdin");
+    }
+    let (spec, json, color) = match resolve_args(args) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let started = Instant::now();
+    let outcome = runtime().and_then(|rt| {
+        rt.block_on(async {
+            let prepared = prepare(&spec)?;
+            warn_all(&prepared.warnings());
+            let mut aborts = AbortSignals::install().map_err(|source| Error::Runtime {
+                what: "the signal handlers",
+                source,
+            })?;
+            match start(&spec, prepared, started)? {
+                Started::Running(execution) => execution.wait(&mut aborts).await,
+                Started::NotRun(result) => Ok(*result),
+            }
+        })
+    });
+    let result = match outcome {
+        Ok(r) => r,
+        Err(e) => return infrastructure_error(&e, json),
+    };
+    if json {
+        print_stdout(&to_json(&result));
+    } else if spec.stream.is_some() {
+        // The output was shown live: only where the full streams are (when
+        // they outgrew their budgets), the notices and the marker follow.
+        print_stdout(&(render_truncations(&result) + &render_status(&result, use_color(color))));
+    } else {
+        print_stdout(&render_text(&result, use_color(color)));
+    }
+    status(result.exit_status())
+}
