@@ -6,6 +6,7 @@
 #   BENCH_RUNS=50 BENCH_BIG_RUNS=1 bash bench/run.sh
 #   BENCH_KILL_RUNS=20 BENCH_ESCAPE_RUNS=3 bash bench/run.sh   # (the defaults)
 #   DSH_EXEC_BIN=/path/to/dsh-exec bash bench/run.sh   # skip the build
+#   DSH_EXEC_STATIC_BIN=/path/to/static/dsh-exec ...    # and the static one
 #
 # Timing is done by a small embedded python3 loop (time.perf_counter_ns around
 # subprocess.run, stdin/stdout/stderr on /dev/null). The loop's own fork/exec
@@ -18,7 +19,7 @@
 set -euo pipefail
 
 RUNS=${BENCH_RUNS:-200}
-BIG_RUNS=${BENCH_BIG_RUNS:-3}
+BIG_RUNS=${BENCH_BIG_RUNS:-5}
 KILL_RUNS=${BENCH_KILL_RUNS:-20}
 ESCAPE_RUNS=${BENCH_ESCAPE_RUNS:-3}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,21 +30,34 @@ trap 'rm -rf -- "$BENCH_TMP"' EXIT
 trap 'exit 130' INT TERM HUP
 
 # The release build (LTO) is what users install; DSH_EXEC_BIN skips the build.
+# On x86_64 glibc the static-pie build is measured too (README, Install): it
+# skips the dynamic linker, most of the startup cost left.
+STATIC_TRIPLE=x86_64-unknown-linux-gnu
 if [[ -n ${DSH_EXEC_BIN:-} ]]; then
   BIN=$DSH_EXEC_BIN
+  STATIC_BIN=${DSH_EXEC_STATIC_BIN:-}
 else
   echo "building dsh-exec (cargo build --release) ..." >&2
   (cd "$ROOT" && cargo build --release --quiet)
   BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/dsh-exec
+  STATIC_BIN=
+  if [[ $(uname -m) == x86_64 ]] && ldd --version 2>&1 | grep -qi glibc; then
+    echo "building the static dsh-exec (crt-static, --target $STATIC_TRIPLE) ..." >&2
+    (cd "$ROOT" && RUSTFLAGS="-C target-feature=+crt-static" \
+      cargo build --release --quiet --target "$STATIC_TRIPLE")
+    STATIC_BIN=${CARGO_TARGET_DIR:-$ROOT/target}/$STATIC_TRIPLE/release/dsh-exec
+  fi
 fi
 BIN=$(realpath "$BIN")
 [[ -x $BIN ]] || { echo "bench: $BIN is not executable" >&2; exit 1; }
+[[ -z $STATIC_BIN ]] || STATIC_BIN=$(realpath "$STATIC_BIN")
 
 echo "# dsh-exec benchmark"
 echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "- kernel: $(uname -r), nproc: $(nproc)"
 echo "- binary: $BIN ($("$BIN" --version 2>&1 | head -n1))"
+[[ -z $STATIC_BIN ]] || echo "- static binary: $STATIC_BIN"
 echo "- startup runs: $RUNS, 1 GiB runs: $BIG_RUNS, kill runs: $KILL_RUNS, escape runs: $ESCAPE_RUNS"
 echo
 
@@ -54,11 +68,12 @@ if ! command -v bwrap >/dev/null && [[ $EUID -eq 0 ]] && command -v apt-get >/de
 fi
 BWRAP=$(command -v bwrap || true)
 
-export BIN RUNS BIG_RUNS KILL_RUNS ESCAPE_RUNS BENCH_TMP BWRAP
+export BIN STATIC_BIN RUNS BIG_RUNS KILL_RUNS ESCAPE_RUNS BENCH_TMP BWRAP
 python3 - <<'PY'
 import math, os, resource, shutil, signal, statistics, subprocess, sys, tempfile, time
 
 BIN, TMP, BWRAP = os.environ["BIN"], os.environ["BENCH_TMP"], os.environ["BWRAP"]
+STATIC_BIN = os.environ["STATIC_BIN"]
 RUNS, BIG_RUNS = int(os.environ["RUNS"]), int(os.environ["BIG_RUNS"])
 KILL_RUNS, ESCAPE_RUNS = int(os.environ["KILL_RUNS"]), int(os.environ["ESCAPE_RUNS"])
 GIB, MIB = 1 << 30, 1 << 20
@@ -96,6 +111,7 @@ def run_once(argv, ok=(0,), pids=False):
     d = tempfile.mkdtemp(dir=TMP)
     try:
         argv = [a.replace("@DIR@", d) for a in argv]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter_ns()
         try:
             rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -103,6 +119,8 @@ def run_once(argv, ok=(0,), pids=False):
         except subprocess.TimeoutExpired:
             sys.exit(f"bench: command still running after 120 s: {argv}")
         dt = time.perf_counter_ns() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = int(((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1e9)
         rc = 128 - rc if rc < 0 else rc
         if rc not in ok:  # a failing command would make its timing meaningless
             sys.exit(f"bench: command exited {rc} (expected {ok}): {argv}")
@@ -114,7 +132,7 @@ def run_once(argv, ok=(0,), pids=False):
         if pids:
             time.sleep(0.2)
             survivors = reap(d)
-        return dt, rss, survivors
+        return dt, rss, survivors, cpu
     finally:
         if pids:
             reap(d)  # on any early exit too: nothing outlives the benchmark
@@ -122,16 +140,17 @@ def run_once(argv, ok=(0,), pids=False):
 
 def bench(cmds, runs, warmup, pids=False):
     """Round-robin over cmds, each (label, argv[, accepted exit statuses]);
-    returns {label: ([wall ns...], [rss KiB...], [survivors...])}."""
+    returns {label: ([wall ns...], [rss KiB...], [survivors...], [cpu ns...])}."""
     cmds = [(label, argv, ok[0] if ok else (0,)) for label, argv, *ok in cmds]
     for _ in range(warmup):
         for _, argv, ok in cmds:
             run_once(argv, ok, pids)
-    out = {label: ([], [], []) for label, _, _ in cmds}
+    out = {label: ([], [], [], []) for label, _, _ in cmds}
     for _ in range(runs):
         for label, argv, ok in cmds:
-            dt, rss, surv = run_once(argv, ok, pids)
+            dt, rss, surv, cpu = run_once(argv, ok, pids)
             out[label][0].append(dt)
+            out[label][3].append(cpu)
             if rss is not None:
                 out[label][1].append(rss)
             if surv is not None:
@@ -147,11 +166,13 @@ rows = []  # (measure, runs, median, p90, ratio, target)
 #    dsh-exec runs `bash -c true` itself, so "dsh-exec / timeout" is the cost of
 #    dsh-exec relative to the usual "run with a deadline" wrapper.
 UNSANDBOXED = "`dsh-exec -- true`"
+STATIC = "`dsh-exec -- true` (static-pie build)"
 SANDBOXED = "`dsh-exec --sandbox workspace-write -- true`"
 BWRAP_WS = "`bwrap --ro-bind / / --dev /dev --bind WS WS -- bash -c true`"
 start = [("`bash -c true`", ["bash", "-c", "true"]),
          ("`timeout 10 bash -c true`", ["timeout", "10", "bash", "-c", "true"]),
          (UNSANDBOXED, [BIN, "--", "true"]),
+         *([(STATIC, [STATIC_BIN, "--", "true"])] if STATIC_BIN else []),
          # The sandboxed run: Landlock ruleset, no-new-privs, capabilities
          # dropped; the workspace is a fresh directory (@DIR@).
          (SANDBOXED, [BIN, "--sandbox", "workspace-write", "-C", "@DIR@", "--", "true"])]
@@ -183,8 +204,8 @@ t_base = med(res["`timeout 10 bash -c true`"][0])
 for label, _ in start:
     xs = res[label][0]
     ratio, target = "", ""
-    if label == UNSANDBOXED:
-        ratio, target = f"{med(xs) / t_base:.2f}x timeout", "<= 1.2x timeout"
+    if label in (UNSANDBOXED, STATIC):
+        ratio, target = f"{med(xs) / t_base:.2f}x timeout", "<= 1.15x timeout"
     elif label == SANDBOXED:
         ratio = f"{med(xs) / med(res[UNSANDBOXED][0]):.2f}x unsandboxed"
         target = "<= 1.5x unsandboxed"
@@ -197,31 +218,42 @@ for label, _ in start:
                  f"{p90(xs) / 1e6:.2f} ms", ratio, target))
 
 # 2. Throughput: 1 GiB on stdout, 1 MiB tail budget, full stream spilled to a
-#    file. The peer does the same job with coreutils: tee the stream to a file,
-#    keep the last 1 MiB. Both run under /usr/bin/time -f %M, whose peak RSS is
-#    the largest of the process and its descendants (KiB).
+#    file. Two baselines do the same writing: the producer straight into a
+#    file (`> FILE`: one process, no pipe), and coreutils keeping the tail
+#    (`tee FILE | tail -c 1M`). All run under /usr/bin/time -f %M, whose peak
+#    RSS is the largest of the process and its descendants (KiB); CPU is
+#    user + system of the whole tree (getrusage(RUSAGE_CHILDREN)). Each run's
+#    files are removed right after it (@DIR@).
 time_rss = ["/usr/bin/time", "-f", "%M", "-o", "@DIR@/rss"]
-big = [("peer: `head -c 1G /dev/zero \\| tee FILE \\| tail -c 1M`",
-        time_rss + ["bash", "-c",
-                    f"head -c {GIB} /dev/zero | tee @DIR@/spill | tail -c {MIB}"]),
-       ("`dsh-exec --stdout-max-bytes 1MiB -- 'head -c 1G /dev/zero'`",
-        time_rss + [BIN, "--timeout", "0", "--stdout-max-bytes", "1MiB",
-                    "--spill-dir", "@DIR@", "--", f"head -c {GIB} /dev/zero"])]
+FILE_LABEL = "`head -c 1G /dev/zero > FILE`"
+TEE_LABEL = "`head -c 1G /dev/zero \\| tee FILE \\| tail -c 1M`"
+DSH_LABEL = "`dsh-exec --stdout-max-bytes 1MiB -- 'head -c 1G /dev/zero'`"
+big = [(FILE_LABEL, time_rss + ["bash", "-c", f"head -c {GIB} /dev/zero > @DIR@/spill"]),
+       (TEE_LABEL, time_rss + ["bash", "-c",
+                               f"head -c {GIB} /dev/zero | tee @DIR@/spill | tail -c {MIB}"]),
+       (DSH_LABEL, time_rss + [BIN, "--timeout", "0", "--stdout-max-bytes", "1MiB",
+                               "--spill-dir", "@DIR@", "--", f"head -c {GIB} /dev/zero"])]
 res = bench(big, BIG_RUNS, warmup=0)
-(peer_label, _), (dsh_label, _) = big
-t_peer = med(res[peer_label][0])
+t_file, c_file = med(res[FILE_LABEL][0]), med(res[FILE_LABEL][3])
+t_tee = med(res[TEE_LABEL][0])
 for label, _ in big:
-    xs = res[label][0]
-    mine = label == dsh_label
-    rows.append((f"1 GiB stdout: {label}", BIG_RUNS, f"{med(xs) / 1e9:.2f} s",
-                 f"{p90(xs) / 1e9:.2f} s",
-                 f"{med(xs) / t_peer:.2f}x peer" if mine else "",
-                 "<= 1.0x peer" if mine else ""))
+    xs, cpus = res[label][0], res[label][3]
+    ratio, target = "", ""
+    if label == DSH_LABEL:
+        ratio = f"{med(xs) / t_file:.2f}x > FILE, {med(xs) / t_tee:.2f}x tee"
+        target = "<= 0.75x > FILE"
+    rows.append((f"1 GiB stdout, wall: {label}", BIG_RUNS, f"{med(xs) / 1e9:.2f} s",
+                 f"{p90(xs) / 1e9:.2f} s", ratio, target))
+    ratio, target = "", ""
+    if label == DSH_LABEL:
+        ratio, target = f"{med(cpus) / c_file:.2f}x > FILE", "<= 1.1x > FILE"
+    rows.append((f"1 GiB stdout, CPU: {label}", BIG_RUNS, f"{med(cpus) / 1e9:.2f} s",
+                 f"{p90(cpus) / 1e9:.2f} s", ratio, target))
 # 3. Peak memory during the 1 GiB run (max over runs), MiB.
 for label, _ in big:
     mib = max(res[label][1]) / 1024
-    mine = label == dsh_label
-    rows.append((f"peak RSS: {'dsh-exec' if mine else 'peer pipeline'}", BIG_RUNS,
+    mine = label == DSH_LABEL
+    rows.append((f"peak RSS: {label}", BIG_RUNS,
                  f"{mib:.1f} MiB", "", "", "< 16 MiB" if mine else ""))
 
 # 4. Kill latency: a command that outlives a 200 ms deadline; both exit 124.
@@ -264,7 +296,7 @@ print()
 print("| Escape | Runs | Median wall | Survivors (total) | Target |")
 print("|---|---:|---:|---:|---|")
 for label, _, _ in cmds:
-    xs, _, surv = res[label]
+    xs, _, surv, _ = res[label]
     print(f"| {label} | {ESCAPE_RUNS} | {med(xs) / 1e9:.2f} s | {sum(surv)} | "
           f"{'0 survivors' if 'dsh-exec' in label else ''} |")
 if not BWRAP:

@@ -48,20 +48,21 @@ pub(crate) const CAP_SETPCAP: u32 = 8;
 /// CAP_SYS_ADMIN (capabilities(7)): needed for new namespaces.
 pub(crate) const CAP_SYS_ADMIN: u32 = 21;
 
-/// This process's effective capability set (`CapEff` of `/proc/self/status`,
-/// proc(5)), one bit per capability number.
+/// This process's effective capability set, one bit per capability number:
+/// capget(2) with the version 3 header (`_LINUX_CAPABILITY_VERSION_3`, two
+/// 32-bit halves). One system call, where `/proc/self/status` would cost a
+/// file to be generated and parsed on every run.
 fn effective_capabilities() -> Option<u64> {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))
-                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        })
+    let header: [u32; 2] = [0x2008_0522, 0];
+    let mut data = [0u32; 6];
+    // SAFETY: capget fills the two __user_cap_data_struct (3 u32 each) we own.
+    let rc =
+        unsafe { nix::libc::syscall(nix::libc::SYS_capget, header.as_ptr(), data.as_mut_ptr()) };
+    (rc == 0).then(|| u64::from(data[0]) | (u64::from(data[3]) << 32))
 }
 
-/// True when this process's effective set holds capability `cap` (an
-/// unreadable status counts as not holding it).
+/// True when this process's effective set holds capability `cap` (a failed
+/// capget counts as not holding it).
 pub(crate) fn holds_capability(cap: u32) -> bool {
     effective_capabilities().is_some_and(|caps| caps & (1 << cap) != 0)
 }

@@ -132,6 +132,15 @@ fn above_targets(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
     Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(n) })
 }
 
+/// `fd` itself when it is already numbered above the targets (the usual
+/// case for a fresh pipe), else such a duplicate.
+fn owned_above_targets(fd: OwnedFd) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() >= MAX_CHILD_FDS as i32 {
+        return Ok(fd);
+    }
+    above_targets(fd.as_fd())
+}
+
 /// The highest capability number of this kernel (`/proc/sys/kernel/cap_last_cap`).
 fn cap_last() -> libc::c_int {
     std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
@@ -271,7 +280,7 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
             let (out_r, out_w) = pipe()?;
             let (err_r, err_w) = pipe()?;
             for fd in [in_r, out_w, err_w] {
-                sources.push(above_targets(fd.as_fd())?);
+                sources.push(owned_above_targets(fd)?);
             }
             parent_ends = Some([in_w, out_r, err_r]);
         }

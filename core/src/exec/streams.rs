@@ -12,8 +12,15 @@ use crate::capture::{Delta, SpillDir, StreamCapture};
 use crate::error::Error;
 use crate::spec::LiveOutput;
 
-/// Bytes read from a pipe at once: 64 KiB, a Linux pipe's default capacity.
-const READ_CHUNK: usize = 64 * 1024;
+/// Bytes read from a pipe at once: 256 KiB.
+const READ_CHUNK: usize = 256 * 1024;
+
+/// The capacity asked for each output pipe: 1 MiB, the default
+/// `/proc/sys/fs/pipe-max-size` (pipe(7), `F_SETPIPE_SZ`). A command that
+/// writes a lot then wakes this process once per megabyte instead of once
+/// per 64 KiB; a kernel that refuses keeps the default, which only costs
+/// speed.
+const PIPE_CAPACITY: i32 = 1 << 20;
 
 /// The live copy of the output for `--stream`. Writes block (a slow reader
 /// slows the run, as with `tee`); a write error (a closed stdout) ends the
@@ -53,6 +60,9 @@ struct Stream {
 
 impl Stream {
     fn new(fd: Option<OwnedFd>, name: &'static str, budget: u64) -> Result<Stream, Error> {
+        if let Some(fd) = &fd {
+            let _ = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY));
+        }
         let pipe = fd
             .map(pipe::Receiver::from_owned_fd)
             .transpose()
