@@ -205,40 +205,4 @@ mod tests {
             assert_eq!(parsed.signal, Some(Signal::from_number(n).name()));
         }
     }
-
-    #[test]
-    fn non_markers() {
-        assert_eq!(parse_status(""), None);
-        assert_eq!(parse_status("hello\n"), None);
-        assert_eq!(parse_status("[exit code: x]\n"), None);
-        assert_eq!(parse_status("[exit code: 0]\nmore\n"), None);
-        assert_eq!(parse_status("[killed by signal: ]"), None);
-        assert_eq!(parse_status("[killed by signal: SIGFOO]"), None);
-        assert_eq!(parse_status("[exit code: -1]"), None);
-        assert_eq!(parse_status("[exit code: +7]"), None);
-        assert_eq!(parse_status("[exit code: 256]"), None);
-        assert_eq!(
-            parse_status("early\n[detached as job j4k2x9qa]\n").and_then(|p| p.detached),
-            Some("j4k2x9qa".into())
-        );
-    }
-}
-
-#[cfg(test)]
-mod properties {
-    use crate::render::marker::parse_status;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn parse_status_never_panics(s in "\\PC{0,200}") {
-            let _ = parse_status(&s);
-        }
-
-        #[test]
-        fn a_marker_after_any_output_is_found(body in "\\PC{0,200}", code in any::<u8>()) {
-            let text = format!("{body}\n[exit code: {code}]\n");
-            prop_assert_eq!(parse_status(&text).and_then(|p| p.exit_code), Some(i32::from(code)));
-        }
-    }
 }

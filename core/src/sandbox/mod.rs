@@ -33,6 +33,30 @@ use crate::spec::Sourced;
 
 pub use self::landlock::{Enforcement, Unenforced, kernel_abi};
 
+/// `Display` (the name) and `FromStr` (from the name, or an error listing
+/// the names) for a type with `ALL` and `as_str`.
+macro_rules! named_values {
+    ($ty:ty, $what:literal, $names:literal) => {
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = String;
+
+            /// Parses a name; errors with a message listing the names.
+            fn from_str(s: &str) -> Result<$ty, String> {
+                <$ty>::ALL
+                    .into_iter()
+                    .find(|v| v.as_str() == s)
+                    .ok_or_else(|| format!(concat!("invalid ", $what, " '{}' (", $names, ")"), s))
+            }
+        }
+    };
+}
+
 /// How far the command may change files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -75,25 +99,11 @@ impl Mode {
     }
 }
 
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Mode {
-    type Err = String;
-
-    /// Parses a mode name; errors with a message listing the modes.
-    fn from_str(s: &str) -> Result<Mode, String> {
-        Mode::ALL
-            .into_iter()
-            .find(|m| m.as_str() == s)
-            .ok_or_else(|| {
-                format!("invalid sandbox mode '{s}' (read-only, workspace-write or full-access)")
-            })
-    }
-}
+named_values!(
+    Mode,
+    "sandbox mode",
+    "read-only, workspace-write or full-access"
+);
 
 /// Whether the command may use IPv4/IPv6 sockets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -126,23 +136,7 @@ impl Network {
     }
 }
 
-impl fmt::Display for Network {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Network {
-    type Err = String;
-
-    /// Parses `allow` or `deny`.
-    fn from_str(s: &str) -> Result<Network, String> {
-        Network::ALL
-            .into_iter()
-            .find(|n| n.as_str() == s)
-            .ok_or_else(|| format!("invalid network policy '{s}' (allow or deny)"))
-    }
-}
+named_values!(Network, "network policy", "allow or deny");
 
 /// The sandbox policy of a run as resolved: what was asked for, with paths
 /// made absolute. Nothing here has been opened or checked; [`open_roots`]
