@@ -293,6 +293,9 @@ pub struct RunArgs {
     /// Keep the temp directory read-only in workspace-write.
     #[arg(long)]
     pub no_temp_write: bool,
+    /// A Unix socket outside the writable roots that a confined command may connect to (repeatable).
+    #[arg(long = "allow-unix-socket", value_name = "PATH")]
+    pub allow_unix_sockets: Vec<PathBuf>,
     /// Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow].
     #[arg(long, value_name = "allow|deny", value_enum)]
     pub network: Option<NetworkArg>,
@@ -338,6 +341,7 @@ impl RunArgs {
             network: self.network.map(|n| n.0),
             workspace_root: self.workspace_root,
             writable_roots: self.writable_roots,
+            allow_unix_sockets: self.allow_unix_sockets,
             no_temp_write: self.no_temp_write,
             interactive: self.interactive,
             background: self.background || self.detach_after.is_some(),

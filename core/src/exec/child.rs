@@ -13,12 +13,22 @@
 //! 2. a new session, or for an interactive run the terminal's foreground
 //!    process group ([`enter_session`]);
 //! 3. the parent-death signal ([`set_parent_death_signal`]);
-//! 4. the descriptors the child gets, as 0, 1, 2, ... ([`install_fds`]);
-//! 5. the working directory ([`change_dir`]);
-//! 6. confinement ([`confine`]): no-new-privileges, capabilities dropped,
-//!    Landlock, seccomp;
+//! 4. the working directory ([`change_dir`]);
+//! 5. confinement ([`confine`]): no-new-privileges, capabilities dropped,
+//!    Landlock, seccomp; last the gate's filter ([`load_gate`]), whose
+//!    listener descriptor the parent must receive;
+//! 6. the descriptors the child gets, as 0, 1, 2, ... ([`install_fds`]);
 //! 7. every other descriptor closed ([`close_others`]), an empty signal mask
 //!    ([`clear_signal_mask`]), then execve(2).
+//!
+//! With a gate, the child is cloned with `CLONE_FILES`: it shares the
+//! parent's descriptor table until the gate's filter has returned its
+//! listener, which so lands in the parent's table too; the child then
+//! takes a private copy of the table (unshare(2), `CLONE_FILES`) and closes
+//! the listener there, so the command never holds it (with it, it could
+//! answer its own notifications). Until then the child touches no
+//! descriptor of the shared table, which is why the descriptors are
+//! installed after confinement.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -51,6 +61,8 @@ pub(crate) enum Step {
     Setpgid,
     Tcsetpgrp,
     IpcNamespace,
+    Gate,
+    UnshareFiles,
 }
 
 impl Step {
@@ -73,6 +85,8 @@ impl Step {
             14 => Step::Setpgid,
             15 => Step::Tcsetpgrp,
             16 => Step::IpcNamespace,
+            17 => Step::Gate,
+            18 => Step::UnshareFiles,
             _ => Step::None,
         }
     }
@@ -97,6 +111,8 @@ impl Step {
             Step::Setpgid => "setpgid",
             Step::Tcsetpgrp => "tcsetpgrp",
             Step::IpcNamespace => "unshare(CLONE_NEWIPC)",
+            Step::Gate => "seccomp(SECCOMP_FILTER_FLAG_NEW_LISTENER)",
+            Step::UnshareFiles => "unshare(CLONE_FILES)",
         }
     }
 
@@ -110,7 +126,9 @@ impl Step {
             | Step::Capset
             | Step::Landlock
             | Step::Seccomp
-            | Step::IpcNamespace => true,
+            | Step::IpcNamespace
+            | Step::Gate
+            | Step::UnshareFiles => true,
             Step::None
             | Step::Setsid
             | Step::Pdeathsig
@@ -136,6 +154,9 @@ pub(crate) struct ChildConfine {
     pub(crate) ruleset_fd: c_int,
     pub(crate) filters: [libc::sock_fprog; MAX_FILTERS],
     pub(crate) filter_count: usize,
+    /// The gate's filter (`len` 0: no gate); the child shares the parent's
+    /// descriptor table when there is one.
+    pub(crate) gate: libc::sock_fprog,
 }
 
 /// Everything the child reads, prepared by the parent. The child writes only
@@ -159,6 +180,9 @@ pub(crate) struct ChildArgs {
     pub(crate) confine: ChildConfine,
     pub(crate) failed_step: AtomicI32,
     pub(crate) errno: AtomicI32,
+    /// The gate's listener, written by the child: a descriptor number in
+    /// the parent's table (-1: none).
+    pub(crate) listener: AtomicI32,
 }
 
 /// Records the failed step and the current errno, then ends the child.
@@ -248,7 +272,7 @@ unsafe fn set_parent_death_signal(a: &ChildArgs) -> Result<(), Step> {
     Ok(())
 }
 
-/// Step 4: the child's descriptors 0, 1, ... from their sources (dup2(2)
+/// Step 6: the child's descriptors 0, 1, ... from their sources (dup2(2)
 /// clears close-on-exec on the copy).
 ///
 /// # Safety
@@ -263,7 +287,7 @@ unsafe fn install_fds(a: &ChildArgs) -> Result<(), Step> {
     Ok(())
 }
 
-/// Step 5: chdir(2) to the working directory.
+/// Step 4: chdir(2) to the working directory.
 ///
 /// # Safety
 /// Only in the child between clone and execve; `a.workdir` is a C string.
@@ -315,7 +339,7 @@ unsafe fn drop_capabilities(c: &ChildConfine) -> Result<(), Step> {
     Ok(())
 }
 
-/// Step 6: no-new-privileges (prctl(2); required before an unprivileged
+/// Step 5: no-new-privileges (prctl(2); required before an unprivileged
 /// seccomp filter, and keeps setuid binaries from regaining anything),
 /// capabilities dropped in confining modes, landlock_restrict_self(2) with
 /// the parent's ruleset, then each seccomp filter (seccomp(2)), last, so
@@ -350,6 +374,40 @@ unsafe fn confine(a: &ChildArgs) -> Result<(), Step> {
                 return Err(Step::Seccomp);
             }
         }
+        if c.gate.len > 0 {
+            load_gate(a)?;
+        }
+    }
+    Ok(())
+}
+
+/// Step 5, last: the gate's filter with `SECCOMP_FILTER_FLAG_NEW_LISTENER`
+/// (seccomp(2), Linux 5.0), whose listener lands in the descriptor table
+/// shared with the parent; then a private table, in which the listener is
+/// closed. From here on the gated calls block until the parent answers, so
+/// the child makes none of them before execve.
+///
+/// # Safety
+/// Only in a child cloned with `CLONE_FILES`, between clone and execve.
+unsafe fn load_gate(a: &ChildArgs) -> Result<(), Step> {
+    let prog = &a.confine.gate as *const libc::sock_fprog;
+    // SAFETY: seccomp with the parent's program; unshare and close on this
+    // child's own descriptor table once it is private.
+    unsafe {
+        let fd = libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            prog,
+        );
+        if fd < 0 {
+            return Err(Step::Gate);
+        }
+        a.listener.store(fd as c_int, Ordering::SeqCst);
+        if libc::unshare(libc::CLONE_FILES) == -1 {
+            return Err(Step::UnshareFiles);
+        }
+        libc::close(fd as c_int);
     }
     Ok(())
 }
@@ -361,8 +419,8 @@ unsafe fn confine(a: &ChildArgs) -> Result<(), Step> {
 /// # Safety
 /// Only in the child between clone and execve.
 unsafe fn close_others(a: &ChildArgs) {
-    // SAFETY: closes descriptors of the child's own table (not shared:
-    // no CLONE_FILES).
+    // SAFETY: closes descriptors of the child's own table (private: cloned
+    // without CLONE_FILES, or unshared after the gate).
     unsafe {
         libc::syscall(libc::SYS_close_range, a.fd_count as u32, u32::MAX, 0u32);
     }
@@ -395,9 +453,9 @@ unsafe fn setup_and_exec(a: &ChildArgs) -> Step {
         reset_signal_dispositions(a);
         let steps = enter_session(a)
             .and_then(|()| set_parent_death_signal(a))
-            .and_then(|()| install_fds(a))
             .and_then(|()| change_dir(a))
-            .and_then(|()| confine(a));
+            .and_then(|()| confine(a))
+            .and_then(|()| install_fds(a));
         if let Err(step) = steps {
             return step;
         }

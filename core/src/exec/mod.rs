@@ -41,6 +41,7 @@ use crate::capture::StreamCapture;
 use crate::error::Error;
 use crate::result::RunResult;
 use crate::sandbox;
+use crate::sandbox::gate::Gate;
 use crate::spec::Spec;
 
 /// CAP_SETPCAP (capabilities(7)): needed to drop from the bounding set.
@@ -187,6 +188,30 @@ pub fn start(spec: &Spec, prepared: Prepared, started: Instant) -> Result<Starte
         }
         Err(e) => return Err(Error::SpawnFailed(e.error)),
     };
+    let gate = match (spawned.listener, prepared.sandbox.as_ref()) {
+        (Some(listener), Some(sandbox)) => {
+            let policy = sandbox.gate_policy(tree.clone());
+            match policy.map(|p| Gate::new(listener, p)) {
+                Some(Ok(g)) => Some(g),
+                // The command already waits on the gate: without it, it
+                // must not run. Its gated calls fail once the listener
+                // closes; it is killed with the rest.
+                Some(Err(source)) => {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(spawned.pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(spawned.pid), None);
+                    return Err(Error::Runtime {
+                        what: "the sandbox gate",
+                        source,
+                    });
+                }
+                None => None,
+            }
+        }
+        _ => None,
+    };
     let procs = CommandProcs::new(spawned.pid, tree, spec.interactive);
     // Without a source the pipe's write end is dropped here: end-of-file.
     if let (Some(feeder), Some(sink)) = (&prepared.stdin, spawned.stdin) {
@@ -213,6 +238,7 @@ pub fn start(spec: &Spec, prepared: Prepared, started: Instant) -> Result<Starte
         phases: Phases::new(deadline, spec.kill_after.value),
         streams,
         sigchld,
+        gate,
     })))
 }
 

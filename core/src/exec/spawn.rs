@@ -37,6 +37,9 @@ pub(crate) struct Confinement {
     pub(crate) ruleset: Option<OwnedFd>,
     /// Seccomp filters to load, in order (at most [`MAX_FILTERS`]).
     pub(crate) filters: Vec<Vec<libc::sock_filter>>,
+    /// The gate's filter, loaded last; its listener comes back in
+    /// [`Spawned::listener`].
+    pub(crate) gate: Option<Vec<libc::sock_filter>>,
 }
 
 /// The child's descriptors 0, 1, 2 (and more).
@@ -89,6 +92,8 @@ pub(crate) struct Spawned {
     pub(crate) stdout: Option<OwnedFd>,
     /// Read end of the child's stderr.
     pub(crate) stderr: Option<OwnedFd>,
+    /// The gate's listener, when the confinement has a gate.
+    pub(crate) listener: Option<OwnedFd>,
 }
 
 /// A failed spawn.
@@ -163,6 +168,7 @@ fn child_confine(confine: Option<&Confinement>) -> ChildConfine {
             ruleset_fd: -1,
             filters: [none; MAX_FILTERS],
             filter_count: 0,
+            gate: none,
         };
     };
     ChildConfine {
@@ -181,6 +187,13 @@ fn child_confine(confine: Option<&Confinement>) -> ChildConfine {
             None => none,
         }),
         filter_count: c.filters.len().min(MAX_FILTERS),
+        gate: match &c.gate {
+            Some(prog) => libc::sock_fprog {
+                len: prog.len() as u16,
+                filter: prog.as_ptr() as *mut libc::sock_filter,
+            },
+            None => none,
+        },
     }
 }
 
@@ -191,7 +204,11 @@ fn child_confine(confine: Option<&Confinement>) -> ChildConfine {
 /// `args` and every pointer in it must stay valid until this returns (the
 /// parent is suspended until the child execs or exits, so stack values of
 /// the caller are enough).
-unsafe fn clone_vfork(args: &ChildArgs, new_pid_namespace: bool) -> io::Result<i32> {
+unsafe fn clone_vfork(
+    args: &ChildArgs,
+    new_pid_namespace: bool,
+    share_files: bool,
+) -> io::Result<i32> {
     // Allocated, not initialized: the child writes its frames before
     // reading them, as on any stack.
     let mut stack: Vec<u8> = Vec::with_capacity(CHILD_STACK_BYTES);
@@ -208,7 +225,8 @@ unsafe fn clone_vfork(args: &ChildArgs, new_pid_namespace: bool) -> io::Result<i
             libc::CLONE_NEWPID
         } else {
             0
-        };
+        }
+        | if share_files { libc::CLONE_FILES } else { 0 };
     // SAFETY: every signal is blocked around clone so that no handler of
     // this process runs in the child, and the mask is restored right after;
     // `args` and `stack` outlive the child's use of them (CLONE_VFORK).
@@ -328,11 +346,19 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
         confine: child_confine(program.confine),
         failed_step: AtomicI32::new(Step::None as i32),
         errno: AtomicI32::new(0),
+        listener: AtomicI32::new(-1),
     };
+    let gated = args.confine.gate.len > 0;
     // SAFETY: `args` and everything it points to live on until the end of
     // this function.
-    let pid = unsafe { clone_vfork(&args, program.pid_namespace) }?;
+    let pid = unsafe { clone_vfork(&args, program.pid_namespace, gated) }?;
     drop(sources);
+    let listener = match args.listener.load(Ordering::SeqCst) {
+        -1 => None,
+        // SAFETY: the child's filter put this descriptor into our table,
+        // and nothing else here knows of it.
+        fd => Some(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }),
+    };
     let step = Step::from_i32(args.failed_step.load(Ordering::SeqCst));
     if step != Step::None {
         let errno = args.errno.load(Ordering::SeqCst);
@@ -353,5 +379,6 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
         stdin,
         stdout,
         stderr,
+        listener,
     })
 }

@@ -23,6 +23,7 @@ use crate::capture::Delta;
 use crate::error::Error;
 use crate::result::{RunResult, SandboxFacts};
 use crate::sandbox::denial::looks_denied;
+use crate::sandbox::gate::Gate;
 
 /// The facts of a run known before it starts, for its result.
 pub(crate) struct Report {
@@ -44,6 +45,15 @@ pub struct Execution {
     pub(crate) streams: Streams,
     /// Registered before the spawn, so that the child's exit cannot be missed.
     pub(crate) sigchld: tokio::signal::unix::Signal,
+    /// The sandbox's gate (confining modes): answered in the same loop.
+    pub(crate) gate: Option<Gate>,
+}
+
+async fn serve_gate(gate: &mut Option<Gate>) {
+    match gate {
+        Some(g) => g.serve().await,
+        None => pending().await,
+    }
 }
 
 async fn sleep_opt(at: Option<Instant>) {
@@ -107,6 +117,7 @@ impl Execution {
             let wake = self.phases.wake(self.procs.exited(), Instant::now());
             tokio::select! {
                 _ = self.streams.read_some() => {}
+                _ = serve_gate(&mut self.gate) => {}
                 _ = self.sigchld.recv() => self.poll_exit()?,
                 _ = sleep_opt(wake.phase_end) => {
                     if self.phases.phase_ended(Instant::now(), &mut self.procs) == Effect::StopReading {
@@ -151,8 +162,13 @@ impl Execution {
             spill_dir.remove_if_empty();
         }
         let report = self.report;
+        let gate_denied = self
+            .gate
+            .as_ref()
+            .is_some_and(|g| !g.denials().kept.is_empty());
         let sandbox = report.sandbox.map(|mut facts| {
-            facts.denied = looks_denied(facts.mode, exit_code != Some(0), &out.text, &err.text);
+            facts.denied =
+                gate_denied || looks_denied(facts.mode, exit_code != Some(0), &out.text, &err.text);
             facts
         });
         RunResult {

@@ -15,6 +15,7 @@
 //! spill_dir = "/var/tmp"
 //! sandbox = "workspace-write"
 //! writable_roots = ["/srv/cache"]
+//! allow_unix_sockets = ["/run/postgresql/.s.PGSQL.5432"]
 //!
 //! [caps]
 //! max_timeout = "1h"
@@ -67,6 +68,9 @@ pub struct Defaults {
     /// Writable roots for `workspace-write`.
     #[serde(default)]
     pub writable_roots: Vec<PathBuf>,
+    /// Unix sockets a confined command may connect to.
+    #[serde(default)]
+    pub allow_unix_sockets: Vec<PathBuf>,
 }
 
 /// The `[caps]` table.

@@ -60,6 +60,9 @@ pub struct Request {
     pub workspace_root: Option<PathBuf>,
     /// Extra writable directories for `workspace-write`.
     pub writable_roots: Vec<PathBuf>,
+    /// Unix sockets outside the writable roots that a confined command may
+    /// connect to (`--allow-unix-socket`).
+    pub allow_unix_sockets: Vec<PathBuf>,
     /// Keep the temp directory read-only in `workspace-write`.
     pub no_temp_write: bool,
     /// Attach the command to this terminal, uncaptured.
@@ -260,6 +263,10 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
         ([], Some(c)) => c.defaults.writable_roots.clone(),
         (flags, _) => flags.to_vec(),
     };
+    let unix_sockets = match (&req.allow_unix_sockets[..], &req.config) {
+        ([], Some(c)) => c.defaults.allow_unix_sockets.clone(),
+        (flags, _) => flags.to_vec(),
+    };
     Some(Policy {
         mode,
         network: Sourced::pick(req.network, None, || Network::Allow),
@@ -275,6 +282,10 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
             .map(|p| absolute(&ambient.cwd, p))
             .collect(),
         temp_dir: (!req.no_temp_write).then(|| absolute(&ambient.cwd, ambient.temp_dir.clone())),
+        unix_sockets: unix_sockets
+            .into_iter()
+            .map(|p| absolute(&ambient.cwd, p))
+            .collect(),
     })
 }
 
@@ -381,6 +392,7 @@ mod tests {
             network: Some(Network::Deny),
             workspace_root: Some("/ws".into()),
             writable_roots: vec![odd(), "/cache".into()],
+            allow_unix_sockets: vec![odd()],
             no_temp_write: false,
             interactive: false,
             stream: None,

@@ -16,6 +16,7 @@
 //! `exec::child`.
 
 pub(crate) mod denial;
+pub(crate) mod gate;
 pub(crate) mod landlock;
 pub(crate) mod seccomp;
 
@@ -158,6 +159,10 @@ pub struct Policy {
     /// The temp directory (absolute); `None` with `--no-temp-write`.
     #[serde(with = "crate::serde_paths::exact_opt_path")]
     pub temp_dir: Option<PathBuf>,
+    /// `--allow-unix-socket` paths (absolute): Unix sockets outside the
+    /// writable roots that the command may connect to.
+    #[serde(with = "crate::serde_paths::exact_paths")]
+    pub unix_sockets: Vec<PathBuf>,
 }
 
 /// A path given as writable that cannot be used: skipped, with a warning.
@@ -194,8 +199,11 @@ pub struct Roots {
     pub skipped: Vec<Skipped>,
     /// What a careful user wants to know: a writable root reached through
     /// a symlink (a confined run could have planted it), a writable root of
-    /// `/`.
+    /// `/`, an `--allow-unix-socket` that is no socket.
     pub warnings: Vec<String>,
+    /// The `--allow-unix-socket` sockets that exist: (device, inode) and
+    /// real path, as stat(2) saw them when the run was prepared.
+    pub unix_sockets: Vec<((u64, u64), PathBuf)>,
 }
 
 impl Roots {
@@ -230,6 +238,23 @@ pub fn open_roots(policy: &Policy) -> Roots {
     let mut roots = Roots::default();
     if let Some(t) = &policy.temp_dir {
         roots.temp_dir = open_dir(t).ok().map(|r| r.path);
+    }
+    for path in &policy.unix_sockets {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        match std::fs::metadata(path) {
+            Ok(m) if m.file_type().is_socket() => {
+                let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+                roots.unix_sockets.push(((m.dev(), m.ino()), real));
+            }
+            Ok(_) => roots.warnings.push(format!(
+                "--allow-unix-socket {} is not a socket; skipped",
+                path.display()
+            )),
+            Err(e) => roots.warnings.push(format!(
+                "--allow-unix-socket {} skipped: {e}",
+                path.display()
+            )),
+        }
     }
     if policy.mode.value != Mode::WorkspaceWrite {
         return roots;
@@ -328,21 +353,44 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, Error> {
         |e: String| Error::SandboxUnavailable(crate::error::SandboxProblem::Seccomp(e));
     let mut filters = Vec::new();
     if confining {
-        filters.push(seccomp::confining_filter(policy.mode.value).map_err(unavailable)?);
-        filters.push(seccomp::xattr_filter().map_err(unavailable)?);
+        filters.push(seccomp::confining_filter().map_err(unavailable)?);
+        filters.extend(seccomp::x32_guard());
     }
     if deny {
         filters.push(seccomp::deny_ip_sockets().map_err(unavailable)?);
     }
+    let gate = if confining {
+        Some(seccomp::gate_filter().map_err(unavailable)?)
+    } else {
+        None
+    };
     Ok(Prepared {
         confinement: Some(Confinement {
             drop_capabilities: confining,
             ruleset,
             filters,
+            gate,
         }),
         enforcement,
         roots,
     })
+}
+
+impl Prepared {
+    /// What the gate of the run allows, with `tree` the run's processes;
+    /// `None` when the run has no gate.
+    pub(crate) fn gate_policy(
+        &self,
+        tree: crate::exec::proctree::Tree,
+    ) -> Option<gate::GatePolicy> {
+        self.confinement.as_ref()?.gate.as_ref()?;
+        Some(gate::GatePolicy::new(
+            self.roots.writable.iter().map(|r| r.path.clone()).collect(),
+            Vec::new(),
+            self.roots.unix_sockets.clone(),
+            tree,
+        ))
+    }
 }
 
 /// The facts a run reports about its sandbox.

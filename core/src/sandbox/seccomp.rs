@@ -1,43 +1,37 @@
 //! The seccomp filters of a run: what Landlock does not cover.
 //!
-//! What it relies on from the kernel (seccomp(2), Documentation/userspace-api/
-//! seccomp_filter.rst): a filter loaded after no-new-privileges runs on
-//! every system call of the process and its descendants, cannot be removed,
-//! and sees only the call number and the raw argument registers, never the
-//! memory they point to. So these filters decide on numbers and flags only;
-//! the filters are compiled in the parent with the `seccompiler` crate
-//! ([`compile`]: allow everything else, fail the matched calls with one
-//! errno) and loaded in the child.
+//! What it relies on from the kernel (seccomp(2),
+//! Documentation/userspace-api/seccomp_filter.rst): a filter loaded after
+//! no-new-privileges runs on every system call of the process and its
+//! descendants, cannot be removed, and sees only the call number and the
+//! raw argument registers, never the memory they point to. When several
+//! filters match, the most restrictive action wins (KILL, then TRAP, then
+//! ERRNO, then USER_NOTIF, ..., then ALLOW), so a call one filter refuses
+//! with an errno never reaches the gate. Filters are compiled in the parent
+//! with the `seccompiler` crate ([`compile`]: allow everything else, give
+//! the matched calls one action) and loaded in the child.
 //!
-//! Landlock governs opening, creating, removing and renaming files, not
-//! changing the attributes of existing ones, and io_uring can do socket and
-//! xattr work that bypasses system-call filters. In `read-only` and
-//! `workspace-write` [`confining_filter`] makes these fail with EPERM:
-//!
-//! - io_uring altogether (`io_uring_setup`, `_enter`, `_register`);
-//! - giving files away (`chown` to another owner or group; keeping one's
-//!   own, as `cp -a` does, works) and inode flags by path (`file_setattr`);
-//!   extended attributes, POSIX ACLs included, fail with EOPNOTSUPP instead
-//!   ([`xattr_filter`]), which tools treat as "not supported here" and work
-//!   around;
-//! - in `read-only`, every mode and timestamp change (`chmod`, `utimensat`
-//!   and their variants); in `workspace-write`, a mode with the set-user-ID
-//!   or set-group-ID bit (a mode change without them, or a timestamp change,
-//!   cannot be told apart from one inside the workspace by a filter, and
-//!   stays possible on files the command owns);
-//! - the inode-flag and project ioctls (`FS_IOC_SETFLAGS`,
-//!   `FS_IOC_FSSETXATTR`, `FS_IOC_SETVERSION`) and the terminal-injection
-//!   ioctls (`TIOCSTI`, `TIOCLINUX`), which would let a command type into
-//!   the caller's shell under `--interactive`;
-//! - `prlimit64` on any process but itself (it could lower the limits of
-//!   processes outside the sandbox, `dsh-exec` included).
-//!
-//! `--network deny` adds [`deny_ip_sockets`]: socket(2) and socketpair(2)
-//! with `AF_INET`, `AF_INET6`, `AF_VSOCK` (a virtual machine's way to its
-//! host) or `AF_PACKET` fail with EACCES, and so does io_uring, which can
-//! create sockets without socket(2); Unix domain sockets keep working.
-//! Landlock's TCP rules ([`super::landlock`]) add a second layer where the
-//! ABI has them.
+//! - [`confining_filter`] (read-only, workspace-write) refuses with EPERM:
+//!   io_uring altogether (it can do socket, xattr and file work that no
+//!   system-call filter sees), `file_setattr` and the inode-flag and
+//!   project ioctls (`chattr`), the terminal-injection ioctls (`TIOCSTI`,
+//!   `TIOCLINUX`), the keyrings (`keyctl`, `add_key`, `request_key`: keys
+//!   are shared with processes outside), and `prlimit64` on any process
+//!   but itself.
+//! - [`gate_filter`] sends to the supervisor's gate (seccomp user
+//!   notification, [`super::gate`]) what only a look at the arguments'
+//!   memory can decide: `connect`, `sendto` with an address, `sendmsg`,
+//!   `sendmmsg`, and every change of file metadata (mode, owner, times,
+//!   extended attributes).
+//! - [`deny_ip_sockets`] (`--network deny`): socket(2) and socketpair(2)
+//!   with `AF_INET`, `AF_INET6`, `AF_VSOCK` (a virtual machine's way to its
+//!   host) or `AF_PACKET` fail with EACCES, io_uring too, and netlink
+//!   sockets but for the families ordinary tools read ([`ALLOWED_NETLINK`]);
+//!   Unix domain sockets keep working. Landlock's TCP rules
+//!   ([`super::landlock`]) add a second layer where the ABI has them.
+//! - [`x32_guard`] (x86_64): system calls of the x32 ABI (numbers with bit
+//!   30 set) fail with ENOSYS, since the filters above match x86_64
+//!   numbers only and a kernel built with x32 would run them.
 
 use std::collections::BTreeMap;
 
@@ -46,8 +40,6 @@ use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
 };
-
-use super::Mode;
 
 /// `setxattrat` and `removexattrat` (Linux 6.13, the same number on every
 /// architecture), which the libc crate may not name yet.
@@ -76,101 +68,26 @@ fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, Strin
     SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(|e| e.to_string())
 }
 
-/// Rules matching a mode argument at `arg` with the set-user-ID or
-/// set-group-ID bit.
-fn setid_mode(arg: u8) -> Result<Vec<SeccompRule>, String> {
-    Ok(vec![
-        rule(vec![cond(arg, SeccompCmpOp::MaskedEq(0o4000), 0o4000)?])?,
-        rule(vec![cond(arg, SeccompCmpOp::MaskedEq(0o2000), 0o2000)?])?,
-    ])
-}
+/// `keyctl`, `add_key` and `request_key`, which the libc crate names on
+/// every architecture it supports.
+const KEYRING_CALLS: [i64; 3] = [libc::SYS_keyctl, libc::SYS_add_key, libc::SYS_request_key];
 
-/// The extended-attribute filter: every xattr change (POSIX ACLs
-/// included) fails with EOPNOTSUPP, as on a file system without xattrs, so
-/// that `cp -p` and `install` fall back to a plain mode change instead of
-/// failing (EPERM would be fatal to them).
-pub(crate) fn xattr_filter() -> Result<Vec<libc::sock_filter>, String> {
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for nr in [
-        libc::SYS_setxattr,
-        libc::SYS_lsetxattr,
-        libc::SYS_fsetxattr,
-        libc::SYS_removexattr,
-        libc::SYS_lremovexattr,
-        libc::SYS_fremovexattr,
-        SYS_SETXATTRAT,
-        SYS_REMOVEXATTRAT,
-    ] {
-        rules.insert(nr, Vec::new());
-    }
-    compile(rules, libc::EOPNOTSUPP)
-}
-
-/// Rules matching a chown whose owner (argument `arg`) or group (the next
-/// one) is neither unchanged (-1) nor the caller's own: giving a file away
-/// is refused, while `cp -a` or `tar` keeping their own ownership works.
-fn foreign_owner(arg: u8, uid: u64, gid: u64) -> Result<Vec<SeccompRule>, String> {
-    const UNCHANGED: u64 = 0xFFFF_FFFF;
-    Ok(vec![
-        rule(vec![
-            cond(arg, SeccompCmpOp::Ne, UNCHANGED)?,
-            cond(arg, SeccompCmpOp::Ne, uid)?,
-        ])?,
-        rule(vec![
-            cond(arg + 1, SeccompCmpOp::Ne, UNCHANGED)?,
-            cond(arg + 1, SeccompCmpOp::Ne, gid)?,
-        ])?,
-    ])
-}
-
-/// The compiled filter for a confining `mode`.
+/// The filter of the confining modes (see the module documentation).
 ///
 /// Errors with a message when the architecture is not supported or the
 /// filter cannot be compiled.
-pub(crate) fn confining_filter(mode: Mode) -> Result<Vec<libc::sock_filter>, String> {
-    let always = Vec::new;
+pub(crate) fn confining_filter() -> Result<Vec<libc::sock_filter>, String> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for nr in [
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,
         libc::SYS_io_uring_register,
         SYS_FILE_SETATTR,
-    ] {
-        rules.insert(nr, always());
-    }
-    // (syscall, index of its owner argument; the group follows it)
-    let mut chowns = vec![(libc::SYS_fchown, 1), (libc::SYS_fchownat, 2)];
-    #[cfg(target_arch = "x86_64")]
-    chowns.extend([(libc::SYS_chown, 1), (libc::SYS_lchown, 1)]);
-    let (uid, gid) = (
-        u64::from(nix::unistd::geteuid().as_raw()),
-        u64::from(nix::unistd::getegid().as_raw()),
-    );
-    for (nr, arg) in chowns {
-        rules.insert(nr, foreign_owner(arg, uid, gid)?);
-    }
-    // (syscall, index of its mode argument)
-    let mut chmods = vec![
-        (libc::SYS_fchmod, 1),
-        (libc::SYS_fchmodat, 2),
-        (libc::SYS_fchmodat2, 2),
-    ];
-    #[cfg(target_arch = "x86_64")]
-    chmods.push((libc::SYS_chmod, 1));
-    let mut times = vec![libc::SYS_utimensat];
-    #[cfg(target_arch = "x86_64")]
-    times.extend([libc::SYS_utime, libc::SYS_utimes, libc::SYS_futimesat]);
-    if mode == Mode::ReadOnly {
-        for (nr, _) in chmods {
-            rules.insert(nr, always());
-        }
-        for nr in times {
-            rules.insert(nr, always());
-        }
-    } else {
-        for (nr, arg) in chmods {
-            rules.insert(nr, setid_mode(arg)?);
-        }
+    ]
+    .into_iter()
+    .chain(KEYRING_CALLS)
+    {
+        rules.insert(nr, Vec::new());
     }
     rules.insert(
         libc::SYS_ioctl,
@@ -183,7 +100,127 @@ pub(crate) fn confining_filter(mode: Mode) -> Result<Vec<libc::sock_filter>, Str
         libc::SYS_prlimit64,
         vec![rule(vec![cond(0, SeccompCmpOp::Ne, 0)?])?],
     );
-    compile(rules, libc::EPERM)
+    compile(rules, SeccompAction::Errno(libc::EPERM as u32))
+}
+
+/// The system calls the gate decides (x86_64 also has the legacy path forms).
+pub(crate) fn gated_calls() -> Vec<i64> {
+    let mut calls = vec![
+        libc::SYS_connect,
+        libc::SYS_sendmsg,
+        libc::SYS_sendmmsg,
+        libc::SYS_fchmod,
+        libc::SYS_fchmodat,
+        libc::SYS_fchmodat2,
+        libc::SYS_fchown,
+        libc::SYS_fchownat,
+        libc::SYS_utimensat,
+        libc::SYS_setxattr,
+        libc::SYS_lsetxattr,
+        libc::SYS_fsetxattr,
+        libc::SYS_removexattr,
+        libc::SYS_lremovexattr,
+        libc::SYS_fremovexattr,
+        SYS_SETXATTRAT,
+        SYS_REMOVEXATTRAT,
+    ];
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([
+        libc::SYS_chmod,
+        libc::SYS_chown,
+        libc::SYS_lchown,
+        libc::SYS_utime,
+        libc::SYS_utimes,
+        libc::SYS_futimesat,
+    ]);
+    calls
+}
+
+/// The value seccompiler is asked to return for a gated call, replaced by
+/// `SECCOMP_RET_USER_NOTIF` in the compiled program: seccompiler has no
+/// user-notification action, and `SECCOMP_RET_TRACE | data` is a return
+/// value nothing else in the program uses.
+const GATE_MARK: u32 = 0x6a7e;
+
+/// The gate's filter: every gated call (`sendto` only with an address, its
+/// fifth argument) returns `SECCOMP_RET_USER_NOTIF`.
+///
+/// Errors with a message when the architecture is not supported or the
+/// filter cannot be compiled.
+pub(crate) fn gate_filter() -> Result<Vec<libc::sock_filter>, String> {
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for nr in gated_calls() {
+        rules.insert(nr, Vec::new());
+    }
+    rules.insert(
+        libc::SYS_sendto,
+        vec![
+            SeccompRule::new(vec![
+                SeccompCondition::new(4, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0)
+                    .map_err(|e| e.to_string())?,
+            ])
+            .map_err(|e| e.to_string())?,
+        ],
+    );
+    let mut program = compile(rules, SeccompAction::Trace(GATE_MARK))?;
+    const BPF_RET_K: u16 = 0x06;
+    let marked = libc::SECCOMP_RET_TRACE | GATE_MARK;
+    let mut replaced = 0;
+    for insn in &mut program {
+        if insn.code == BPF_RET_K && insn.k == marked {
+            insn.k = libc::SECCOMP_RET_USER_NOTIF;
+            replaced += 1;
+        }
+    }
+    if replaced == 0 {
+        return Err("gate filter: no gated return in the compiled program".into());
+    }
+    Ok(program)
+}
+
+/// Netlink families that stay open under `--network deny`: route (read by
+/// getaddrinfo(3) and `ip`; changing routes needs CAP_NET_ADMIN, which the
+/// command does not have), sock_diag (`ss`) and kobject_uevent (device
+/// events, read-only). Every other netlink family (netfilter, generic
+/// netlink with its nl80211 and WireGuard, xfrm, audit, ...) fails with
+/// EACCES.
+pub(crate) const ALLOWED_NETLINK: [i32; 3] = [
+    libc::NETLINK_ROUTE,
+    libc::NETLINK_SOCK_DIAG,
+    libc::NETLINK_KOBJECT_UEVENT,
+];
+
+/// The x32 guard (x86_64 only; `None` elsewhere): our own four
+/// instructions, since seccompiler matches x86_64 numbers only.
+pub(crate) fn x32_guard() -> Option<Vec<libc::sock_filter>> {
+    if !cfg!(target_arch = "x86_64") {
+        return None;
+    }
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    let stmt = |code: u16, k: u32| libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    // ld [nr]; jge X32_SYSCALL_BIT ? next : skip; ret ERRNO(ENOSYS); ret ALLOW
+    Some(vec![
+        stmt((libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16, 0),
+        libc::sock_filter {
+            code: (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 1,
+            k: X32_SYSCALL_BIT,
+        },
+        stmt(
+            (libc::BPF_RET | libc::BPF_K) as u16,
+            libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
+        ),
+        stmt(
+            (libc::BPF_RET | libc::BPF_K) as u16,
+            libc::SECCOMP_RET_ALLOW,
+        ),
+    ])
 }
 
 /// The seccomp architecture of this build.
@@ -216,7 +253,25 @@ pub(crate) fn deny_ip_sockets() -> Result<Vec<libc::sock_filter>, String> {
         ])
     };
     let mut rules = BTreeMap::new();
-    rules.insert(libc::SYS_socket, ip_families()?);
+    let mut socket_rules = ip_families()?;
+    // A netlink socket of any family but the allowed ones.
+    let mut netlink = vec![
+        SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            libc::AF_NETLINK as u64,
+        )
+        .map_err(|e| e.to_string())?,
+    ];
+    for family in ALLOWED_NETLINK {
+        netlink.push(
+            SeccompCondition::new(2, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family as u64)
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    socket_rules.push(SeccompRule::new(netlink).map_err(|e| e.to_string())?);
+    rules.insert(libc::SYS_socket, socket_rules);
     rules.insert(libc::SYS_socketpair, ip_families()?);
     // io_uring can create sockets without socket(2).
     for nr in [
@@ -226,23 +281,17 @@ pub(crate) fn deny_ip_sockets() -> Result<Vec<libc::sock_filter>, String> {
     ] {
         rules.insert(nr, vec![]);
     }
-    compile(rules, libc::EACCES)
+    compile(rules, SeccompAction::Errno(libc::EACCES as u32))
 }
 
-/// Compiles `rules` into a filter that allows everything else and makes the
-/// matched system calls fail with `errno`, as the `sock_filter` array
-/// prctl(2) takes.
+/// Compiles `rules` into a filter that allows everything else and gives the
+/// matched system calls `action`, as the `sock_filter` array prctl(2) takes.
 pub(crate) fn compile(
     rules: BTreeMap<i64, Vec<SeccompRule>>,
-    errno: i32,
+    action: SeccompAction,
 ) -> Result<Vec<libc::sock_filter>, String> {
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(errno as u32),
-        target_arch()?,
-    )
-    .map_err(|e| e.to_string())?;
+    let filter = SeccompFilter::new(rules, SeccompAction::Allow, action, target_arch()?)
+        .map_err(|e| e.to_string())?;
     let program = BpfProgram::try_from(filter).map_err(|e| e.to_string())?;
     Ok(to_libc(&program))
 }

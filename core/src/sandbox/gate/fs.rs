@@ -1,0 +1,400 @@
+//! File metadata, decided by the gate: mode (`chmod` and its variants),
+//! owner (`chown`, ...), times (`utimensat`, ...) and extended attributes.
+//!
+//! Landlock governs opening, creating, removing and renaming files, not
+//! changing the metadata of existing ones, and a filter cannot tell which
+//! file a path or descriptor names. So every such call comes here: its
+//! target is pinned (a path with `O_PATH`, a descriptor with pidfd_getfd),
+//! judged by the real path of the pinned inode, and the change is made by
+//! this process on that very inode (`/proc/self/fd/PIN`, or the duplicated
+//! descriptor), never by letting the task's call continue. Allowed:
+//! - only on inodes under a writable root, and not on a protected path
+//!   (`.git/config`, `.git/hooks`, ...: [`super::GatePolicy`]);
+//! - never a set-user-ID bit; set-group-ID only on directories (an
+//!   inherited set-group-ID directory is harmless, a set-group-ID file is
+//!   not);
+//! - extended attributes only in the `user.` namespace and POSIX ACLs:
+//!   never `security.*` (file capabilities!) or `trusted.*`.
+//!
+//! The change is made with this process's credentials: an unprivileged
+//! `dsh-exec` can do no more than the command's own uid could; a root one
+//! can change files of any owner inside the writable roots, as a root
+//! command in a CI container expects.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+
+use nix::libc;
+
+use super::notif::{PATH_MAX, read_bytes, read_cstring};
+use super::task::{Task, errno, pin_path, real_path, stat};
+use super::{GatePolicy, Outcome, Refusal};
+
+/// How the target of a metadata call is named.
+enum Target {
+    /// A path, relative to a directory descriptor of the task (`AT_FDCWD`:
+    /// its working directory).
+    Path {
+        dirfd: i32,
+        path: Vec<u8>,
+        follow: bool,
+        empty_path: bool,
+    },
+    /// One of the task's open descriptors.
+    Fd(u64),
+}
+
+/// What the call changes.
+enum Change {
+    Mode(u32),
+    Owner(u32, u32),
+    /// Access and modification times as utimensat(2) takes them; `None` is
+    /// "now" for both.
+    Times(Option<[libc::timespec; 2]>),
+    SetXattr {
+        name: CString,
+        value: Vec<u8>,
+        flags: i32,
+    },
+    RemoveXattr(CString),
+}
+
+impl Change {
+    fn op(&self) -> &'static str {
+        match self {
+            Change::Mode(_) => "chmod",
+            Change::Owner(..) => "chown",
+            Change::Times(_) => "utime",
+            Change::SetXattr { .. } | Change::RemoveXattr(_) => "xattr",
+        }
+    }
+}
+
+/// The largest extended attribute value (XATTR_SIZE_MAX, 64 KiB) and name
+/// (XATTR_NAME_MAX, 255 bytes).
+const XATTR_SIZE_MAX: usize = 64 * 1024;
+const XATTR_NAME_MAX: usize = 255;
+
+fn read_path(task: &Task, addr: u64) -> Result<Vec<u8>, i32> {
+    if addr == 0 {
+        return Err(libc::EFAULT);
+    }
+    read_cstring(task.tid, addr, PATH_MAX - 1)
+}
+
+fn read_name(task: &Task, addr: u64) -> Result<CString, i32> {
+    let name = read_cstring(task.tid, addr, XATTR_NAME_MAX).map_err(|e| match e {
+        libc::ENAMETOOLONG => libc::ERANGE,
+        e => e,
+    })?;
+    CString::new(name).map_err(|_| libc::EINVAL)
+}
+
+fn timespec(sec: i64, nsec: i64) -> libc::timespec {
+    libc::timespec {
+        tv_sec: sec,
+        tv_nsec: nsec,
+    }
+}
+
+/// Reads a `struct timespec[2]`, `struct timeval[2]` or `struct utimbuf`
+/// (16, 16 or 8 bytes a time) as utimensat's times; `None` for a NULL
+/// pointer.
+fn read_times(task: &Task, addr: u64, kind: TimesKind) -> Result<Option<[libc::timespec; 2]>, i32> {
+    if addr == 0 {
+        return Ok(None);
+    }
+    let word =
+        |b: &[u8], i: usize| i64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+    Ok(Some(match kind {
+        TimesKind::Timespec => {
+            let b = read_bytes(task.tid, addr, 32)?;
+            [
+                timespec(word(&b, 0), word(&b, 1)),
+                timespec(word(&b, 2), word(&b, 3)),
+            ]
+        }
+        TimesKind::Timeval => {
+            let b = read_bytes(task.tid, addr, 32)?;
+            let usec = |v: i64| {
+                if (0..1_000_000).contains(&v) {
+                    Ok(v * 1000)
+                } else {
+                    Err(libc::EINVAL)
+                }
+            };
+            [
+                timespec(word(&b, 0), usec(word(&b, 1))?),
+                timespec(word(&b, 2), usec(word(&b, 3))?),
+            ]
+        }
+        TimesKind::Utimbuf => {
+            let b = read_bytes(task.tid, addr, 16)?;
+            [timespec(word(&b, 0), 0), timespec(word(&b, 1), 0)]
+        }
+    }))
+}
+
+#[derive(Clone, Copy)]
+enum TimesKind {
+    Timespec,
+    Timeval,
+    Utimbuf,
+}
+
+/// The target and change of a metadata call `nr` with arguments `a`.
+fn decode(task: &Task, nr: i64, a: &[u64; 6]) -> Result<Option<(Target, Change)>, i32> {
+    let path = |dirfd: u64, addr: u64, follow: bool, empty_path: bool| -> Result<Target, i32> {
+        Ok(Target::Path {
+            dirfd: dirfd as i32,
+            path: read_path(task, addr)?,
+            follow,
+            empty_path,
+        })
+    };
+    let cwd = libc::AT_FDCWD as u64;
+    let nofollow = |flags: u64| flags & libc::AT_SYMLINK_NOFOLLOW as u64 != 0;
+    let empty = |flags: u64| flags & libc::AT_EMPTY_PATH as u64 != 0;
+    let mode = |m: u64| Change::Mode(m as u32);
+    let owner = |u: u64, g: u64| Change::Owner(u as u32, g as u32);
+    let decoded = match nr {
+        libc::SYS_fchmod => (Target::Fd(a[0]), mode(a[1])),
+        // fchmodat(2)'s flags argument is the C library's, not the kernel's.
+        libc::SYS_fchmodat => (path(a[0], a[1], true, false)?, mode(a[2])),
+        libc::SYS_fchmodat2 => (path(a[0], a[1], !nofollow(a[3]), empty(a[3]))?, mode(a[2])),
+        libc::SYS_fchown => (Target::Fd(a[0]), owner(a[1], a[2])),
+        libc::SYS_fchownat => (
+            path(a[0], a[1], !nofollow(a[4]), empty(a[4]))?,
+            owner(a[2], a[3]),
+        ),
+        libc::SYS_utimensat => {
+            let times = Change::Times(read_times(task, a[2], TimesKind::Timespec)?);
+            if a[1] == 0 {
+                // futimens(3): the descriptor itself.
+                (Target::Fd(a[0]), times)
+            } else {
+                (path(a[0], a[1], !nofollow(a[3]), empty(a[3]))?, times)
+            }
+        }
+        libc::SYS_setxattr | libc::SYS_lsetxattr | libc::SYS_fsetxattr => {
+            let size = a[3] as usize;
+            if size > XATTR_SIZE_MAX {
+                return Err(libc::E2BIG);
+            }
+            let change = Change::SetXattr {
+                name: read_name(task, a[1])?,
+                value: read_bytes(task.tid, a[2], size)?,
+                flags: a[4] as i32,
+            };
+            let target = match nr {
+                libc::SYS_fsetxattr => Target::Fd(a[0]),
+                _ => path(cwd, a[0], nr == libc::SYS_setxattr, false)?,
+            };
+            (target, change)
+        }
+        libc::SYS_removexattr | libc::SYS_lremovexattr | libc::SYS_fremovexattr => {
+            let change = Change::RemoveXattr(read_name(task, a[1])?);
+            let target = match nr {
+                libc::SYS_fremovexattr => Target::Fd(a[0]),
+                _ => path(cwd, a[0], nr == libc::SYS_removexattr, false)?,
+            };
+            (target, change)
+        }
+        super::SYS_SETXATTRAT => {
+            // setxattrat(dirfd, path, at_flags, name, struct xattr_args *, size)
+            let b = read_bytes(task.tid, a[4], 16)?;
+            let value_ptr = u64::from_ne_bytes(b[0..8].try_into().unwrap_or([0; 8]));
+            let size = u32::from_ne_bytes(b[8..12].try_into().unwrap_or([0; 4])) as usize;
+            let flags = u32::from_ne_bytes(b[12..16].try_into().unwrap_or([0; 4])) as i32;
+            if size > XATTR_SIZE_MAX {
+                return Err(libc::E2BIG);
+            }
+            let change = Change::SetXattr {
+                name: read_name(task, a[3])?,
+                value: read_bytes(task.tid, value_ptr, size)?,
+                flags,
+            };
+            (path(a[0], a[1], !nofollow(a[2]), empty(a[2]))?, change)
+        }
+        super::SYS_REMOVEXATTRAT => (
+            path(a[0], a[1], !nofollow(a[2]), empty(a[2]))?,
+            Change::RemoveXattr(read_name(task, a[3])?),
+        ),
+        #[cfg(target_arch = "x86_64")]
+        libc::SYS_chmod => (path(cwd, a[0], true, false)?, mode(a[1])),
+        #[cfg(target_arch = "x86_64")]
+        libc::SYS_chown => (path(cwd, a[0], true, false)?, owner(a[1], a[2])),
+        #[cfg(target_arch = "x86_64")]
+        libc::SYS_lchown => (path(cwd, a[0], false, false)?, owner(a[1], a[2])),
+        #[cfg(target_arch = "x86_64")]
+        libc::SYS_utime => (
+            path(cwd, a[0], true, false)?,
+            Change::Times(read_times(task, a[1], TimesKind::Utimbuf)?),
+        ),
+        #[cfg(target_arch = "x86_64")]
+        libc::SYS_utimes => (
+            path(cwd, a[0], true, false)?,
+            Change::Times(read_times(task, a[1], TimesKind::Timeval)?),
+        ),
+        #[cfg(target_arch = "x86_64")]
+        libc::SYS_futimesat => (
+            path(a[0], a[1], true, false)?,
+            Change::Times(read_times(task, a[2], TimesKind::Timeval)?),
+        ),
+        _ => return Ok(None),
+    };
+    Ok(Some(decoded))
+}
+
+/// Extended attribute names the command may set or remove.
+fn xattr_allowed(name: &CString) -> bool {
+    let n = name.as_bytes();
+    n.starts_with(b"user.") || n == b"system.posix_acl_access" || n == b"system.posix_acl_default"
+}
+
+/// A pinned target: the descriptor, and whether it is a path pin (`O_PATH`)
+/// or the task's own open file.
+struct Pinned {
+    fd: OwnedFd,
+    by_path: bool,
+    mode: u32,
+    real: PathBuf,
+}
+
+/// Decides and performs one metadata call; `None` when `nr` is not one.
+pub(crate) fn handle(
+    task: &Task,
+    nr: i64,
+    args: &[u64; 6],
+    policy: &GatePolicy,
+) -> Option<Outcome> {
+    let (target, change) = match decode(task, nr, args) {
+        Ok(Some(d)) => d,
+        Ok(None) => return None,
+        Err(e) => return Some(Outcome::Done(Err(e))),
+    };
+    Some(Outcome::Done(decide_and_change(
+        task, target, change, policy,
+    )))
+}
+
+fn decide_and_change(
+    task: &Task,
+    target: Target,
+    change: Change,
+    policy: &GatePolicy,
+) -> Result<i64, i32> {
+    let op = change.op();
+    let asked = match &target {
+        Target::Path { path, .. } => Some(super::task::display(path)),
+        Target::Fd(_) => None,
+    };
+    let pinned = match target {
+        Target::Path {
+            dirfd,
+            path,
+            follow,
+            empty_path,
+        } => {
+            let fd = task.pin(dirfd, &path, follow, empty_path)?;
+            Pinned {
+                mode: stat(&fd)?.0,
+                real: real_path(&fd)?,
+                fd,
+                by_path: true,
+            }
+        }
+        Target::Fd(n) => {
+            let fd = task.take_fd(n)?;
+            Pinned {
+                mode: stat(&fd)?.0,
+                real: real_path(&fd)?,
+                fd,
+                by_path: false,
+            }
+        }
+    };
+    let refuse = |errno: i32, why: Refusal| {
+        policy.record(
+            op,
+            Some(asked.clone().unwrap_or_else(|| pinned.real.clone())),
+            errno,
+            why,
+        );
+        Err(errno)
+    };
+    // An anonymous inode (pipe, socket, eventfd) names no file anywhere.
+    let anonymous = !pinned.real.is_absolute();
+    if !anonymous && let Err(why) = policy.may_change(&pinned.real, stat(&pinned.fd)?.1) {
+        return refuse(libc::EPERM, why);
+    }
+    match &change {
+        Change::Mode(m) if m & libc::S_ISUID != 0 => return refuse(libc::EPERM, Refusal::SetUid),
+        Change::Mode(m)
+            if m & libc::S_ISGID != 0 && pinned.mode & libc::S_IFMT != libc::S_IFDIR =>
+        {
+            return refuse(libc::EPERM, Refusal::SetGidFile);
+        }
+        Change::SetXattr { name, .. } | Change::RemoveXattr(name) if !xattr_allowed(name) => {
+            return refuse(libc::EPERM, Refusal::XattrNamespace);
+        }
+        _ => {}
+    }
+    task.check()?;
+    apply(&pinned, &change)
+}
+
+/// Makes the change on the pinned inode.
+fn apply(pinned: &Pinned, change: &Change) -> Result<i64, i32> {
+    let is_link = pinned.mode & libc::S_IFMT == libc::S_IFLNK;
+    let fd = pinned.fd.as_raw_fd();
+    let path = pin_path(&pinned.fd);
+    let empty = c"";
+    // SAFETY: each call takes our pinned descriptor or its /proc/self/fd
+    // path, and buffers we own.
+    let rc = unsafe {
+        match change {
+            Change::Mode(_) if is_link => return Err(libc::EOPNOTSUPP),
+            Change::Mode(m) if pinned.by_path => libc::chmod(path.as_ptr(), *m),
+            Change::Mode(m) => libc::fchmod(fd, *m),
+            Change::Owner(u, g) if pinned.by_path => {
+                libc::fchownat(fd, empty.as_ptr(), *u, *g, libc::AT_EMPTY_PATH)
+            }
+            Change::Owner(u, g) => libc::fchown(fd, *u, *g),
+            Change::Times(t) => {
+                let times = t.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
+                if pinned.by_path {
+                    libc::utimensat(fd, empty.as_ptr(), times, libc::AT_EMPTY_PATH)
+                } else {
+                    libc::futimens(fd, times)
+                }
+            }
+            Change::SetXattr { .. } | Change::RemoveXattr(_) if is_link => {
+                return Err(libc::EPERM);
+            }
+            Change::SetXattr { name, value, flags } if pinned.by_path => libc::setxattr(
+                path.as_ptr(),
+                name.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                *flags,
+            ),
+            Change::SetXattr { name, value, flags } => libc::fsetxattr(
+                fd,
+                name.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                *flags,
+            ),
+            Change::RemoveXattr(name) if pinned.by_path => {
+                libc::removexattr(path.as_ptr(), name.as_ptr())
+            }
+            Change::RemoveXattr(name) => libc::fremovexattr(fd, name.as_ptr()),
+        }
+    };
+    if rc != 0 {
+        return Err(errno());
+    }
+    Ok(0)
+}

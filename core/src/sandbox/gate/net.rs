@@ -1,0 +1,511 @@
+//! Sockets, decided by the gate: `connect`, `sendto` with an address,
+//! `sendmsg` and `sendmmsg`.
+//!
+//! Landlock (ABI 7 and older) has no right for reaching a pathname Unix
+//! socket, and a filter cannot read the address a call passes. So these
+//! calls come here, and every one is carried out by this process on the
+//! task's own socket (duplicated with pidfd_getfd(2)), with the address and
+//! the data copied once from the task's memory: the task cannot swap the
+//! address, the data or the descriptor after the check, because the kernel
+//! never reads them again.
+//!
+//! - A pathname Unix socket is reached only when the socket file, resolved
+//!   as the task would resolve it and pinned with `O_PATH`, lies under a
+//!   writable root (which covers the sockets the command makes itself), or
+//!   is one of `--allow-unix-socket`; the call then goes to exactly the
+//!   pinned inode (`/proc/self/fd/PIN`). Everything else gets EACCES.
+//! - An abstract Unix socket is reached only when the run's own processes
+//!   hold the listening socket (`/proc/net/unix` and their descriptors),
+//!   the rule Landlock's abstract-socket scope (ABI 6) applies to the
+//!   task's own calls; after a connect, the peer's credentials
+//!   (`SO_PEERCRED`) are checked again, and a peer outside the run is
+//!   disconnected at once (ECONNREFUSED).
+//! - Descriptors passed in a `SCM_RIGHTS` message are the task's, and are
+//!   duplicated into the message this process sends; `SCM_CREDENTIALS`
+//!   must name the task itself.
+//! - Other families (IPv4, IPv6 under `--network allow`, netlink, ...) are
+//!   sent or connected as asked.
+//!
+//! A call that may block (a blocking socket) runs on a blocking thread and
+//! is answered from there, so the supervision loop, its deadline and its
+//! aborts never wait on it. The connecting process, as the listener sees it
+//! (`SO_PEERCRED`), is `dsh-exec`: same uid and gid, another pid.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use nix::libc;
+
+use super::notif::{read_bytes, write_bytes};
+use super::task::{Task, errno, pin_path, real_path, stat};
+use super::{GatePolicy, Outcome, Refusal};
+
+/// The largest socket address (`struct sockaddr_storage`): 128 bytes.
+const SOCKADDR_MAX: usize = 128;
+
+/// The most data one gated send copies: 4 MiB. A stream socket sends at most
+/// this much per call (a short write, as a stream socket may make); a
+/// larger datagram gets EMSGSIZE.
+const SEND_MAX: usize = 4 << 20;
+
+/// The most iovecs and messages one call may carry (`UIO_MAXIOV`).
+const UIO_MAXIOV: usize = 1024;
+
+/// The most ancillary data one message may carry: 64 KiB.
+const CONTROL_MAX: usize = 64 * 1024;
+
+/// A socket address, copied from the task and judged.
+struct Dest {
+    /// The address to use: the task's, or `/proc/self/fd/PIN` for a pinned
+    /// pathname socket.
+    bytes: Vec<u8>,
+    /// The pinned socket file, kept open while the call is made.
+    _pin: Option<OwnedFd>,
+    /// An abstract Unix address: the peer is checked after a connect.
+    abstract_unix: bool,
+}
+
+/// A `sockaddr_un` naming `path`, or `None` when it does not fit.
+fn sockaddr_un(path: &[u8]) -> Option<Vec<u8>> {
+    if path.len() >= 108 {
+        return None;
+    }
+    let mut b = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+    b.extend_from_slice(path);
+    b.push(0);
+    Some(b)
+}
+
+fn family(addr: &[u8]) -> Option<i32> {
+    Some(i32::from(u16::from_ne_bytes(
+        addr.get(..2)?.try_into().ok()?,
+    )))
+}
+
+/// The `SO_DOMAIN` of a socket.
+fn domain(sock: &impl AsRawFd) -> Result<i32, i32> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt fills the int we own.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_DOMAIN,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(match errno() {
+            libc::ENOTSOCK => libc::ENOTSOCK,
+            e => e,
+        });
+    }
+    Ok(v)
+}
+
+/// Judges the address `addr` the task passes with a call on `sock`.
+fn judge(
+    task: &Task,
+    sock: &OwnedFd,
+    addr: Vec<u8>,
+    op: &'static str,
+    policy: &GatePolicy,
+) -> Result<Dest, i32> {
+    let plain = |bytes| {
+        Ok(Dest {
+            bytes,
+            _pin: None,
+            abstract_unix: false,
+        })
+    };
+    // The socket's own family decides (an address of another family fails
+    // in the kernel as it would for the task).
+    if domain(sock)? != libc::AF_UNIX || family(&addr) != Some(libc::AF_UNIX) {
+        return plain(addr);
+    }
+    let path = &addr[2..];
+    match path.first() {
+        // Unnamed (autobind): nothing is reached.
+        None => plain(addr),
+        Some(0) => {
+            // Abstract: the name is every byte given (trailing NULs included).
+            if policy.abstract_held_by_run(task.tid, path) {
+                Ok(Dest {
+                    bytes: addr,
+                    _pin: None,
+                    abstract_unix: true,
+                })
+            } else {
+                let name = format!("@{}", String::from_utf8_lossy(&path[1..]));
+                policy.record(
+                    op,
+                    Some(PathBuf::from(name)),
+                    libc::EACCES,
+                    Refusal::OutsideSocket,
+                );
+                Err(libc::EACCES)
+            }
+        }
+        Some(_) => {
+            let end = path.iter().position(|b| *b == 0).unwrap_or(path.len());
+            let path = &path[..end];
+            let shown = super::task::display(path);
+            // connect(2) follows symlinks to the socket file.
+            let pin = match task.pin(libc::AT_FDCWD, path, true, false) {
+                Ok(p) => p,
+                Err(libc::ENOENT) => return Err(libc::ENOENT),
+                Err(e) => return Err(e),
+            };
+            let (mode, id) = stat(&pin)?;
+            if mode & libc::S_IFMT != libc::S_IFSOCK {
+                return Err(libc::ECONNREFUSED);
+            }
+            let real = real_path(&pin)?;
+            if !policy.socket_allowed(&real, id) {
+                policy.record(op, Some(shown), libc::EACCES, Refusal::OutsideSocket);
+                return Err(libc::EACCES);
+            }
+            let bytes = sockaddr_un(pin_path(&pin).as_bytes()).ok_or(libc::ENAMETOOLONG)?;
+            Ok(Dest {
+                bytes,
+                _pin: Some(pin),
+                abstract_unix: false,
+            })
+        }
+    }
+}
+
+/// The pid of a connected Unix socket's peer (`SO_PEERCRED`).
+fn peer_pid(sock: &impl AsRawFd) -> Option<i32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt fills the ucred we own.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0 && cred.pid > 0).then_some(cred.pid)
+}
+
+fn syscall_result(rc: isize) -> Result<i64, i32> {
+    if rc < 0 { Err(errno()) } else { Ok(rc as i64) }
+}
+
+/// Decides and performs one socket call; `None` when `nr` is not one.
+pub(crate) fn handle(task: &Task, nr: i64, a: &[u64; 6], policy: &GatePolicy) -> Option<Outcome> {
+    let outcome = match nr {
+        libc::SYS_connect => connect(task, a, policy),
+        libc::SYS_sendto => sendto(task, a, policy),
+        libc::SYS_sendmsg => sendmsg(task, a, policy),
+        libc::SYS_sendmmsg => sendmmsg(task, a, policy),
+        _ => return None,
+    };
+    Some(outcome.unwrap_or_else(|e| Outcome::Done(Err(e))))
+}
+
+fn read_addr(task: &Task, addr: u64, len: u64) -> Result<Vec<u8>, i32> {
+    let len = usize::try_from(len).map_err(|_| libc::EINVAL)?;
+    if len > SOCKADDR_MAX {
+        return Err(libc::EINVAL);
+    }
+    if addr == 0 {
+        return Err(libc::EFAULT);
+    }
+    read_bytes(task.tid, addr, len)
+}
+
+fn connect(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32> {
+    let addr = read_addr(task, a[1], a[2])?;
+    let sock = task.take_fd(a[0])?;
+    let dest = judge(task, &sock, addr, "connect", policy)?;
+    let check = policy.peer_check();
+    Ok(Outcome::Blocking(Box::new(move || {
+        // The whole Dest moves in, its pin with it (a closure would
+        // otherwise capture only the fields it names).
+        let dest = dest;
+        // SAFETY: our duplicate of the task's socket and our copy of the address.
+        let rc = unsafe {
+            libc::connect(
+                sock.as_raw_fd(),
+                dest.bytes.as_ptr().cast(),
+                dest.bytes.len() as libc::socklen_t,
+            )
+        };
+        let result = syscall_result(rc as isize);
+        if result.is_ok() && dest.abstract_unix {
+            // The listener may have changed hands between the check and the
+            // connect: the peer must still be one of the run's processes.
+            if !peer_pid(&sock).is_some_and(&check) {
+                // SAFETY: shuts down our duplicate (the same socket).
+                unsafe { libc::shutdown(sock.as_raw_fd(), libc::SHUT_RDWR) };
+                return Err(libc::ECONNREFUSED);
+            }
+        }
+        result
+    })))
+}
+
+/// The data of `len` bytes at `addr`, at most [`SEND_MAX`] (a stream socket
+/// may send less than asked; a datagram may not).
+fn read_data(task: &Task, sock: &OwnedFd, addr: u64, len: usize) -> Result<Vec<u8>, i32> {
+    let len = if len > SEND_MAX {
+        if is_stream(sock) {
+            SEND_MAX
+        } else {
+            return Err(libc::EMSGSIZE);
+        }
+    } else {
+        len
+    };
+    read_bytes(task.tid, addr, len)
+}
+
+fn is_stream(sock: &OwnedFd) -> bool {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt fills the int we own.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TYPE,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    rc == 0 && v == libc::SOCK_STREAM
+}
+
+fn sendto(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32> {
+    let sock = task.take_fd(a[0])?;
+    let addr = read_addr(task, a[4], a[5])?;
+    let data = read_data(task, &sock, a[1], a[2] as usize)?;
+    let flags = a[3] as i32;
+    let dest = judge(task, &sock, addr, "sendto", policy)?;
+    Ok(Outcome::Blocking(Box::new(move || {
+        let dest = dest;
+        // SAFETY: our duplicate of the socket, our copies of data and address.
+        let rc = unsafe {
+            libc::sendto(
+                sock.as_raw_fd(),
+                data.as_ptr().cast(),
+                data.len(),
+                flags,
+                dest.bytes.as_ptr().cast(),
+                dest.bytes.len() as libc::socklen_t,
+            )
+        };
+        syscall_result(rc)
+    })))
+}
+
+/// One message copied from the task, ready to send: what a `struct msghdr`
+/// points to, owned here.
+struct Message {
+    dest: Option<Dest>,
+    data: Vec<u8>,
+    control: Vec<u8>,
+    /// The task's descriptors of `SCM_RIGHTS`, duplicated, kept open until sent.
+    _fds: Vec<OwnedFd>,
+}
+
+fn word(b: &[u8], at: usize) -> u64 {
+    u64::from_ne_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]))
+}
+
+/// Copies the message of the `struct msghdr` at `addr` (56 bytes on LP64:
+/// name, namelen, iov, iovlen, control, controllen, flags).
+fn read_message(
+    task: &Task,
+    sock: &OwnedFd,
+    addr: u64,
+    op: &'static str,
+    policy: &GatePolicy,
+) -> Result<Message, i32> {
+    let h = read_bytes(task.tid, addr, 56)?;
+    let (name, namelen) = (
+        word(&h, 0),
+        u64::from(u32::from_ne_bytes(h[8..12].try_into().unwrap_or([0; 4]))),
+    );
+    let (iov, iovlen) = (word(&h, 16), word(&h, 24) as usize);
+    let (control, controllen) = (word(&h, 32), word(&h, 40) as usize);
+    let dest = if name != 0 && namelen != 0 {
+        Some(judge(
+            task,
+            sock,
+            read_addr(task, name, namelen)?,
+            op,
+            policy,
+        )?)
+    } else {
+        None
+    };
+    if iovlen > UIO_MAXIOV {
+        return Err(libc::EMSGSIZE);
+    }
+    let iovs = read_bytes(task.tid, iov, iovlen * 16)?;
+    let stream = is_stream(sock);
+    let mut data = Vec::new();
+    for i in 0..iovlen {
+        let (base, len) = (word(&iovs, i * 16), word(&iovs, i * 16 + 8) as usize);
+        let room = SEND_MAX - data.len();
+        if len > room && !stream {
+            return Err(libc::EMSGSIZE);
+        }
+        data.extend(read_bytes(task.tid, base, len.min(room))?);
+        if data.len() == SEND_MAX {
+            break;
+        }
+    }
+    if controllen > CONTROL_MAX {
+        return Err(libc::ENOBUFS);
+    }
+    let mut control = read_bytes(task.tid, control, controllen)?;
+    let fds = rewrite_control(task, &mut control)?;
+    Ok(Message {
+        dest,
+        data,
+        control,
+        _fds: fds,
+    })
+}
+
+/// Walks the ancillary messages (cmsg(3): `len: size_t, level: int, type:
+/// int`, data, each aligned to 8 bytes): the task's descriptors of
+/// `SCM_RIGHTS` become duplicates of ours, and `SCM_CREDENTIALS` must name
+/// the task's own process and ids.
+fn rewrite_control(task: &Task, control: &mut [u8]) -> Result<Vec<OwnedFd>, i32> {
+    const HDR: usize = 16;
+    let mut fds = Vec::new();
+    let mut at = 0;
+    while at + HDR <= control.len() {
+        let len = word(control, at) as usize;
+        if len < HDR || at + len > control.len() {
+            return Err(libc::EINVAL);
+        }
+        let level = i32::from_ne_bytes(control[at + 8..at + 12].try_into().unwrap_or([0; 4]));
+        let kind = i32::from_ne_bytes(control[at + 12..at + 16].try_into().unwrap_or([0; 4]));
+        if level == libc::SOL_SOCKET && kind == libc::SCM_RIGHTS {
+            for slot in (at + HDR..at + len).step_by(4) {
+                if slot + 4 > at + len {
+                    break;
+                }
+                let theirs =
+                    i32::from_ne_bytes(control[slot..slot + 4].try_into().unwrap_or([0; 4]));
+                let ours = task.take_fd(theirs as u64)?;
+                control[slot..slot + 4].copy_from_slice(&ours.as_raw_fd().to_ne_bytes());
+                fds.push(ours);
+            }
+        } else if level == libc::SOL_SOCKET && kind == libc::SCM_CREDENTIALS {
+            if len < HDR + 12 {
+                return Err(libc::EINVAL);
+            }
+            let field = |i: usize| {
+                u32::from_ne_bytes(
+                    control[at + HDR + i * 4..at + HDR + i * 4 + 4]
+                        .try_into()
+                        .unwrap_or([0; 4]),
+                )
+            };
+            let own = task.tgid().map(|p| p as u32);
+            // SAFETY: getuid and getgid take no arguments.
+            let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+            if Some(field(0)) != own || field(1) != uid || field(2) != gid {
+                return Err(libc::EPERM);
+            }
+        }
+        at += (len + 7) & !7;
+    }
+    Ok(fds)
+}
+
+/// Sends one copied message on `sock`.
+fn send_message(sock: &OwnedFd, m: &mut Message, flags: i32) -> Result<i64, i32> {
+    let mut iov = libc::iovec {
+        iov_base: m.data.as_mut_ptr().cast(),
+        iov_len: m.data.len(),
+    };
+    // SAFETY: a zeroed msghdr filled with pointers into `m`, which outlives
+    // the call.
+    let rc = unsafe {
+        let mut h: libc::msghdr = std::mem::zeroed();
+        if let Some(d) = &m.dest {
+            h.msg_name = d.bytes.as_ptr() as *mut libc::c_void;
+            h.msg_namelen = d.bytes.len() as libc::socklen_t;
+        }
+        h.msg_iov = &mut iov;
+        h.msg_iovlen = 1;
+        if !m.control.is_empty() {
+            h.msg_control = m.control.as_mut_ptr().cast();
+            h.msg_controllen = m.control.len();
+        }
+        libc::sendmsg(sock.as_raw_fd(), &h, flags)
+    };
+    syscall_result(rc)
+}
+
+fn sendmsg(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32> {
+    let sock = task.take_fd(a[0])?;
+    let mut m = read_message(task, &sock, a[1], "sendmsg", policy)?;
+    let flags = a[2] as i32;
+    Ok(Outcome::Blocking(Box::new(move || {
+        send_message(&sock, &mut m, flags)
+    })))
+}
+
+/// sendmmsg(2): each `struct mmsghdr` (a msghdr and its `msg_len`, 64 bytes)
+/// is copied and judged first; they are then sent in order, and the count
+/// of each sent one is written back to `msg_len`. Returns the number sent,
+/// or the first error when none was.
+fn sendmmsg(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32> {
+    let sock = task.take_fd(a[0])?;
+    let vlen = (a[2] as usize).min(UIO_MAXIOV);
+    let flags = a[3] as i32;
+    let mut messages = Vec::with_capacity(vlen);
+    for i in 0..vlen {
+        messages.push(read_message(
+            task,
+            &sock,
+            a[1] + 64 * i as u64,
+            "sendmmsg",
+            policy,
+        )?);
+    }
+    let (tid, base) = (task.tid, a[1]);
+    Ok(Outcome::Blocking(Box::new(move || {
+        let mut sent = 0i64;
+        for (i, m) in messages.iter_mut().enumerate() {
+            match send_message(&sock, m, flags) {
+                Ok(n) => {
+                    let _ = write_bytes(tid, base + 64 * i as u64 + 56, &(n as u32).to_ne_bytes());
+                    sent += 1;
+                }
+                Err(e) if sent == 0 => return Err(e),
+                Err(_) => break,
+            }
+        }
+        Ok(sent)
+    })))
+}
+
+impl std::fmt::Debug for Dest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Dest({})",
+            std::ffi::OsStr::from_bytes(&self.bytes).to_string_lossy()
+        )
+    }
+}

@@ -1,0 +1,199 @@
+//! The task a notification came from, as the gate sees it: its descriptors
+//! (taken with pidfd_getfd(2)) and the paths it names, resolved as it would
+//! resolve them and pinned with `O_PATH`.
+//!
+//! What it relies on from the kernel:
+//! - `/proc/TID/root`, `/proc/TID/cwd` and `/proc/TID/fd/N` are the task's
+//!   root, working directory and open files (proc(5)); opening them, and
+//!   opening a path relative to them with openat(2), resolves in the task's
+//!   mount namespace, where read-only bind mounts apply;
+//! - an `O_PATH` descriptor pins the inode a path named when it was
+//!   opened; `/proc/self/fd/PIN` then names exactly that inode, whatever
+//!   happens to the path afterwards (open(2), "O_PATH");
+//! - pidfd_open(2) with `PIDFD_THREAD` (Linux 6.9) names the calling
+//!   thread itself; pidfd_getfd(2) (5.6) duplicates one of its descriptors
+//!   into this process, the same open file description.
+//!
+//! Every /proc access is followed by `SECCOMP_IOCTL_NOTIF_ID_VALID`: if the
+//! task died and its thread id was reused meanwhile, the answer is dropped.
+
+use std::ffi::{CString, OsStr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use nix::libc;
+
+use super::notif::{Notification, still_valid};
+
+/// `PIDFD_THREAD` (Linux 6.9): a pidfd for a thread rather than a process.
+const PIDFD_THREAD: libc::c_uint = libc::O_EXCL as libc::c_uint;
+
+/// The calling task of one notification.
+pub(crate) struct Task {
+    pub(crate) tid: i32,
+    id: u64,
+    listener: RawFd,
+}
+
+/// Opens `path` with `flags` (close-on-exec added); errors with the errno.
+fn open_at(dirfd: RawFd, path: &[u8], flags: libc::c_int) -> Result<OwnedFd, i32> {
+    let c = CString::new(path).map_err(|_| libc::EINVAL)?;
+    // SAFETY: a NUL-terminated path we own; the result is a new descriptor.
+    let fd = unsafe { libc::openat(dirfd, c.as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(errno());
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The current errno.
+pub(crate) fn errno() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// The path an open descriptor names (`/proc/self/fd/N`, proc(5)).
+pub(crate) fn real_path(fd: &impl AsRawFd) -> Result<PathBuf, i32> {
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+/// `st_mode` and (device, inode) of an open descriptor (fstat(2); works on
+/// `O_PATH` descriptors).
+pub(crate) fn stat(fd: &impl AsRawFd) -> Result<(u32, (u64, u64)), i32> {
+    // SAFETY: fstat fills the zeroed stat we own.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd.as_raw_fd(), &mut st) != 0 {
+            return Err(errno());
+        }
+        Ok((st.st_mode, (st.st_dev, st.st_ino)))
+    }
+}
+
+impl Task {
+    /// The task of notification `n` on `listener`.
+    pub(crate) fn new(n: &Notification, listener: RawFd) -> Task {
+        Task {
+            tid: n.tid,
+            id: n.id,
+            listener,
+        }
+    }
+
+    /// True while the notification is pending: the tid still names the task.
+    pub(crate) fn valid(&self) -> bool {
+        still_valid(self.listener, self.id)
+    }
+
+    /// Fails with ESRCH once the notification is no longer pending.
+    pub(crate) fn check(&self) -> Result<(), i32> {
+        if self.valid() {
+            Ok(())
+        } else {
+            Err(libc::ESRCH)
+        }
+    }
+
+    /// The open file behind the task's descriptor `fd`, duplicated into this
+    /// process (pidfd_getfd(2)); EBADF when it has none.
+    pub(crate) fn take_fd(&self, fd: u64) -> Result<OwnedFd, i32> {
+        let fd = i32::try_from(fd).map_err(|_| libc::EBADF)?;
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
+        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, self.tid, PIDFD_THREAD) };
+        if pidfd < 0 {
+            return Err(errno());
+        }
+        // SAFETY: a fresh descriptor we own from here on.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
+        self.check()?;
+        // SAFETY: pidfd_getfd returns a new descriptor in this process.
+        let dup = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) };
+        if dup < 0 {
+            return Err(match errno() {
+                libc::EPERM => libc::EACCES,
+                e => e,
+            });
+        }
+        // SAFETY: a fresh descriptor we own from here on.
+        let dup = unsafe { OwnedFd::from_raw_fd(dup as i32) };
+        self.check()?;
+        Ok(dup)
+    }
+
+    /// The directory a path of the task's is resolved from: its root for an
+    /// absolute path, its working directory for `AT_FDCWD`, else its open
+    /// directory `dirfd`.
+    fn base(&self, dirfd: i32, absolute: bool) -> Result<OwnedFd, i32> {
+        let link = if absolute {
+            format!("/proc/{}/root", self.tid)
+        } else if dirfd == libc::AT_FDCWD {
+            format!("/proc/{}/cwd", self.tid)
+        } else {
+            format!("/proc/{}/fd/{}", self.tid, dirfd)
+        };
+        let fd = open_at(libc::AT_FDCWD, link.as_bytes(), libc::O_PATH)?;
+        self.check()?;
+        Ok(fd)
+    }
+
+    /// Pins the inode `path` names for the task, relative to its `dirfd`
+    /// (`AT_FDCWD`: its working directory), as an `O_PATH` descriptor:
+    /// following a final symlink when `follow`, and naming `dirfd` itself
+    /// when `path` is empty and `empty_path` (`AT_EMPTY_PATH`). Errors with
+    /// the errno the task's own call would have met (ENOENT, ENOTDIR,
+    /// ELOOP, EACCES, ...).
+    pub(crate) fn pin(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        follow: bool,
+        empty_path: bool,
+    ) -> Result<OwnedFd, i32> {
+        if path.is_empty() {
+            if !empty_path {
+                return Err(libc::ENOENT);
+            }
+            return self.base(dirfd, false);
+        }
+        let absolute = path.first() == Some(&b'/');
+        let base = self.base(dirfd, absolute)?;
+        let rel: &[u8] = if absolute {
+            let trimmed = &path[path.iter().take_while(|b| **b == b'/').count()..];
+            if trimmed.is_empty() { b"." } else { trimmed }
+        } else {
+            path
+        };
+        let flags = libc::O_PATH | if follow { 0 } else { libc::O_NOFOLLOW };
+        let pin = open_at(base.as_raw_fd(), rel, flags)?;
+        self.check()?;
+        Ok(pin)
+    }
+
+    /// The task's thread-group id (its process), from `/proc/TID/status`.
+    pub(crate) fn tgid(&self) -> Option<i32> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.tid)).ok()?;
+        let tgid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Tgid:"))?
+            .trim()
+            .parse()
+            .ok()?;
+        self.valid().then_some(tgid)
+    }
+}
+
+/// The `/proc/self/fd/PIN` path of a pinned inode, for the system calls that
+/// take a path: it resolves to exactly that inode.
+pub(crate) fn pin_path(pin: &impl AsRawFd) -> CString {
+    // A formatted number holds no NUL.
+    CString::new(format!("/proc/self/fd/{}", pin.as_raw_fd())).unwrap_or_default()
+}
+
+/// A path as the task gave it, for messages.
+pub(crate) fn display(path: &[u8]) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(path))
+}
