@@ -193,10 +193,11 @@ pub struct RunResult {
 /// [`RunResult`]; committed as `schema/run-result.schema.json`.
 ///
 /// Every field is always present (`null` when it has no value), except the
-/// ones serde skips when empty (`aborted_by`, `spill_error`, `capped`); schemars
-/// leaves `Option` fields out of `required`, so they are put back here.
+/// ones serde skips when empty (`aborted_by`, `spill_error`, `capped`,
+/// `live_dropped_bytes`); schemars leaves `Option` fields out of `required`,
+/// so they are put back here.
 pub fn json_schema() -> serde_json::Value {
-    const SOMETIMES: [&str; 3] = ["aborted_by", "spill_error", "capped"];
+    const SOMETIMES: [&str; 4] = ["aborted_by", "spill_error", "capped", "live_dropped_bytes"];
     let mut schema = serde_json::to_value(schemars::schema_for!(RunResult)).unwrap_or_default();
     let require_all = |obj: &mut serde_json::Value| {
         let names: Vec<serde_json::Value> = obj["properties"]

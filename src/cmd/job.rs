@@ -65,7 +65,13 @@ fn launch(args: RunArgs) -> Result<(Launched, bool, ColorChoice), ExitCode> {
     if let Some(result) = &launched.not_run
         && result.sandbox.as_ref().is_some_and(|s| s.runner_failed)
     {
-        say!("dsh-exec: error: {}", result.stderr.text.trim_end());
+        // As in the foreground, nothing ran: the note on stderr ("dsh-exec:
+        // the sandbox runner failed, ..."), with --json the result (with
+        // runner_failed), and exit 125.
+        say!("{}", result.stderr.text.trim_end());
+        if json {
+            print_stdout(&to_json(result));
+        }
         jobs::discard(&launched.dir);
         return Err(status(exit::INFRASTRUCTURE));
     }

@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use dsh_exec_core::render::{render_status, render_text, render_truncations};
+use dsh_exec_core::render::{render_after_stream, render_text};
 use dsh_exec_core::{AbortSignals, Error, Started, prepare, start};
 
 use super::resolve_args;
@@ -58,7 +58,7 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
     } else if spec.stream.is_some() {
         // The output was shown live: only where the full streams are (when
         // they outgrew their budgets), the notices and the marker follow.
-        print_stdout(&(render_truncations(&result) + &render_status(&result, use_color(color))));
+        print_stdout(&render_after_stream(&result, use_color(color)));
     } else {
         print_stdout(&render_text(&result, use_color(color)));
     }

@@ -91,3 +91,28 @@ fn a_managed_key_without_the_prefix_is_a_usage_error() {
         out.stderr
     );
 }
+
+#[test]
+fn a_name_given_twice_keeps_its_first_value_and_every_layer_replaces_it() {
+    // execve(2) allows an environment with a name twice; std::process does
+    // not, so the binary is started through Python's ctypes.
+    let script = r#"
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+b = sys.argv[1].encode()
+argv = [b, b"-e", b"FOO=explicit", b"--", b"env | grep -E '^(FOO|PAGER|BAR)=' | sort"]
+env = [b"PATH=/usr/bin:/bin", b"FOO=one", b"PAGER=less", b"BAR=first", b"FOO=two", b"PAGER=more", b"BAR=second"]
+A = (ctypes.c_char_p * (len(argv) + 1))(*argv, None)
+E = (ctypes.c_char_p * (len(env) + 1))(*env, None)
+libc.execve(b, A, E)
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(bin())
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout(&out),
+        "BAR=first\nFOO=explicit\nPAGER=cat\n[exit code: 0]\n"
+    );
+}

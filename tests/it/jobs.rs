@@ -449,3 +449,42 @@ fn no_env_value_appears_in_any_command_line_while_the_job_runs() {
     assert!(leaks.is_empty(), "the value is in the cmdline of {leaks:?}");
     assert_eq!(jobs.run(&["job", "kill", id]).1, 0);
 }
+
+#[test]
+fn a_relative_tmpdir_is_taken_from_the_current_directory() {
+    // The supervisor runs from /: the spec it is handed must hold absolute
+    // paths only.
+    let jobs = Jobs::new();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::create_dir(cwd.path().join("tmp")).unwrap();
+    let out = jobs
+        .cmd()
+        .current_dir(cwd.path())
+        .env("TMPDIR", "tmp")
+        .args([
+            "--background",
+            "--json",
+            "--stdout-max-bytes",
+            "1",
+            "--",
+            "echo hello",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = v["job_id"].as_str().unwrap();
+    let (_, status) = jobs.wait(id);
+    assert_eq!(status, 0);
+    let (read, _) = jobs.run(&["job", "read", id, "--json"]);
+    let v: Value = serde_json::from_str(&read).unwrap();
+    let spill = v["result"]["stdout"]["spill_path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        spill.starts_with(&format!("{}/tmp/dsh-exec-", cwd.path().display())),
+        "{spill}"
+    );
+    assert_eq!(std::fs::read(&spill).unwrap(), b"hello\n");
+}

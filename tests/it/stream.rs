@@ -108,3 +108,44 @@ fn the_text_end_names_the_spill_file_of_an_outgrown_stream() {
         spill_dir.display()
     ));
 }
+
+#[test]
+fn the_marker_gets_a_line_of_its_own_after_output_without_a_newline() {
+    let (text, status) = run(&["--stream", "--", "printf abc"]);
+    assert_eq!((text.as_str(), status), ("abc\n[exit code: 0]\n", 0));
+}
+
+#[test]
+fn a_reader_that_stops_reading_does_not_hold_the_deadline_off() {
+    // The live copy goes to a pipe nobody reads: the command must still be
+    // killed at its deadline.
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let mut child = dsh()
+        .args(["--stream", "--timeout", "1s", "--kill-after", "200ms", "--"])
+        .arg(format!("echo $$ > {}; exec yes", pidfile.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid: i32 = wait_for_line(&pidfile, Duration::from_secs(10))
+        .expect("the command started")
+        .parse()
+        .unwrap();
+    let gone = gone_within(pid, Duration::from_secs(5));
+    cleanup(pid);
+    // Now drain, so dsh-exec can write its end and exit.
+    let mut sink = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut sink).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(124));
+    assert!(
+        gone,
+        "the command outlived its deadline while the reader stalled"
+    );
+    let text = String::from_utf8_lossy(&sink);
+    assert!(
+        text.ends_with("[timed out after 1s]\n[killed by signal: SIGTERM]\n"),
+        "{}",
+        &text[text.len().saturating_sub(300)..]
+    );
+}

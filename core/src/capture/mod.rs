@@ -42,6 +42,14 @@ pub struct CollectedOutput {
     /// failure exist only in the tail).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spill_error: Option<String>,
+    /// Bytes the live copy (`--stream`) could not show because its reader
+    /// fell behind (absent when none); the tail and the spill file have them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub live_dropped_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl CollectedOutput {
@@ -171,6 +179,7 @@ impl StreamCapture {
             kept_bytes: kept.len() as u64,
             spill_path: self.spill_path,
             spill_error: self.spill_error,
+            live_dropped_bytes: 0,
         }
     }
 }

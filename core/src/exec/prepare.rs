@@ -23,7 +23,8 @@ use crate::spec::{Spec, StdinSource};
 pub const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// The first executable `bash` on the child environment's `PATH` (else
-/// [`FALLBACK_PATH`]).
+/// [`FALLBACK_PATH`]). Relative entries are skipped: they would be checked
+/// here from this process's directory and executed from the workdir.
 pub fn find_shell(env: &[(OsString, OsString)]) -> Option<PathBuf> {
     let path = env
         .iter()
@@ -33,7 +34,7 @@ pub fn find_shell(env: &[(OsString, OsString)]) -> Option<PathBuf> {
         .unwrap_or_else(|| FALLBACK_PATH.into());
     path.as_bytes()
         .split(|b| *b == b':')
-        .filter(|dir| !dir.is_empty())
+        .filter(|dir| dir.first() == Some(&b'/'))
         .map(|dir| Path::new(std::ffi::OsStr::from_bytes(dir)).join("bash"))
         .find(|p| p.is_file() && access(p, AccessFlags::X_OK).is_ok())
 }
@@ -134,10 +135,12 @@ fn open_stdin_file(path: &Path) -> Result<StdinFeed, Error> {
         access(path, AccessFlags::R_OK).map_err(|e| unreadable(PathProblem::NotReadable(e)))?;
         return Ok(StdinFeed::Fifo(path.to_path_buf()));
     }
-    // O_NONBLOCK so that a device cannot hold up the open; reads block again.
+    // O_NONBLOCK so that a device cannot hold up the open (reads block
+    // again), O_NOCTTY so that a terminal never becomes the controlling
+    // terminal of a job's supervisor, which leads a session.
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(nix::libc::O_NONBLOCK)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
         .open(path)
         .map_err(|e| unreadable(PathProblem::Io(e)))?;
     let flags = nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_GETFL)

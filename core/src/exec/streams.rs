@@ -15,37 +15,123 @@ use crate::spec::LiveOutput;
 /// Bytes read from a pipe at once: 256 KiB.
 const READ_CHUNK: usize = 256 * 1024;
 
-/// The capacity asked for each output pipe: 1 MiB, the default
-/// `/proc/sys/fs/pipe-max-size` (pipe(7), `F_SETPIPE_SZ`). A command that
-/// writes a lot then wakes this process once per megabyte instead of once
-/// per 64 KiB; a kernel that refuses keeps the default, which only costs
-/// speed.
+/// The capacity an output pipe grows to once a read finds it full: 1 MiB,
+/// the default `/proc/sys/fs/pipe-max-size` (pipe(7), `F_SETPIPE_SZ`). A
+/// command that writes a lot then wakes this process once per megabyte
+/// instead of once per 64 KiB. Pipes are charged to their user's
+/// `pipe-user-pages-soft` (64 MiB), so only a stream that has filled its
+/// pipe grows, never one that trickles (a background job's log): a few
+/// bulky runs at once cost the user's other pipes nothing. A kernel that
+/// refuses keeps the default, which only costs speed.
 const PIPE_CAPACITY: i32 = 1 << 20;
 
-/// The live copy of the output for `--stream`. Writes block (a slow reader
-/// slows the run, as with `tee`); a write error (a closed stdout) ends the
-/// copy to that target, never the run.
+/// A Linux pipe's default capacity: a read this large found the pipe full.
+const DEFAULT_PIPE_CAPACITY: usize = 64 * 1024;
+
+/// Chunks the live copy may queue before it drops output: 64 reads, at
+/// most 16 MiB.
+const LIVE_QUEUE: usize = 64;
+
+/// The live copy of the output for `--stream`, written by a thread of its
+/// own: a reader that is slow (or stalled: `dsh-exec --stream ... | sleep`)
+/// never holds up the supervision loop, its deadline or its aborts. Past
+/// [`LIVE_QUEUE`] queued chunks, output is dropped from the live copy only
+/// (the capture and the spill file keep every byte) and counted. A write
+/// error (a closed stdout) ends the copy to that target, never the run.
 struct Live {
+    tx: Option<std::sync::mpsc::SyncSender<(bool, bool, Vec<u8>)>>,
+    /// Told when the writer has written everything queued.
+    done: Option<std::sync::mpsc::Receiver<()>>,
     target: Option<LiveOutput>,
-    stdout_ok: bool,
-    stderr_ok: bool,
+    /// Bytes of the command's (stdout, stderr) handed to the writer, and not.
+    queued: [u64; 2],
+    dropped: [u64; 2],
+    /// Bytes of the command's (stdout, stderr) the writer has written.
+    written: std::sync::Arc<[std::sync::atomic::AtomicU64; 2]>,
 }
 
+/// How long the end of a run waits for the live copy to be written: 2 s.
+/// A reader that stopped reading altogether cannot keep `dsh-exec` alive;
+/// what it did not take is counted as not shown.
+const LIVE_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl Live {
+    fn new(target: Option<LiveOutput>) -> Result<Live, Error> {
+        let mut live = Live {
+            tx: None,
+            done: None,
+            target,
+            queued: [0, 0],
+            dropped: [0, 0],
+            written: Default::default(),
+        };
+        if target.is_some() {
+            use std::sync::atomic::Ordering;
+            let (tx, rx) = std::sync::mpsc::sync_channel::<(bool, bool, Vec<u8>)>(LIVE_QUEUE);
+            let (done_tx, done_rx) = std::sync::mpsc::channel();
+            let written = live.written.clone();
+            std::thread::Builder::new()
+                .name("live-output".into())
+                .spawn(move || {
+                    use std::io::Write;
+                    let (mut stdout_ok, mut stderr_ok) = (true, true);
+                    for (to_stderr, from_stderr, bytes) in rx {
+                        let ok = if to_stderr && stderr_ok {
+                            let mut e = io::stderr().lock();
+                            stderr_ok = e.write_all(&bytes).and_then(|_| e.flush()).is_ok();
+                            stderr_ok
+                        } else if !to_stderr && stdout_ok {
+                            let mut o = io::stdout().lock();
+                            stdout_ok = o.write_all(&bytes).and_then(|_| o.flush()).is_ok();
+                            stdout_ok
+                        } else {
+                            false
+                        };
+                        if ok {
+                            written[usize::from(from_stderr)]
+                                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                        }
+                    }
+                    let _ = done_tx.send(());
+                })
+                .map_err(|source| Error::Runtime {
+                    what: "the live output thread",
+                    source,
+                })?;
+            live.tx = Some(tx);
+            live.done = Some(done_rx);
+        }
+        Ok(live)
+    }
+
     fn copy(&mut self, bytes: &[u8], from_stderr: bool) {
-        use std::io::Write;
         let to_stderr = match self.target {
             None => return,
             Some(LiveOutput::Stderr) => true,
             Some(LiveOutput::Mirrored) => from_stderr,
         };
-        if to_stderr && self.stderr_ok {
-            let mut e = io::stderr().lock();
-            self.stderr_ok = e.write_all(bytes).and_then(|_| e.flush()).is_ok();
-        } else if !to_stderr && self.stdout_ok {
-            let mut o = io::stdout().lock();
-            self.stdout_ok = o.write_all(bytes).and_then(|_| o.flush()).is_ok();
+        let Some(tx) = &self.tx else { return };
+        let side = usize::from(from_stderr);
+        match tx.try_send((to_stderr, from_stderr, bytes.to_vec())) {
+            Ok(()) => self.queued[side] += bytes.len() as u64,
+            Err(_) => self.dropped[side] += bytes.len() as u64,
         }
+    }
+
+    /// Waits, at most [`LIVE_FLUSH`], for the queued live output to be
+    /// written (as fast as its reader takes it); the bytes of (stdout,
+    /// stderr) not shown live.
+    fn finish(&mut self) -> [u64; 2] {
+        use std::sync::atomic::Ordering;
+        drop(self.tx.take());
+        if let Some(done) = self.done.take() {
+            let _ = done.recv_timeout(LIVE_FLUSH);
+        }
+        let mut dropped = self.dropped;
+        for (side, d) in dropped.iter_mut().enumerate() {
+            *d += self.queued[side].saturating_sub(self.written[side].load(Ordering::Relaxed));
+        }
+        dropped
     }
 }
 
@@ -56,13 +142,12 @@ struct Stream {
     /// Read buffer, allocated once per run (a supervisor drives the run in
     /// short slices).
     buf: Vec<u8>,
+    /// The pipe was grown to [`PIPE_CAPACITY`] (or that was tried).
+    grown: bool,
 }
 
 impl Stream {
     fn new(fd: Option<OwnedFd>, name: &'static str, budget: u64) -> Result<Stream, Error> {
-        if let Some(fd) = &fd {
-            let _ = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY));
-        }
         let pipe = fd
             .map(pipe::Receiver::from_owned_fd)
             .transpose()
@@ -74,6 +159,7 @@ impl Stream {
             pipe,
             capture: StreamCapture::new(name, budget),
             buf: vec![0u8; READ_CHUNK],
+            grown: false,
         })
     }
 
@@ -89,6 +175,13 @@ impl Stream {
     fn took(&mut self, read: io::Result<usize>, live: &mut Live, spill: &mut SpillDir, err: bool) {
         match read {
             Ok(n) if n > 0 => {
+                if n >= DEFAULT_PIPE_CAPACITY
+                    && !self.grown
+                    && let Some(p) = &self.pipe
+                {
+                    self.grown = true;
+                    let _ = nix::fcntl::fcntl(p, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY));
+                }
                 live.copy(&self.buf[..n], err);
                 self.capture.push(&self.buf[..n], spill);
             }
@@ -120,11 +213,7 @@ impl Streams {
             out: Stream::new(stdout, "stdout", budgets.0)?,
             err: Stream::new(stderr, "stderr", budgets.1)?,
             spill_dir,
-            live: Live {
-                target: live,
-                stdout_ok: true,
-                stderr_ok: true,
-            },
+            live: Live::new(live)?,
         })
     }
 
@@ -160,9 +249,12 @@ impl Streams {
         (self.out.capture.read_delta(), self.err.capture.read_delta())
     }
 
-    /// The captures, to finish, and the spill directory.
-    pub(crate) fn into_parts(self) -> (StreamCapture, StreamCapture, SpillDir) {
-        (self.out.capture, self.err.capture, self.spill_dir)
+    /// The captures, to finish, the spill directory, and the bytes of
+    /// (stdout, stderr) the live copy could not show; waits for the live
+    /// copy to be written.
+    pub(crate) fn into_parts(mut self) -> (StreamCapture, StreamCapture, SpillDir, [u64; 2]) {
+        let dropped = self.live.finish();
+        (self.out.capture, self.err.capture, self.spill_dir, dropped)
     }
 
     /// The spill files of (stdout, stderr), once the streams outgrew their budgets.

@@ -150,6 +150,11 @@ const CLIENT_BUDGET: Duration = Duration::from_millis(200);
 /// keep the supervisor from its deadline and aborts.
 const CLIENTS_PER_TICK: usize = 8;
 
+/// The longest all read requests of one tick may take together: 200 ms.
+/// Clients that connect and say nothing cost the run loop no more than
+/// this, however many there are.
+const TICK_BUDGET: Duration = Duration::from_millis(200);
+
 /// Reads up to 8 bytes or EOF from `stream` before `deadline`: the request
 /// line, or the reader's closing confirmation.
 fn read_until(stream: &UnixStream, deadline: Instant) -> Option<Vec<u8>> {
@@ -178,11 +183,15 @@ fn read_until(stream: &UnixStream, deadline: Instant) -> Option<Vec<u8>> {
 /// its reader did not take (it closed first, or did not confirm in time)
 /// goes back to the carry, so the next read has it.
 pub(crate) fn serve(listener: &UnixListener, exec: &mut Execution, carry: &mut Carry, cap: usize) {
+    let tick_end = Instant::now() + TICK_BUDGET;
     for _ in 0..CLIENTS_PER_TICK {
+        if Instant::now() >= tick_end {
+            return;
+        }
         let Ok((stream, _)) = listener.accept() else {
             return;
         };
-        let deadline = Instant::now() + CLIENT_BUDGET;
+        let deadline = (Instant::now() + CLIENT_BUDGET).min(tick_end);
         let _ = stream.set_nonblocking(false);
         if read_until(&stream, deadline).as_deref() != Some(b"read\n") {
             continue;

@@ -14,7 +14,7 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -178,14 +178,40 @@ fn hand_off(
 /// within [`START_WAIT`]; `None` when none came.
 fn send_spec_and_wait(stream: &UnixStream, spec: &Spec) -> Option<Handoff> {
     let bytes = serde_json::to_vec(spec).ok()?;
-    stream.set_write_timeout(Some(START_WAIT)).ok()?;
-    let mut w = stream;
-    w.write_all(&bytes).ok()?;
+    let end = Instant::now() + START_WAIT;
+    let left = || {
+        end.checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+    };
+    // One deadline for the whole handoff: the timeouts apply per call.
+    let mut written = 0;
+    while written < bytes.len() {
+        stream.set_write_timeout(Some(left()?)).ok()?;
+        match (&*stream).write(&bytes[written..]) {
+            Ok(0) => return None,
+            Ok(n) => written += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
     stream.shutdown(std::net::Shutdown::Write).ok()?;
-    stream.set_read_timeout(Some(START_WAIT)).ok()?;
-    let mut line = String::new();
-    BufReader::new(stream).read_line(&mut line).ok()?;
-    serde_json::from_str(&line).ok()
+    let mut reply = Vec::new();
+    loop {
+        stream.set_read_timeout(Some(left()?)).ok()?;
+        let mut buf = [0u8; 4096];
+        match (&*stream).read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                reply.extend_from_slice(&buf[..n]);
+                if reply.contains(&b'\n') {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    serde_json::from_slice(reply.split(|b| *b == b'\n').next()?).ok()
 }
 
 /// Takes the handoff socket this process was started with, if descriptor
@@ -251,6 +277,8 @@ pub async fn supervise(dir: &Path, id: &str) -> Result<(), Error> {
         e
     };
     let spec = read_spec(&handoff).map_err(|message| {
+        // The launcher is gone or broken: nobody will ever read this job.
+        discard(dir);
         failed(Error::InJob {
             code: ErrorCode::RuntimeFailed,
             message,

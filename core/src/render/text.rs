@@ -91,6 +91,34 @@ pub fn render_truncations(result: &RunResult) -> String {
         .collect()
 }
 
+/// What follows the live output of `--stream`: a newline when stdout ended
+/// mid-line (so the marker gets a line of its own), where the full streams
+/// are when they outgrew their budgets, and the notices and the marker.
+/// When the live copy fell behind and dropped output, a line says so and the
+/// kept output is printed in full instead.
+pub fn render_after_stream(result: &RunResult, color: bool) -> String {
+    let mut buf = String::new();
+    let ended_mid_line = |t: &str| !t.is_empty() && !t.ends_with('\n');
+    if ended_mid_line(&result.stdout.text) {
+        buf.push('\n');
+    }
+    let dropped = [("stdout", &result.stdout), ("stderr", &result.stderr)]
+        .into_iter()
+        .filter(|(_, o)| o.live_dropped_bytes > 0)
+        .map(|(name, o)| format!("{name}: {} bytes", o.live_dropped_bytes))
+        .collect::<Vec<_>>();
+    if dropped.is_empty() {
+        buf.push_str(&render_truncations(result));
+    } else {
+        buf.push_str(&format!(
+            "[not shown live, the reader fell behind: {}; the kept output follows]\n",
+            dropped.join(", ")
+        ));
+        buf.push_str(&render_output(result));
+    }
+    buf + &render_status(result, color)
+}
+
 /// The output sections only (truncation lines, stdout, `[stderr]` section).
 pub fn render_output(result: &RunResult) -> String {
     let mut buf = String::new();
@@ -149,6 +177,7 @@ mod tests {
             kept_bytes: t.len() as u64,
             spill_path: None,
             spill_error: None,
+            live_dropped_bytes: 0,
         };
         RunResult {
             command: "x".into(),

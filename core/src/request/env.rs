@@ -146,8 +146,12 @@ impl EnvPlan {
         let mut plan = EnvPlan::default();
         for (k, v) in ambient {
             if is_credential_shaped(k) || is_managed(k) {
-                plan.scrubbed.push(k.clone());
-            } else {
+                if !plan.scrubbed.contains(k) {
+                    plan.scrubbed.push(k.clone());
+                }
+            } else if !plan.inherited.iter().any(|(name, _)| name == k) {
+                // A name given twice keeps its first value, the one
+                // getenv(3) returns: every later layer then replaces it.
                 plan.inherited.push((k.clone(), v.clone()));
             }
         }

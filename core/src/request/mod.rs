@@ -105,10 +105,11 @@ impl Ambient {
             (Err(_), Some(f)) if f.is_absolute() => f.to_path_buf(),
             (Err(e), _) => return Err(e),
         };
-        // An empty TMPDIR means unset (as for mktemp(1)).
+        // An empty TMPDIR means unset (as for mktemp(1)); a relative one is
+        // taken from the current directory, as every other path is.
         let temp_dir = std::env::var_os("TMPDIR")
             .filter(|t| !t.is_empty())
-            .map(PathBuf::from)
+            .map(|t| absolute(&cwd, PathBuf::from(t)))
             .unwrap_or_else(|| PathBuf::from("/tmp"));
         Ok(Ambient {
             cwd,
