@@ -296,6 +296,9 @@ pub struct RunArgs {
     /// A Unix socket outside the writable roots that a confined command may connect to (repeatable).
     #[arg(long = "allow-unix-socket", value_name = "PATH")]
     pub allow_unix_sockets: Vec<PathBuf>,
+    /// Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable).
+    #[arg(long = "protect", value_name = "PATH")]
+    pub protect: Vec<PathBuf>,
     /// Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow].
     #[arg(long, value_name = "allow|deny", value_enum)]
     pub network: Option<NetworkArg>,
@@ -342,6 +345,7 @@ impl RunArgs {
             workspace_root: self.workspace_root,
             writable_roots: self.writable_roots,
             allow_unix_sockets: self.allow_unix_sockets,
+            protect: self.protect,
             no_temp_write: self.no_temp_write,
             interactive: self.interactive,
             background: self.background || self.detach_after.is_some(),

@@ -148,6 +148,24 @@ pub struct SandboxFacts {
     /// `full` when IPv4/IPv6 sockets are refused, `none` when allowed.
     #[schemars(with = "String")]
     pub network_enforcement: NetworkEnforcement,
+    /// Changes the command made to protected paths, and whether they were
+    /// undone (absent when none): a protected file it created (removed),
+    /// or, without a mount namespace, one it modified (restored).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protected_changes: Vec<ProtectedChangeFact>,
+}
+
+/// A change to a protected path, as the result reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ProtectedChangeFact {
+    /// The path.
+    #[serde(serialize_with = "crate::serde_paths::lossy_path")]
+    pub path: PathBuf,
+    /// `created`, `modified`, `removed` or `replaced`.
+    pub change: String,
+    /// True when it was undone.
+    pub restored: bool,
 }
 
 /// The outcome of one run: the `--json` object of `dsh-exec`.
@@ -197,7 +215,13 @@ pub struct RunResult {
 /// `live_dropped_bytes`); schemars leaves `Option` fields out of `required`,
 /// so they are put back here.
 pub fn json_schema() -> serde_json::Value {
-    const SOMETIMES: [&str; 4] = ["aborted_by", "spill_error", "capped", "live_dropped_bytes"];
+    const SOMETIMES: [&str; 5] = [
+        "aborted_by",
+        "spill_error",
+        "capped",
+        "live_dropped_bytes",
+        "protected_changes",
+    ];
     let mut schema = serde_json::to_value(schemars::schema_for!(RunResult)).unwrap_or_default();
     let require_all = |obj: &mut serde_json::Value| {
         let names: Vec<serde_json::Value> = obj["properties"]

@@ -26,7 +26,7 @@ fn root() -> Result<PathBuf, Error> {
         path: ".".into(),
         problem: PathProblem::Io(e),
     })?;
-    jobs::jobs_root(&ambient.env, &ambient.temp_dir)
+    jobs::jobs_root(&ambient.state_dir)
 }
 
 /// The directory of job `id`; ids are `[a-z0-9]` only, so no path can escape.

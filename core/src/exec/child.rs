@@ -13,10 +13,12 @@
 //! 2. a new session, or for an interactive run the terminal's foreground
 //!    process group ([`enter_session`]);
 //! 3. the parent-death signal ([`set_parent_death_signal`]);
-//! 4. the working directory ([`change_dir`]);
-//! 5. confinement ([`confine`]): no-new-privileges, capabilities dropped,
+//! 4. confinement ([`confine`]): no-new-privileges, the mount namespace of
+//!    protected paths ([`enter_mount_namespace`]), capabilities dropped,
 //!    Landlock, seccomp; last the gate's filter ([`load_gate`]), whose
 //!    listener descriptor the parent must receive;
+//! 5. the working directory ([`change_dir`]), after the mounts, so that it
+//!    is seen through them;
 //! 6. the descriptors the child gets, as 0, 1, 2, ... ([`install_fds`]);
 //! 7. every other descriptor closed ([`close_others`]), an empty signal mask
 //!    ([`clear_signal_mask`]), then execve(2).
@@ -63,6 +65,11 @@ pub(crate) enum Step {
     IpcNamespace,
     Gate,
     UnshareFiles,
+    MountNamespace,
+    BindMount,
+    Devpts,
+    ProcMount,
+    LandlockRule,
 }
 
 impl Step {
@@ -87,6 +94,11 @@ impl Step {
             16 => Step::IpcNamespace,
             17 => Step::Gate,
             18 => Step::UnshareFiles,
+            19 => Step::MountNamespace,
+            20 => Step::BindMount,
+            21 => Step::Devpts,
+            22 => Step::ProcMount,
+            23 => Step::LandlockRule,
             _ => Step::None,
         }
     }
@@ -113,6 +125,11 @@ impl Step {
             Step::IpcNamespace => "unshare(CLONE_NEWIPC)",
             Step::Gate => "seccomp(SECCOMP_FILTER_FLAG_NEW_LISTENER)",
             Step::UnshareFiles => "unshare(CLONE_FILES)",
+            Step::MountNamespace => "unshare(CLONE_NEWNS)",
+            Step::BindMount => "mount(MS_BIND) of a protected path",
+            Step::Devpts => "mount(devpts, newinstance)",
+            Step::ProcMount => "mount(proc)",
+            Step::LandlockRule => "landlock_add_rule",
         }
     }
 
@@ -128,7 +145,12 @@ impl Step {
             | Step::Seccomp
             | Step::IpcNamespace
             | Step::Gate
-            | Step::UnshareFiles => true,
+            | Step::UnshareFiles
+            | Step::MountNamespace
+            | Step::BindMount
+            | Step::Devpts
+            | Step::ProcMount
+            | Step::LandlockRule => true,
             Step::None
             | Step::Setsid
             | Step::Pdeathsig
@@ -147,16 +169,46 @@ impl Step {
 pub(crate) struct ChildConfine {
     pub(crate) enabled: bool,
     pub(crate) drop_capabilities: bool,
+    /// Capabilities kept (one bit each): none in the confining modes, all
+    /// but the network ones for `--network deny` in `full-access`.
+    pub(crate) keep_capabilities: u64,
+    /// The capability sets to set with capset(2): this process's, masked
+    /// with `keep_capabilities` (effective, permitted, inheritable; low
+    /// then high halves, as `__user_cap_data_struct[2]`).
+    pub(crate) cap_data: [u32; 6],
     /// Whether this process holds capabilities worth dropping from the
     /// bounding set (needs CAP_SETPCAP; an unprivileged caller has none).
     pub(crate) privileged: bool,
     pub(crate) cap_last: c_int,
+    /// A mount namespace: protected paths bind-mounted over themselves,
+    /// a private devpts, a fresh /proc.
+    pub(crate) mounts: ChildMounts,
     pub(crate) ruleset_fd: c_int,
     pub(crate) filters: [libc::sock_fprog; MAX_FILTERS],
     pub(crate) filter_count: usize,
     /// The gate's filter (`len` 0: no gate); the child shares the parent's
     /// descriptor table when there is one.
     pub(crate) gate: libc::sock_fprog,
+}
+
+/// One bind mount of a path over itself.
+pub(crate) struct ChildMount {
+    pub(crate) path: *const c_char,
+    pub(crate) read_only: bool,
+}
+
+/// The child's mount namespace plan (all false / empty: no namespace).
+pub(crate) struct ChildMounts {
+    pub(crate) enabled: bool,
+    pub(crate) binds: *const ChildMount,
+    pub(crate) bind_count: usize,
+    /// A new devpts instance over `/dev/pts` (and its ptmx over
+    /// `/dev/ptmx`), granted to Landlock with `pts_access`: the command's
+    /// terminals only, none of the host's.
+    pub(crate) private_devpts: bool,
+    pub(crate) pts_access: u64,
+    /// A proc mounted for the new PID namespace the child leads.
+    pub(crate) fresh_proc: bool,
 }
 
 /// Everything the child reads, prepared by the parent. The child writes only
@@ -287,7 +339,7 @@ unsafe fn install_fds(a: &ChildArgs) -> Result<(), Step> {
     Ok(())
 }
 
-/// Step 4: chdir(2) to the working directory.
+/// Step 5: chdir(2) to the working directory.
 ///
 /// # Safety
 /// Only in the child between clone and execve; `a.workdir` is a C string.
@@ -299,24 +351,28 @@ unsafe fn change_dir(a: &ChildArgs) -> Result<(), Step> {
     Ok(())
 }
 
-/// Drops every capability: the bounding set (when privileged), the ambient
-/// set, then effective, permitted and inheritable with capset(2), so even
-/// root ends with none (capabilities(7)). A privileged caller's command
-/// also gets a private System V IPC namespace first, so shared memory,
-/// queues and semaphores outside cannot be reached (unshare(2) needs
-/// CAP_SYS_ADMIN; an unprivileged caller reaches only its own anyway).
+/// Drops the capabilities the confinement does not keep: from the bounding
+/// set (when privileged), the ambient set, then effective, permitted and
+/// inheritable with capset(2), so that even root ends with none in the
+/// confining modes (capabilities(7)). A privileged caller's confined
+/// command also gets a private System V IPC namespace first, so shared
+/// memory, queues and semaphores outside cannot be reached (unshare(2)
+/// needs CAP_SYS_ADMIN; an unprivileged caller reaches only its own anyway).
 ///
 /// # Safety
 /// Only in the child between clone and execve.
 unsafe fn drop_capabilities(c: &ChildConfine) -> Result<(), Step> {
     // SAFETY: unshare, prctl and capset with plain integer arguments and
-    // pointers to the arrays on this stack.
+    // pointers to the arrays on this stack or in the parent's ChildArgs.
     unsafe {
-        if c.privileged && libc::unshare(libc::CLONE_NEWIPC) == -1 {
+        if c.privileged && c.keep_capabilities == 0 && libc::unshare(libc::CLONE_NEWIPC) == -1 {
             return Err(Step::IpcNamespace);
         }
         if c.privileged {
             for cap in 0..=c.cap_last {
+                if c.keep_capabilities & (1u64 << cap) != 0 {
+                    continue;
+                }
                 if libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) == -1 {
                     return Err(Step::CapBounding);
                 }
@@ -329,17 +385,156 @@ unsafe fn drop_capabilities(c: &ChildConfine) -> Result<(), Step> {
             return Err(Step::CapAmbient);
         }
         // struct __user_cap_header_struct / __user_cap_data_struct
-        // (capget(2)), version 3: two 32-bit halves, all zero.
+        // (capget(2)), version 3: two 32-bit halves.
         let header: [u32; 2] = [0x2008_0522, 0];
-        let data = [0u32; 6];
-        if libc::syscall(libc::SYS_capset, header.as_ptr(), data.as_ptr()) == -1 {
+        if libc::syscall(libc::SYS_capset, header.as_ptr(), c.cap_data.as_ptr()) == -1 {
             return Err(Step::Capset);
         }
     }
     Ok(())
 }
 
-/// Step 5: no-new-privileges (prctl(2); required before an unprivileged
+/// `struct landlock_path_beneath_attr` (packed): the rights and the
+/// directory they are granted beneath.
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// Grants `access` beneath `path` in the ruleset `ruleset_fd`
+/// (landlock_add_rule(2)), for what exists only in the child's namespace.
+///
+/// # Safety
+/// Only in the child between clone and execve; `path` is a C string.
+unsafe fn grant(ruleset_fd: c_int, path: &[u8], access: u64) -> Result<(), Step> {
+    const LANDLOCK_RULE_PATH_BENEATH: c_int = 1;
+    // SAFETY: open, landlock_add_rule and close with a NUL-terminated path
+    // literal and an attribute struct on this stack.
+    unsafe {
+        let fd = libc::open(path.as_ptr().cast(), libc::O_PATH | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(Step::LandlockRule);
+        }
+        let attr = PathBeneathAttr {
+            allowed_access: access,
+            parent_fd: fd,
+        };
+        let rc = libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset_fd,
+            LANDLOCK_RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0,
+        );
+        libc::close(fd);
+        if rc == -1 {
+            return Err(Step::LandlockRule);
+        }
+    }
+    Ok(())
+}
+
+/// The mount namespace (needs CAP_SYS_ADMIN, so before the capabilities
+/// go; and before Landlock, which forbids changing mounts): a new
+/// namespace whose mounts are slaves of the host's (host changes still
+/// arrive, ours never leave: mount_namespaces(7)); each protected path
+/// bind-mounted over itself, outermost first, read-only where asked
+/// (remounting the bind); a new devpts instance; a fresh proc.
+///
+/// The paths are the parent's strings, resolved here: a path swapped
+/// meanwhile by someone outside the run makes a wrong directory read-only
+/// in this private namespace, nothing more.
+///
+/// # Safety
+/// Only in the child between clone and execve.
+unsafe fn enter_mount_namespace(c: &ChildConfine) -> Result<(), Step> {
+    let m = &c.mounts;
+    if !m.enabled {
+        return Ok(());
+    }
+    let none = std::ptr::null::<c_char>();
+    // SAFETY: unshare and mount with the parent's C strings and literals.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWNS) == -1 {
+            return Err(Step::MountNamespace);
+        }
+        let root = c"/".as_ptr();
+        if libc::mount(
+            none,
+            root,
+            none,
+            libc::MS_REC | libc::MS_SLAVE,
+            std::ptr::null(),
+        ) == -1
+        {
+            return Err(Step::MountNamespace);
+        }
+        for i in 0..m.bind_count {
+            let b = &*m.binds.add(i);
+            if libc::mount(
+                b.path,
+                b.path,
+                none,
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            ) == -1
+            {
+                return Err(Step::BindMount);
+            }
+            let ro = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY;
+            if b.read_only && libc::mount(none, b.path, none, ro, std::ptr::null()) == -1 {
+                return Err(Step::BindMount);
+            }
+        }
+        if m.private_devpts {
+            let pts = c"/dev/pts".as_ptr();
+            let flags = libc::MS_NOSUID | libc::MS_NOEXEC;
+            let opts = c"newinstance,ptmxmode=0666,mode=0620";
+            if libc::mount(
+                c"devpts".as_ptr(),
+                pts,
+                c"devpts".as_ptr(),
+                flags,
+                opts.as_ptr().cast(),
+            ) == -1
+            {
+                return Err(Step::Devpts);
+            }
+            let ptmx = c"/dev/ptmx".as_ptr();
+            if libc::mount(
+                c"/dev/pts/ptmx".as_ptr(),
+                ptmx,
+                none,
+                libc::MS_BIND,
+                std::ptr::null(),
+            ) == -1
+            {
+                return Err(Step::Devpts);
+            }
+            if c.ruleset_fd >= 0 {
+                grant(c.ruleset_fd, b"/dev/pts\0", m.pts_access)?;
+                grant(c.ruleset_fd, b"/dev/ptmx\0", m.pts_access)?;
+            }
+        }
+        if m.fresh_proc {
+            let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+            if libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                flags,
+                std::ptr::null(),
+            ) == -1
+            {
+                return Err(Step::ProcMount);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Step 4: no-new-privileges (prctl(2); required before an unprivileged
 /// seccomp filter, and keeps setuid binaries from regaining anything),
 /// capabilities dropped in confining modes, landlock_restrict_self(2) with
 /// the parent's ruleset, then each seccomp filter (seccomp(2)), last, so
@@ -359,6 +554,7 @@ unsafe fn confine(a: &ChildArgs) -> Result<(), Step> {
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0) == -1 {
             return Err(Step::NoNewPrivs);
         }
+        enter_mount_namespace(c)?;
         if c.drop_capabilities {
             drop_capabilities(c)?;
         }
@@ -381,7 +577,7 @@ unsafe fn confine(a: &ChildArgs) -> Result<(), Step> {
     Ok(())
 }
 
-/// Step 5, last: the gate's filter with `SECCOMP_FILTER_FLAG_NEW_LISTENER`
+/// Step 4, last: the gate's filter with `SECCOMP_FILTER_FLAG_NEW_LISTENER`
 /// (seccomp(2), Linux 5.0), whose listener lands in the descriptor table
 /// shared with the parent; then a private table, in which the listener is
 /// closed. From here on the gated calls block until the parent answers, so
@@ -453,8 +649,8 @@ unsafe fn setup_and_exec(a: &ChildArgs) -> Step {
         reset_signal_dispositions(a);
         let steps = enter_session(a)
             .and_then(|()| set_parent_death_signal(a))
-            .and_then(|()| change_dir(a))
             .and_then(|()| confine(a))
+            .and_then(|()| change_dir(a))
             .and_then(|()| install_fds(a));
         if let Err(step) = steps {
             return step;

@@ -29,7 +29,7 @@ use tokio::signal::unix::{SignalKind, signal};
 pub use self::abort::{AbortSignals, AbortSource, NoAbort};
 pub use self::phases::{DRAIN, FINAL_READ};
 pub use self::prepare::{Prepared, find_shell, prepare};
-pub(crate) use self::spawn::Confinement;
+pub(crate) use self::spawn::{Confinement, MountPlan};
 pub use self::supervise::Execution;
 
 use self::phases::Phases;
@@ -135,7 +135,7 @@ fn not_run(spec: &Spec, started: Instant, stderr_note: &str) -> RunResult {
 /// Must be called within a tokio runtime with IO and time enabled. Errors
 /// with [`Error::SpawnFailed`] or [`Error::Runtime`]; nothing runs when it
 /// errors.
-pub fn start(spec: &Spec, prepared: Prepared, started: Instant) -> Result<Started, Error> {
+pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<Started, Error> {
     let deadline = spec.timeout.value.map(|t| started + t);
     let facts = |runner_failed| {
         spec.sandbox
@@ -233,6 +233,10 @@ pub fn start(spec: &Spec, prepared: Prepared, started: Instant) -> Result<Starte
             timeout: spec.timeout.value,
             capped: spec.capped_notes(),
             sandbox,
+            after_run: prepared
+                .sandbox
+                .as_mut()
+                .map(|s| std::mem::take(&mut s.after_run)),
         },
         procs,
         phases: Phases::new(deadline, spec.kill_after.value),

@@ -102,7 +102,16 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
     };
     let stdin = stdin.map(start_feeder).transpose()?;
     let spill_dir = SpillDir::new(&spec.spill_dir.value)?;
-    let sandbox = spec.sandbox.as_ref().map(sandbox::prepare).transpose()?;
+    let run = sandbox::RunContext {
+        interactive: spec.interactive,
+        pid_namespace: spec.pid_namespace,
+        workdir: &spec.workdir.value,
+    };
+    let sandbox = spec
+        .sandbox
+        .as_ref()
+        .map(|policy| sandbox::prepare(policy, run))
+        .transpose()?;
     Ok(Prepared {
         shell,
         env,

@@ -23,16 +23,35 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::libc::{self, c_char, c_void};
 
-use super::child::{ChildArgs, ChildConfine, MAX_CHILD_FDS, MAX_FILTERS, Step, child_main};
+use super::child::{
+    ChildArgs, ChildConfine, ChildMount, ChildMounts, MAX_CHILD_FDS, MAX_FILTERS, Step, child_main,
+};
 
 /// Stack of the child between clone and execve: it runs a few small functions.
 const CHILD_STACK_BYTES: usize = 64 * 1024;
 
+/// The child's mount namespace (see `child::enter_mount_namespace`).
+#[derive(Debug, Default)]
+pub(crate) struct MountPlan {
+    /// Paths to bind-mount over themselves, outermost first, and whether
+    /// read-only.
+    pub(crate) binds: Vec<(CString, bool)>,
+    /// A private devpts instance, granted to Landlock with `pts_access`.
+    pub(crate) private_devpts: bool,
+    pub(crate) pts_access: u64,
+    /// A fresh proc (the child leads a new PID namespace).
+    pub(crate) fresh_proc: bool,
+}
+
 /// What the child applies to itself before execve; built by the parent.
 #[derive(Debug, Default)]
 pub(crate) struct Confinement {
-    /// Drop every capability (confining modes).
+    /// Drop capabilities: all but `keep_capabilities`.
     pub(crate) drop_capabilities: bool,
+    /// Capabilities kept when dropping (one bit each).
+    pub(crate) keep_capabilities: u64,
+    /// A mount namespace to enter (needs CAP_SYS_ADMIN).
+    pub(crate) mounts: Option<MountPlan>,
     /// A Landlock ruleset to enforce.
     pub(crate) ruleset: Option<OwnedFd>,
     /// Seccomp filters to load, in order (at most [`MAX_FILTERS`]).
@@ -154,7 +173,52 @@ fn cap_last() -> libc::c_int {
         .unwrap_or(40)
 }
 
-fn child_confine(confine: Option<&Confinement>) -> ChildConfine {
+/// This process's capability sets (capget(2), version 3), masked with
+/// `keep`, as capset(2) takes them.
+fn masked_capabilities(keep: u64) -> [u32; 6] {
+    let header: [u32; 2] = [0x2008_0522, 0];
+    let mut data = [0u32; 6];
+    if keep == 0 {
+        return data;
+    }
+    // SAFETY: capget fills the two __user_cap_data_struct we own.
+    let rc = unsafe { libc::syscall(libc::SYS_capget, header.as_ptr(), data.as_mut_ptr()) };
+    if rc != 0 {
+        return [0; 6];
+    }
+    let (lo, hi) = (keep as u32, (keep >> 32) as u32);
+    [
+        data[0] & lo,
+        data[1] & lo,
+        data[2] & lo,
+        data[3] & hi,
+        data[4] & hi,
+        data[5] & hi,
+    ]
+}
+
+fn child_mounts(plan: Option<&MountPlan>, entries: &[ChildMount]) -> ChildMounts {
+    match plan {
+        None => ChildMounts {
+            enabled: false,
+            binds: std::ptr::null(),
+            bind_count: 0,
+            private_devpts: false,
+            pts_access: 0,
+            fresh_proc: false,
+        },
+        Some(p) => ChildMounts {
+            enabled: true,
+            binds: entries.as_ptr(),
+            bind_count: entries.len(),
+            private_devpts: p.private_devpts,
+            pts_access: p.pts_access,
+            fresh_proc: p.fresh_proc,
+        },
+    }
+}
+
+fn child_confine(confine: Option<&Confinement>, mounts: &[ChildMount]) -> ChildConfine {
     let none = libc::sock_fprog {
         len: 0,
         filter: std::ptr::null_mut(),
@@ -163,6 +227,9 @@ fn child_confine(confine: Option<&Confinement>) -> ChildConfine {
         return ChildConfine {
             enabled: false,
             drop_capabilities: false,
+            keep_capabilities: 0,
+            cap_data: [0; 6],
+            mounts: child_mounts(None, mounts),
             privileged: false,
             cap_last: 0,
             ruleset_fd: -1,
@@ -174,6 +241,9 @@ fn child_confine(confine: Option<&Confinement>) -> ChildConfine {
     ChildConfine {
         enabled: true,
         drop_capabilities: c.drop_capabilities,
+        keep_capabilities: c.keep_capabilities,
+        cap_data: masked_capabilities(c.keep_capabilities),
+        mounts: child_mounts(c.mounts.as_ref(), mounts),
         // Dropping from the bounding set needs CAP_SETPCAP; without it the
         // bounding set stays, which no-new-privileges makes harmless.
         privileged: c.drop_capabilities && super::holds_capability(super::CAP_SETPCAP),
@@ -328,6 +398,21 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
         }
     };
 
+    // The bind mounts as the child reads them: pointers into the
+    // confinement's strings, which outlive the spawn.
+    let mount_entries: Vec<ChildMount> = program
+        .confine
+        .and_then(|c| c.mounts.as_ref())
+        .map(|m| {
+            m.binds
+                .iter()
+                .map(|(p, ro)| ChildMount {
+                    path: p.as_ptr(),
+                    read_only: *ro,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let args = ChildArgs {
         path: path.as_ptr(),
         argv: argv_ptrs.as_ptr(),
@@ -343,7 +428,7 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
         },
         sigrtmax: libc::SIGRTMAX(),
         interactive: matches!(program.fds, ChildFds::Terminal),
-        confine: child_confine(program.confine),
+        confine: child_confine(program.confine, &mount_entries),
         failed_step: AtomicI32::new(Step::None as i32),
         errno: AtomicI32::new(0),
         listener: AtomicI32::new(-1),

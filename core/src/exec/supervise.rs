@@ -22,6 +22,7 @@ use super::streams::Streams;
 use crate::capture::Delta;
 use crate::error::Error;
 use crate::result::{RunResult, SandboxFacts};
+use crate::sandbox::AfterRun;
 use crate::sandbox::denial::looks_denied;
 use crate::sandbox::gate::Gate;
 
@@ -35,6 +36,8 @@ pub(crate) struct Report {
     pub(crate) capped: Vec<String>,
     /// Sandbox facts (`denied` is decided at the end).
     pub(crate) sandbox: Option<SandboxFacts>,
+    /// What to check and undo of protected paths once the tree is gone.
+    pub(crate) after_run: Option<AfterRun>,
 }
 
 /// A running (or finished) command and its output captures.
@@ -168,9 +171,23 @@ impl Execution {
             .gate
             .as_ref()
             .is_some_and(|g| !g.denials().kept.is_empty());
+        // The tree is gone: nothing can change the protected paths now.
+        let protected_changes = report
+            .after_run
+            .as_ref()
+            .map(AfterRun::undo)
+            .unwrap_or_default();
         let sandbox = report.sandbox.map(|mut facts| {
             facts.denied =
                 gate_denied || looks_denied(facts.mode, exit_code != Some(0), &out.text, &err.text);
+            facts.protected_changes = protected_changes
+                .into_iter()
+                .map(|c| crate::result::ProtectedChangeFact {
+                    path: c.path,
+                    change: c.change.into(),
+                    restored: c.restored,
+                })
+                .collect();
             facts
         });
         RunResult {

@@ -14,7 +14,6 @@
 //! counts as running while its supervisor (same pid, same start time)
 //! lives, whatever the files say.
 
-use std::ffi::OsString;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -36,32 +35,15 @@ pub enum Status {
     Lost,
 }
 
-/// The per-user root of job directories: `$XDG_RUNTIME_DIR/dsh-exec/jobs`,
-/// else `$XDG_STATE_HOME/dsh-exec/jobs`, else `~/.local/state/dsh-exec/jobs`,
-/// else `TEMP/dsh-exec-jobs-UID`, from `env` (this process's environment).
+/// The per-user root of job directories: `STATE/jobs`, with `state_dir`
+/// the directory of `dsh-exec`'s own state ([`crate::Ambient::state_dir`]).
 /// Created 0700; refused when it, or the `dsh-exec` directory above it,
-/// belongs to another user or is open to others. (The temp dir comes last:
-/// `workspace-write` lets commands write there, and job state must be out of
-/// their reach.)
+/// belongs to another user or is open to others.
 ///
 /// Errors with [`Error::JobsUnusable`].
-pub fn jobs_root(env: &[(OsString, OsString)], temp_dir: &Path) -> Result<PathBuf, Error> {
-    let get = |k: &str| {
-        env.iter()
-            .rev()
-            .find(|(n, v)| n == k && !v.is_empty())
-            .map(|(_, v)| PathBuf::from(v))
-    };
+pub fn jobs_root(state_dir: &Path) -> Result<PathBuf, Error> {
     let uid = nix::unistd::geteuid().as_raw();
-    // The runtime dir must exist already (the login session makes it); a
-    // state home is created, as long as HOME itself is a directory.
-    let home = get("HOME").filter(|h| h.is_absolute() && h.is_dir());
-    let root = get("XDG_RUNTIME_DIR")
-        .filter(|r| r.is_absolute() && r.is_dir())
-        .or_else(|| get("XDG_STATE_HOME").filter(|s| s.is_absolute() && home.is_some()))
-        .or_else(|| home.map(|h| h.join(".local").join("state")))
-        .map(|base| base.join("dsh-exec").join("jobs"))
-        .unwrap_or_else(|| temp_dir.join(format!("dsh-exec-jobs-{uid}")));
+    let root = state_dir.join("jobs");
     let unusable = |problem: PathProblem| Error::JobsUnusable {
         path: root.clone(),
         problem,
@@ -76,8 +58,8 @@ pub fn jobs_root(env: &[(OsString, OsString)], temp_dir: &Path) -> Result<PathBu
             .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.permissions().mode() & mask == 0)
     };
     let parent_ok = match root.parent() {
-        Some(p) if p.file_name().is_some_and(|n| n == "dsh-exec") => private(p, 0o022),
-        _ => true,
+        Some(p) => private(p, 0o022),
+        None => true,
     };
     if !private(&root, 0o077) || !parent_ok {
         return Err(unusable(PathProblem::NotPrivate));

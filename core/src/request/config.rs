@@ -16,6 +16,7 @@
 //! sandbox = "workspace-write"
 //! writable_roots = ["/srv/cache"]
 //! allow_unix_sockets = ["/run/postgresql/.s.PGSQL.5432"]
+//! protect = ["/srv/cache/trusted"]
 //!
 //! [caps]
 //! max_timeout = "1h"
@@ -71,6 +72,10 @@ pub struct Defaults {
     /// Unix sockets a confined command may connect to.
     #[serde(default)]
     pub allow_unix_sockets: Vec<PathBuf>,
+    /// Paths kept read-only inside writable roots, besides the built-in
+    /// ones (added to `--protect`, not replaced by it).
+    #[serde(default)]
+    pub protect: Vec<PathBuf>,
 }
 
 /// The `[caps]` table.

@@ -63,6 +63,8 @@ pub struct Request {
     /// Unix sockets outside the writable roots that a confined command may
     /// connect to (`--allow-unix-socket`).
     pub allow_unix_sockets: Vec<PathBuf>,
+    /// More paths kept read-only inside writable roots (`--protect`).
+    pub protect: Vec<PathBuf>,
     /// Keep the temp directory read-only in `workspace-write`.
     pub no_temp_write: bool,
     /// Attach the command to this terminal, uncaptured.
@@ -90,6 +92,33 @@ pub struct Ambient {
     /// Whether this process may create a PID namespace (it holds
     /// CAP_SYS_ADMIN).
     pub can_create_pid_namespace: bool,
+    /// The invoking user's home directory (`$HOME`, when absolute).
+    pub home: Option<PathBuf>,
+    /// The directory of `dsh-exec`'s own state (jobs, private spill files):
+    /// `$XDG_RUNTIME_DIR/dsh-exec` when that runtime directory exists, else
+    /// `$XDG_STATE_HOME/dsh-exec`, else `~/.local/state/dsh-exec`, else,
+    /// with no usable HOME, `TEMP/.dsh-exec-UID`. The temp dir comes last on
+    /// purpose: `workspace-write` commands may write there.
+    pub state_dir: PathBuf,
+}
+
+/// [`Ambient::state_dir`] from an environment and the temp dir.
+pub fn state_dir(env: &[(OsString, OsString)], temp_dir: &Path) -> PathBuf {
+    let get = |k: &str| {
+        env.iter()
+            .rev()
+            .find(|(n, v)| n == k && !v.is_empty())
+            .map(|(_, v)| PathBuf::from(v))
+    };
+    // The runtime dir must exist already (the login session makes it); a
+    // state home is created on use, as long as HOME itself is a directory.
+    let home = get("HOME").filter(|h| h.is_absolute() && h.is_dir());
+    get("XDG_RUNTIME_DIR")
+        .filter(|r| r.is_absolute() && r.is_dir())
+        .or_else(|| get("XDG_STATE_HOME").filter(|s| s.is_absolute() && home.is_some()))
+        .or_else(|| home.map(|h| h.join(".local").join("state")))
+        .map(|base| base.join("dsh-exec"))
+        .unwrap_or_else(|| temp_dir.join(format!(".dsh-exec-{}", nix::unistd::geteuid())))
 }
 
 impl Ambient {
@@ -111,11 +140,20 @@ impl Ambient {
             .filter(|t| !t.is_empty())
             .map(|t| absolute(&cwd, PathBuf::from(t)))
             .unwrap_or_else(|| PathBuf::from("/tmp"));
+        let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        let home = env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "HOME")
+            .map(|(_, v)| PathBuf::from(v))
+            .filter(|h| h.is_absolute());
         Ok(Ambient {
             cwd,
-            env: std::env::vars_os().collect(),
+            state_dir: state_dir(&env, &temp_dir),
+            env,
             temp_dir,
             can_create_pid_namespace: crate::exec::holds_capability(crate::exec::CAP_SYS_ADMIN),
+            home,
         })
     }
 }
@@ -268,6 +306,13 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
         ([], Some(c)) => c.defaults.allow_unix_sockets.clone(),
         (flags, _) => flags.to_vec(),
     };
+    // Protected paths add up: the configuration file's and the flags'.
+    let protect: Vec<PathBuf> = req
+        .config
+        .iter()
+        .flat_map(|c| c.defaults.protect.clone())
+        .chain(req.protect.iter().cloned())
+        .collect();
     Some(Policy {
         mode,
         network: Sourced::pick(req.network, None, || Network::Allow),
@@ -287,6 +332,18 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
             .into_iter()
             .map(|p| absolute(&ambient.cwd, p))
             .collect(),
+        protect: protect
+            .into_iter()
+            .map(|p| absolute(&ambient.cwd, p))
+            .collect(),
+        home: ambient.home.clone(),
+        config_path: req
+            .config
+            .as_ref()
+            .map(|c| c.path.clone())
+            .or_else(|| config::location(&ambient.env).map(|(p, _)| p))
+            .map(|p| absolute(&ambient.cwd, p)),
+        state_dir: ambient.state_dir.clone(),
     })
 }
 
@@ -301,6 +358,8 @@ mod tests {
             env: vec![],
             temp_dir: "/tmp".into(),
             can_create_pid_namespace: false,
+            home: Some("/home/u".into()),
+            state_dir: "/home/u/.local/state/dsh-exec".into(),
         }
     }
 
@@ -394,6 +453,7 @@ mod tests {
             workspace_root: Some("/ws".into()),
             writable_roots: vec![odd(), "/cache".into()],
             allow_unix_sockets: vec![odd()],
+            protect: vec![odd()],
             no_temp_write: false,
             interactive: false,
             stream: None,

@@ -72,6 +72,10 @@ pub enum Unenforced {
     /// TCP bind and connect rules (ABI 4); seccomp still refuses IP sockets,
     /// so this one does not make enforcement partial.
     TcpRules,
+    /// Protected paths inside writable roots, which need a mount namespace
+    /// (CAP_SYS_ADMIN): without one they are restored after the run, not
+    /// kept read-only during it.
+    ProtectedPaths,
 }
 
 impl Unenforced {
@@ -82,6 +86,7 @@ impl Unenforced {
             Unenforced::Truncate => 3,
             Unenforced::TcpRules => 4,
             Unenforced::SignalScope | Unenforced::AbstractUnixScope => 6,
+            Unenforced::ProtectedPaths => 0,
         }
     }
 
@@ -104,6 +109,9 @@ impl Unenforced {
             Unenforced::TcpRules => {
                 format!("Landlock TCP rules (ABI {since}; seccomp still refuses IP sockets)")
             }
+            Unenforced::ProtectedPaths => "protected paths read-only (no mount namespace without \
+                 CAP_SYS_ADMIN; they are restored after the run instead)"
+                .into(),
         }
     }
 }
@@ -150,6 +158,12 @@ impl Serialize for Enforcement {
     }
 }
 
+/// The rights on a writable device (a terminal the command made): the file
+/// rights but execute, as bits of `landlock_path_beneath_attr`.
+pub(crate) fn device_access(abi: i32) -> u64 {
+    (AccessFs::from_file(ABI::from(abi)) & !AccessFs::Execute).bits()
+}
+
 /// The enforcement a policy gets on a kernel with Landlock ABI `abi`.
 pub fn enforcement(policy: &Policy, abi: i32) -> Enforcement {
     let deny = policy.network.value == Network::Deny;
@@ -158,7 +172,7 @@ pub fn enforcement(policy: &Policy, abi: i32) -> Enforcement {
         (Unenforced::Refer, confining),
         (Unenforced::Truncate, confining),
         (Unenforced::SignalScope, confining),
-        (Unenforced::AbstractUnixScope, deny),
+        (Unenforced::AbstractUnixScope, confining || deny),
         (Unenforced::TcpRules, deny),
     ];
     Enforcement {
@@ -184,7 +198,12 @@ pub fn enforcement(policy: &Policy, abi: i32) -> Enforcement {
 ///
 /// Errors when the kernel refuses the ruleset or a rule, or a granted
 /// system path cannot be opened.
-pub fn build(policy: &Policy, roots: &Roots, abi: i32) -> Result<OwnedFd, SandboxProblem> {
+pub fn build(
+    policy: &Policy,
+    roots: &Roots,
+    abi: i32,
+    terminal: Option<&Path>,
+) -> Result<OwnedFd, SandboxProblem> {
     let abi = ABI::from(abi);
     let all = AccessFs::from_all(abi);
     let device_rights = AccessFs::from_file(abi) & !AccessFs::Execute;
@@ -206,10 +225,13 @@ pub fn build(policy: &Policy, roots: &Roots, abi: i32) -> Result<OwnedFd, Sandbo
             .handle_access(AccessNet::from_all(abi))
             .map_err(SandboxProblem::Ruleset)?;
     }
-    let scopes: BitFlags<Scope> = match (confining, deny) {
-        (true, true) => Scope::from_all(abi),
-        (true, false) => Scope::from_all(abi) & Scope::Signal,
-        (false, _) => Scope::from_all(abi) & Scope::AbstractUnixSocket,
+    // Confining modes: no signals to, and no abstract Unix sockets of,
+    // processes outside the sandbox (X11 and D-Bus listen on abstract
+    // sockets); --network deny alone: the abstract sockets.
+    let scopes: BitFlags<Scope> = if confining {
+        Scope::from_all(abi)
+    } else {
+        Scope::from_all(abi) & Scope::AbstractUnixSocket
     };
     if !scopes.is_empty() {
         ruleset = ruleset.scope(scopes).map_err(SandboxProblem::Ruleset)?;
@@ -218,11 +240,17 @@ pub fn build(policy: &Policy, roots: &Roots, abi: i32) -> Result<OwnedFd, Sandbo
     if confining {
         // System paths: root-owned, not something the command can swap.
         let mut system: Vec<(&Path, BitFlags<AccessFs>)> = vec![(Path::new("/"), read_rights)];
-        for dev in WRITABLE_DEVICES.iter().chain(&["/dev/pts"]) {
+        for dev in WRITABLE_DEVICES {
             let path = Path::new(dev);
             if path.exists() {
                 system.push((path, device_rights));
             }
+        }
+        // Under -i: the command's own terminal, and /dev/tty (which names
+        // it), and no other.
+        if let Some(t) = terminal {
+            system.push((t, device_rights));
+            system.push((Path::new("/dev/tty"), device_rights));
         }
         for (path, rights) in system {
             let fd = PathFd::new(path).map_err(|source| SandboxProblem::RulePath {

@@ -18,10 +18,12 @@
 pub(crate) mod denial;
 pub(crate) mod gate;
 pub(crate) mod landlock;
+pub mod protect;
 pub(crate) mod seccomp;
 
 use std::fmt;
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -163,6 +165,20 @@ pub struct Policy {
     /// writable roots that the command may connect to.
     #[serde(with = "crate::serde_paths::exact_paths")]
     pub unix_sockets: Vec<PathBuf>,
+    /// `--protect` paths (absolute): kept read-only inside writable roots.
+    #[serde(with = "crate::serde_paths::exact_paths")]
+    pub protect: Vec<PathBuf>,
+    /// The invoking user's home: its start-up files are protected when a
+    /// writable root contains it.
+    #[serde(with = "crate::serde_paths::exact_opt_path")]
+    pub home: Option<PathBuf>,
+    /// `dsh-exec`'s configuration file (the one read, or where one would
+    /// be read): protected, so a run cannot widen a later one.
+    #[serde(with = "crate::serde_paths::exact_opt_path")]
+    pub config_path: Option<PathBuf>,
+    /// `dsh-exec`'s state directory (jobs, private spill files): protected.
+    #[serde(with = "crate::serde_paths::exact_path")]
+    pub state_dir: PathBuf,
 }
 
 /// A path given as writable that cannot be used: skipped, with a warning.
@@ -295,15 +311,15 @@ pub fn open_roots(policy: &Policy) -> Roots {
     roots
 }
 
-/// Character devices that stay writable in every confining mode.
-pub const WRITABLE_DEVICES: [&str; 7] = [
+/// Character devices that stay writable in every confining mode. Terminals
+/// are not among them: the command gets its own under `-i` (and
+/// `/dev/tty`), and otherwise only the ones it makes, in a private devpts.
+pub const WRITABLE_DEVICES: [&str; 5] = [
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
-    "/dev/ptmx",
 ];
 
 /// A policy made ready to apply: what the child does to itself, and how
@@ -316,36 +332,122 @@ pub struct Prepared {
     pub enforcement: Enforcement,
     /// The writable roots, as opened.
     pub roots: Roots,
+    /// The protected paths inside the writable roots.
+    pub protection: protect::Protection,
+    /// What to undo after the run: a snapshot of the protected files where
+    /// no mount namespace protects them, and the protected files that did
+    /// not exist.
+    pub(crate) after_run: AfterRun,
 }
 
-/// Checks the kernel, opens the writable roots, and builds the Landlock
-/// ruleset and the seccomp filters.
+/// What the end of a confined run checks and undoes.
+#[derive(Debug, Default)]
+pub(crate) struct AfterRun {
+    pub(crate) snapshot: Option<protect::Snapshot>,
+    pub(crate) absent: Vec<PathBuf>,
+}
+
+impl AfterRun {
+    /// Undoes the run's changes to protected paths; what it found.
+    pub(crate) fn undo(&self) -> Vec<protect::ProtectedChange> {
+        let mut changes = match &self.snapshot {
+            Some(s) => s.restore(),
+            None => protect::remove_created(&self.absent),
+        };
+        changes.dedup_by(|a, b| a.path == b.path);
+        changes
+    }
+}
+
+/// What preparing a sandbox needs to know about the run besides its policy.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RunContext<'a> {
+    /// The command gets this terminal (`-i`).
+    pub(crate) interactive: bool,
+    /// The command leads a new PID namespace.
+    pub(crate) pid_namespace: bool,
+    pub(crate) workdir: &'a Path,
+}
+
+/// CAP_NET_BIND_SERVICE, CAP_NET_BROADCAST, CAP_NET_ADMIN, CAP_NET_RAW
+/// (capabilities(7)): dropped under `--network deny` in `full-access`.
+const NETWORK_CAPABILITIES: [u32; 4] = [10, 11, 12, 13];
+
+/// The terminal on this process's stdin, for `-i` (ttyname(3)).
+fn own_terminal() -> Option<PathBuf> {
+    nix::unistd::ttyname(std::io::stdin()).ok()
+}
+
+/// Checks the kernel, opens the writable roots, finds the protected paths,
+/// and builds the Landlock ruleset, the seccomp filters and the mount plan.
 ///
 /// Errors with [`Error::SandboxUnavailable`] (fail closed, nothing runs)
 /// when a confining mode has no usable Landlock, or when the ruleset or a
 /// filter cannot be built.
-pub fn prepare(policy: &Policy) -> Result<Prepared, Error> {
+pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Error> {
     let confining = policy.mode.value.confines();
     let deny = policy.network.value == Network::Deny;
+    let privileged = crate::exec::holds_capability(crate::exec::CAP_SYS_ADMIN);
     // full-access without network rules needs nothing from the kernel.
     let abi = if confining {
         kernel_abi().map_err(Error::SandboxUnavailable)?
     } else {
         kernel_abi().unwrap_or(0)
     };
-    let enforcement = landlock::enforcement(policy, abi);
+    let mut enforcement = landlock::enforcement(policy, abi);
     let roots = open_roots(policy);
+    let protection = if policy.mode.value == Mode::WorkspaceWrite {
+        // Created before the run, so that it exists to be protected.
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&policy.state_dir);
+        let real_roots: Vec<PathBuf> = roots.writable.iter().map(|r| r.path.clone()).collect();
+        protect::plan(
+            &real_roots,
+            &protect::Inputs {
+                workdir: std::fs::canonicalize(run.workdir).ok().as_deref(),
+                home: policy.home.as_deref(),
+                config_file: policy.config_path.as_deref(),
+                state_dir: Some(&policy.state_dir),
+                extra: &policy.protect,
+            },
+        )
+    } else {
+        protect::Protection::default()
+    };
+    let after_run = AfterRun {
+        snapshot: (!privileged && !protection.protected.is_empty())
+            .then(|| protect::Snapshot::take(&protection)),
+        absent: protection.absent.clone(),
+    };
+    if !privileged && !protection.protected.is_empty() {
+        enforcement.missing.push(Unenforced::ProtectedPaths);
+    }
     if !confining && !deny {
         return Ok(Prepared {
             confinement: None,
             enforcement,
             roots,
+            protection,
+            after_run,
         });
     }
+    // The terminal the command may use: its own under -i, else only the
+    // ones it makes (a private devpts, where a mount namespace can be had).
+    let private_devpts = confining && privileged && !run.interactive;
+    let terminal = if run.interactive {
+        own_terminal()
+    } else {
+        None
+    };
     // Network rules and scopes need Landlock too, but without it (full-access
     // with --network deny) the seccomp filter still refuses IP sockets.
     let ruleset = if confining || abi >= 4 {
-        Some(landlock::build(policy, &roots, abi).map_err(Error::SandboxUnavailable)?)
+        Some(
+            landlock::build(policy, &roots, abi, terminal.as_deref())
+                .map_err(Error::SandboxUnavailable)?,
+        )
     } else {
         None
     };
@@ -364,15 +466,40 @@ pub fn prepare(policy: &Policy) -> Result<Prepared, Error> {
     } else {
         None
     };
+    let mounts = (privileged && (confining || run.pid_namespace)).then(|| crate::exec::MountPlan {
+        binds: protection
+            .mounts
+            .iter()
+            .filter_map(|(p, ro)| {
+                std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str()))
+                    .ok()
+                    .map(|c| (c, *ro))
+            })
+            .collect(),
+        private_devpts,
+        pts_access: landlock::device_access(abi),
+        fresh_proc: run.pid_namespace,
+    });
+    let keep_capabilities = if confining {
+        0
+    } else {
+        NETWORK_CAPABILITIES
+            .iter()
+            .fold(u64::MAX, |keep, cap| keep & !(1u64 << cap))
+    };
     Ok(Prepared {
         confinement: Some(Confinement {
-            drop_capabilities: confining,
+            drop_capabilities: confining || deny,
+            keep_capabilities,
+            mounts,
             ruleset,
             filters,
             gate,
         }),
         enforcement,
         roots,
+        protection,
+        after_run,
     })
 }
 
@@ -386,7 +513,7 @@ impl Prepared {
         self.confinement.as_ref()?.gate.as_ref()?;
         Some(gate::GatePolicy::new(
             self.roots.writable.iter().map(|r| r.path.clone()).collect(),
-            Vec::new(),
+            self.protection.protected.clone(),
             self.roots.unix_sockets.clone(),
             tree,
         ))
@@ -409,6 +536,7 @@ pub(crate) fn facts(
             EnforcementLevel::Full
         },
         runner_failed,
+        protected_changes: Vec::new(),
         network: policy.network.value,
         network_enforcement: match policy.network.value {
             Network::Deny => NetworkEnforcement::Full,
