@@ -374,9 +374,14 @@ fn explain_shows_the_policy() {
 #[test]
 fn a_confined_command_cannot_redirect_the_spill_files_with_symlinks() {
     let d = dirs();
+    // The command looks for the spill directory wherever it can write, and
+    // swaps any it finds for a symlink to a directory outside.
     let swap_dir = format!(
-        "head -c 100 /dev/zero; sleep 0.3; s=$(ls -d $TMPDIR/dsh-exec-*); mv $s $s.moved && ln -s {o} $s; \
+        "head -c 100 /dev/zero; sleep 0.3; \
+         for s in $(find $TMPDIR {ws} -name 'dsh-exec-*' -type d 2>/dev/null); do \
+           mv $s $s.moved 2>/dev/null && ln -s {o} $s 2>/dev/null; done; \
          head -c 100 /dev/zero >&2",
+        ws = p(&d.ws),
         o = p(&d.outside)
     );
     let (v, _) = sandboxed(
@@ -394,29 +399,47 @@ fn a_confined_command_cannot_redirect_the_spill_files_with_symlinks() {
         &swap_dir,
     );
     assert_eq!(v["stderr"]["total_bytes"], 100, "{v}");
+    for stream in ["stdout", "stderr"] {
+        let path = v[stream]["spill_path"].as_str().unwrap();
+        // The reported path holds exactly the stream.
+        assert_eq!(std::fs::read(path).unwrap(), vec![0u8; 100], "{path}");
+        assert!(!path.starts_with(p(&d.ws)), "{path}");
+    }
     let outside: Vec<_> = std::fs::read_dir(&d.outside).unwrap().collect();
     assert!(outside.is_empty(), "dsh-exec wrote outside: {outside:?}");
 
+    // A spill directory asked for inside the workspace is not used: the
+    // command could swap it.
     let spill = d.ws.join("spill");
     std::fs::create_dir(&spill).unwrap();
     let swap_parent = format!(
         "rmdir spill && ln -s {} spill && head -c 100 /dev/zero",
         p(&d.outside)
     );
-    let (v, _) = sandboxed(
-        &d,
-        &[
+    let out = Test::new()
+        .env("TMPDIR", &d.tmp)
+        .args([
+            "--json",
+            "-C",
+            p(&d.ws),
             "-s",
             "workspace-write",
             "--spill-dir",
-            p(&spill),
-            "--stdout-max-bytes",
-            "16",
-        ],
-        &swap_parent,
+        ])
+        .arg(&spill)
+        .args(["--stdout-max-bytes", "16", "--", &swap_parent])
+        .run();
+    assert!(
+        out.stderr.starts_with(&format!(
+            "dsh-exec: warning: spill directory {} is writable by the confined command; spilling to ",
+            spill.display()
+        )),
+        "{}",
+        out.stderr
     );
-    assert_eq!(v["stdout"]["spill_path"], Value::Null, "{v}");
-    assert!(v["stdout"]["spill_error"].as_str().is_some(), "{v}");
+    let v = out.json();
+    let path = v["stdout"]["spill_path"].as_str().unwrap();
+    assert_eq!(std::fs::read(path).unwrap(), vec![0u8; 100]);
     let outside: Vec<_> = std::fs::read_dir(&d.outside).unwrap().collect();
     assert!(outside.is_empty(), "dsh-exec wrote outside: {outside:?}");
 }

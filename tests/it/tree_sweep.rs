@@ -167,3 +167,68 @@ fn a_child_the_process_image_already_had_is_never_touched() {
     );
     assert!(alive_after, "the pre-existing sleep {pid} was killed");
 }
+
+/// Processes whose command line names `marker` (a path unique to a test).
+fn processes_naming(marker: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.windows(marker.len()).any(|w| w == marker.as_bytes()))
+        })
+        .filter(|pid| alive(*pid))
+        .collect()
+}
+
+/// A "hopper": each instance starts the next and exits at once, so the
+/// chain is always between a parent that is leaving and a child that is
+/// being reparented. 25 runs confined and 25 unconfined leave no survivor.
+#[test]
+fn a_hopper_that_keeps_reparenting_itself_does_not_survive_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let hopper = dir.path().join("hopper.sh");
+    let stop = dir.path().join("stop");
+    std::fs::write(
+        &hopper,
+        format!(
+            "#!/bin/sh\n[ -e {} ] && exit 0\nsetsid \"$0\" </dev/null >/dev/null 2>&1 &\nexit 0\n",
+            stop.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hopper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let marker = hopper.to_str().unwrap().to_string();
+    let mut survivors = 0;
+    for i in 0..50 {
+        let mut args = vec!["--timeout", "10s", "--kill-after", "200ms"];
+        if i % 2 == 1 {
+            args.extend(["-s", "workspace-write"]);
+        }
+        let script = format!("{marker} & sleep 0.2");
+        let out = Test::new()
+            .args(&args)
+            .args(["-C"])
+            .arg(dir.path())
+            .args(["--", &script])
+            .run();
+        assert_eq!(out.status, 0, "{}", out.stderr);
+        let left = processes_naming(&marker);
+        survivors += left.len();
+        if !left.is_empty() {
+            eprintln!("run {i}: {} survived", left.len());
+        }
+    }
+    // Stop the chain and kill what is left, before asserting.
+    std::fs::write(&stop, "").unwrap();
+    let end = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < end && !processes_naming(&marker).is_empty() {
+        for pid in processes_naming(&marker) {
+            cleanup(pid);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(survivors, 0, "hopper processes survived their runs");
+}

@@ -10,6 +10,7 @@ use std::fs::File;
 use std::io;
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use nix::unistd::{AccessFlags, access};
@@ -47,6 +48,7 @@ pub struct Prepared {
     pub(crate) stdin: Option<std::sync::mpsc::SyncSender<File>>,
     pub(crate) spill_dir: SpillDir,
     pub(crate) sandbox: Option<sandbox::Prepared>,
+    warnings: Vec<String>,
 }
 
 impl Prepared {
@@ -55,14 +57,17 @@ impl Prepared {
     /// of `/`.
     pub fn warnings(&self) -> Vec<String> {
         let Some(s) = &self.sandbox else {
-            return Vec::new();
+            return self.warnings.clone();
         };
         let skipped = s
             .roots
             .skipped
             .iter()
             .map(|k| format!("writable root {} skipped: {}", k.path.display(), k.reason));
-        skipped.chain(s.roots.warnings.iter().cloned()).collect()
+        skipped
+            .chain(s.roots.warnings.iter().cloned())
+            .chain(self.warnings.iter().cloned())
+            .collect()
     }
 }
 
@@ -101,7 +106,6 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         )),
     };
     let stdin = stdin.map(start_feeder).transpose()?;
-    let spill_dir = SpillDir::new(&spec.spill_dir.value)?;
     let run = sandbox::RunContext {
         interactive: spec.interactive,
         pid_namespace: spec.pid_namespace,
@@ -112,13 +116,60 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         .as_ref()
         .map(|policy| sandbox::prepare(policy, run))
         .transpose()?;
+    let (spill_parent, moved) = spill_parent(spec, sandbox.as_ref())?;
+    let spill_dir = SpillDir::new(&spill_parent)?;
+    let mut warnings = Vec::new();
+    if moved && spec.spill_dir.origin != crate::spec::Origin::Default {
+        warnings.push(format!(
+            "spill directory {} is writable by the confined command; spilling to {} instead",
+            spec.spill_dir.value.display(),
+            spill_parent.display()
+        ));
+    }
     Ok(Prepared {
         shell,
         env,
         stdin,
         spill_dir,
         sandbox,
+        warnings,
     })
+}
+
+/// Where the run's spill directory goes: the spec's parent, unless a
+/// confined command could write there (it lies under a writable root, as
+/// the temp dir does in `workspace-write`): a command that can rename
+/// the spill directory can make the reported "full stream" hold other
+/// bytes. Then it goes to `STATE/spill`, `dsh-exec`'s own directory, which
+/// a confining run keeps read-only (see `sandbox::protect`). Returns the
+/// parent and whether it was moved.
+fn spill_parent(
+    spec: &Spec,
+    sandbox: Option<&sandbox::Prepared>,
+) -> Result<(PathBuf, bool), Error> {
+    let asked = spec.spill_dir.value.clone();
+    let (Some(policy), Some(prepared)) = (&spec.sandbox, sandbox) else {
+        return Ok((asked, false));
+    };
+    let real = std::fs::canonicalize(&asked).unwrap_or_else(|_| asked.clone());
+    let writable = prepared
+        .roots
+        .writable
+        .iter()
+        .any(|r| real.starts_with(&r.path));
+    if !policy.mode.value.confines() || !writable {
+        return Ok((asked, false));
+    }
+    let private = policy.state_dir.join("spill");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&private)
+        .map_err(|e| Error::SpillUnusable {
+            path: private.clone(),
+            problem: PathProblem::Io(e),
+        })?;
+    Ok((private, true))
 }
 
 /// Where the stdin bytes come from, opened (or checked) before the spawn.

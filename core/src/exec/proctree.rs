@@ -96,6 +96,10 @@ fn children(pid: i32) -> Vec<i32> {
     out
 }
 
+/// The most walks [`Tree::freeze`] makes (a fork bomb faster than the
+/// walk is bounded by the limits, not by this).
+const FREEZE_PASSES: usize = 1000;
+
 /// The run's process tree, rooted at this process.
 #[derive(Debug, Clone)]
 pub(crate) struct Tree {
@@ -139,6 +143,41 @@ impl Tree {
             queue.extend(children(pid));
         }
         found
+    }
+
+    /// Stops the whole tree (SIGSTOP to every process found, walk again,
+    /// until two walks in a row find nothing new) and returns the stopped
+    /// processes. A stopped process cannot fork, so this converges even on
+    /// a "hopper" that forks, lets its parent exit and does so again: such
+    /// a process is between two places for a moment, and a single walk can
+    /// miss it; the next walk finds it reparented here (we are its
+    /// subreaper), and stops it. At most [`FREEZE_PASSES`] walks.
+    pub(crate) fn freeze(&self) -> Vec<Seen> {
+        let mut frozen: Vec<Seen> = Vec::new();
+        let mut quiet = 0;
+        for _ in 0..FREEZE_PASSES {
+            let new: Vec<Seen> = self
+                .live()
+                .into_iter()
+                .filter(|p| !frozen.contains(p))
+                .collect();
+            if new.is_empty() {
+                quiet += 1;
+                if quiet == 2 {
+                    break;
+                }
+                continue;
+            }
+            quiet = 0;
+            frozen.extend(new.into_iter().filter(|p| signal_one(*p, Signal::SIGSTOP)));
+        }
+        frozen
+    }
+
+    /// True when two walks in a row find no process: one walk can miss a
+    /// process that is being reparented (see [`Tree::freeze`]).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.live().is_empty() && self.live().is_empty()
     }
 
     /// Sends `sig` to each process that is still the one seen. Returns how
@@ -316,31 +355,33 @@ impl Processes for CommandProcs {
     }
 
     fn all_gone(&mut self) -> bool {
-        self.tree.live().is_empty()
+        self.tree.is_empty()
     }
 
-    /// SIGTERM (and SIGCONT, so a stopped process sees it) to the group and
-    /// to every process of the tree outside it: members of the group get it
-    /// from killpg only, one SIGTERM each (a second could run a TERM trap
-    /// twice).
+    /// SIGTERM to the group and to every process of the tree outside it,
+    /// with the tree stopped meanwhile, so that none is missed; then SIGCONT
+    /// to all, so that each sees it (and a process that was stopped before
+    /// does too). Members of the group get it from killpg only, one SIGTERM
+    /// each (a second could run a TERM trap twice).
     fn terminate(&mut self) {
+        let frozen = self.tree.freeze();
         let _ = killpg(self.pid, Signal::SIGTERM);
-        let _ = killpg(self.pid, Signal::SIGCONT);
-        let outside: Vec<_> = self
-            .tree
-            .live()
-            .into_iter()
+        let outside: Vec<_> = frozen
+            .iter()
+            .copied()
             .filter(|p| p.pgrp != self.pid.as_raw())
             .collect();
         self.tree.signal(&outside, Signal::SIGTERM);
-        self.tree.signal(&outside, Signal::SIGCONT);
+        let _ = killpg(self.pid, Signal::SIGCONT);
+        self.tree.signal(&frozen, Signal::SIGCONT);
     }
 
-    /// SIGKILL to the group and to every process of the tree (again on each
-    /// poll while killing, to catch what was forked meanwhile).
+    /// SIGKILL to the group and to every process of the tree, stopped first
+    /// so that none is missed (again on each poll while killing).
     fn kill(&mut self) {
+        let frozen = self.tree.freeze();
         let _ = killpg(self.pid, Signal::SIGKILL);
-        self.tree.signal(&self.tree.live(), Signal::SIGKILL);
+        self.tree.signal(&frozen, Signal::SIGKILL);
     }
 }
 
