@@ -19,6 +19,7 @@ mod support;
 mod abort;
 mod color;
 mod config;
+mod containment;
 mod deadline;
 mod environment;
 mod exit_status;

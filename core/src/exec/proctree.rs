@@ -198,6 +198,38 @@ impl Tree {
     }
 }
 
+/// Signals `p` through a pidfd, if its pid still names the process seen and
+/// its command line (`/proc/PID/cmdline`, read once the pidfd pins it)
+/// passes `check`.
+pub(crate) fn signal_verified(p: Seen, sig: Signal, check: impl Fn(&[u8]) -> bool) -> bool {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, p.pid, 0) };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: `fd` is a fresh descriptor that we own from here on.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    let same = stat(p.pid).is_some_and(|(_, t)| t == p.start_time)
+        && std::fs::read(format!("/proc/{}/cmdline", p.pid)).is_ok_and(|c| check(&c));
+    // The pidfd still names the process checked: a reused pid would have
+    // another start time, and the pidfd would not follow it.
+    same && send_through(&fd, sig)
+}
+
+fn send_through(fd: &OwnedFd, sig: Signal) -> bool {
+    // SAFETY: plain system call on a descriptor we own.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            std::os::fd::AsRawFd::as_raw_fd(fd),
+            sig as i32,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    rc == 0
+}
+
 /// Signals `p` through a pidfd, if its pid still names the process seen.
 pub(crate) fn signal_one(p: Seen, sig: Signal) -> bool {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
@@ -215,17 +247,7 @@ pub(crate) fn signal_one(p: Seen, sig: Signal) -> bool {
     if stat(p.pid).is_none_or(|(_, t)| t != p.start_time) {
         return false;
     }
-    // SAFETY: plain system call on a descriptor we own.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            std::os::fd::AsRawFd::as_raw_fd(&fd),
-            sig as i32,
-            std::ptr::null::<libc::siginfo_t>(),
-            0,
-        )
-    };
-    rc == 0
+    send_through(&fd, sig)
 }
 
 /// How the direct child ended: its exit code, or the signal that killed it.

@@ -1,5 +1,6 @@
 //! The client side of a job: incremental reads, waiting, killing.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -79,9 +80,15 @@ pub fn wait(dir: &Path, limit: Option<Duration>) -> Waited {
     }
 }
 
-/// Sends SIGTERM to the job's supervisor (if it is still the process that
-/// started the job), which then ends the job like an abort: SIGTERM, grace,
-/// SIGKILL and the sweep. Returns false when the job was not running.
+/// Sends SIGTERM to the job's supervisor, which then ends the job like an
+/// abort: SIGTERM, grace, SIGKILL and the sweep. Returns false when the job
+/// was not running.
+///
+/// The supervisor is known by more than its record says (a file a command
+/// could have forged): the process must have the recorded pid and start
+/// time, and its command line must end with this job's directory and id,
+/// as the launcher started it; it is then signalled through a pidfd, so it
+/// cannot be swapped between the check and the signal.
 pub fn kill(dir: &Path) -> bool {
     let Some(s) = store::supervisor(dir) else {
         return false;
@@ -89,10 +96,19 @@ pub fn kill(dir: &Path) -> bool {
     if store::status(dir) != Status::Running {
         return false;
     }
+    let Some(id) = dir.file_name() else {
+        return false;
+    };
+    let mut expected = dir.as_os_str().as_bytes().to_vec();
+    expected.push(0);
+    expected.extend_from_slice(id.as_bytes());
+    expected.push(0);
     let seen = crate::exec::proctree::Seen {
         pid: s.pid,
         start_time: s.start,
         pgrp: 0,
     };
-    crate::exec::proctree::signal_one(seen, nix::sys::signal::Signal::SIGTERM)
+    crate::exec::proctree::signal_verified(seen, nix::sys::signal::Signal::SIGTERM, |cmdline| {
+        cmdline.ends_with(&expected)
+    })
 }

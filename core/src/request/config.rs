@@ -191,8 +191,40 @@ pub fn load(env: &[(OsString, OsString)]) -> Result<Option<Config>, Error> {
     if !explicit && std::fs::metadata(&path).is_err() {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(&path).map_err(|e| invalid(&path, e.into()))?;
+    let text = read_bounded(&path).map_err(|e| invalid(&path, e.into()))?;
     parse(&path, &text).map(Some)
+}
+
+/// The largest configuration file read: 1 MiB.
+pub const CONFIG_MAX_BYTES: u64 = 1 << 20;
+
+/// Reads a configuration file that must be a regular file of at most
+/// [`CONFIG_MAX_BYTES`]: a FIFO would hold `dsh-exec` before any deadline
+/// starts, and `/dev/zero` never ends. Opened with `O_NONBLOCK`, so that
+/// even the open cannot wait.
+fn read_bounded(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    if meta.len() > CONFIG_MAX_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "larger than 1 MiB",
+        ));
+    }
+    let mut text = String::new();
+    file.take(CONFIG_MAX_BYTES).read_to_string(&mut text)?;
+    Ok(text)
 }
 
 /// Parses configuration text read from `path`.

