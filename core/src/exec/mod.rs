@@ -191,7 +191,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
     let gate = match (spawned.listener, prepared.sandbox.as_ref()) {
         (Some(listener), Some(sandbox)) => {
             let policy = sandbox.gate_policy(tree.clone());
-            match policy.map(|p| Gate::new(listener, p)) {
+            match policy.map(|p| Gate::start(listener, p)) {
                 Some(Ok(g)) => Some(g),
                 // The command already waits on the gate: without it, it
                 // must not run. Its gated calls fail once the listener

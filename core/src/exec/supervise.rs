@@ -48,15 +48,8 @@ pub struct Execution {
     pub(crate) streams: Streams,
     /// Registered before the spawn, so that the child's exit cannot be missed.
     pub(crate) sigchld: tokio::signal::unix::Signal,
-    /// The sandbox's gate (confining modes): answered in the same loop.
+    /// The sandbox's gate (confining modes), on a thread of its own.
     pub(crate) gate: Option<Gate>,
-}
-
-async fn serve_gate(gate: &mut Option<Gate>) {
-    match gate {
-        Some(g) => g.serve().await,
-        None => pending().await,
-    }
 }
 
 async fn sleep_opt(at: Option<Instant>) {
@@ -120,7 +113,6 @@ impl Execution {
             let wake = self.phases.wake(self.procs.exited(), Instant::now());
             tokio::select! {
                 _ = self.streams.read_some() => {}
-                _ = serve_gate(&mut self.gate) => {}
                 _ = self.sigchld.recv() => self.poll_exit()?,
                 _ = sleep_opt(wake.phase_end) => {
                     if self.phases.phase_ended(Instant::now(), &mut self.procs) == Effect::StopReading {

@@ -230,6 +230,7 @@ fn connect(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i3
     let addr = read_addr(task, a[1], a[2])?;
     let sock = task.take_fd(a[0])?;
     let dest = judge(task, &sock, addr, "connect", policy)?;
+    task.check()?;
     let check = policy.peer_check();
     Ok(Outcome::Blocking(Box::new(move || {
         // The whole Dest moves in, its pin with it (a closure would
@@ -294,6 +295,7 @@ fn sendto(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32
     let data = read_data(task, &sock, a[1], a[2] as usize)?;
     let flags = a[3] as i32;
     let dest = judge(task, &sock, addr, "sendto", policy)?;
+    task.check()?;
     Ok(Outcome::Blocking(Box::new(move || {
         let dest = dest;
         // SAFETY: our duplicate of the socket, our copies of data and address.
@@ -460,6 +462,7 @@ fn sendmsg(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i3
     let sock = task.take_fd(a[0])?;
     let mut m = read_message(task, &sock, a[1], "sendmsg", policy)?;
     let flags = a[2] as i32;
+    task.check()?;
     Ok(Outcome::Blocking(Box::new(move || {
         send_message(&sock, &mut m, flags)
     })))
@@ -483,6 +486,7 @@ fn sendmmsg(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i
             policy,
         )?);
     }
+    task.check()?;
     let (tid, base) = (task.tid, a[1]);
     Ok(Outcome::Blocking(Box::new(move || {
         let mut sent = 0i64;

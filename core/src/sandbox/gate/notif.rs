@@ -93,10 +93,15 @@ impl Abi {
     /// the one that was has been withdrawn: its task was interrupted or
     /// died).
     pub(crate) fn recv(&self, listener: &impl AsRawFd) -> io::Result<Option<Notification>> {
-        let fd = listener.as_raw_fd();
-        if !readable(fd)? {
+        if !readable(listener.as_raw_fd())? {
             return Ok(None);
         }
+        self.recv_ready(listener)
+    }
+
+    /// Receives the notification poll(2) has just reported readable.
+    pub(crate) fn recv_ready(&self, listener: &impl AsRawFd) -> io::Result<Option<Notification>> {
+        let fd = listener.as_raw_fd();
         // Zeroed, as the kernel requires, and as large as it says.
         let mut buf = vec![0u64; self.notif_size.div_ceil(8)];
         // SAFETY: the buffer is at least the kernel's notification size.

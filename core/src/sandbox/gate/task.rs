@@ -14,8 +14,13 @@
 //!   thread itself; pidfd_getfd(2) (5.6) duplicates one of its descriptors
 //!   into this process, the same open file description.
 //!
-//! Every /proc access is followed by `SECCOMP_IOCTL_NOTIF_ID_VALID`: if the
-//! task died and its thread id was reused meanwhile, the answer is dropped.
+//! After the last /proc access and memory read of a notification, and before
+//! anything is done, `SECCOMP_IOCTL_NOTIF_ID_VALID` tells whether the task
+//! is still the one that made the call ([`Task::check`]): if it died and
+//! its thread id was reused meanwhile, the notification is no longer
+//! pending, and nothing read through that thread id is acted on. One check
+//! at the end covers every access before it, since a thread id cannot come
+//! back to the task that made the call.
 
 use std::ffi::{CString, OsStr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -28,6 +33,15 @@ use super::notif::{Notification, still_valid};
 
 /// `PIDFD_THREAD` (Linux 6.9): a pidfd for a thread rather than a process.
 const PIDFD_THREAD: libc::c_uint = libc::O_EXCL as libc::c_uint;
+
+/// How many thread pidfds the gate keeps.
+const PIDFD_CACHE: usize = 256;
+
+thread_local! {
+    /// The pidfds of the threads the gate's thread has served.
+    static PIDFDS: std::cell::RefCell<std::collections::HashMap<i32, OwnedFd>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
 
 /// The calling task of one notification.
 pub(crate) struct Task {
@@ -99,9 +113,32 @@ impl Task {
     }
 
     /// The open file behind the task's descriptor `fd`, duplicated into this
-    /// process (pidfd_getfd(2)); EBADF when it has none.
+    /// process (pidfd_getfd(2)); EBADF when it has none. Callers [`check`]
+    /// before they act on it.
+    ///
+    /// [`check`]: Task::check
     pub(crate) fn take_fd(&self, fd: u64) -> Result<OwnedFd, i32> {
         let fd = i32::try_from(fd).map_err(|_| libc::EBADF)?;
+        let getfd = |pidfd: RawFd| {
+            // SAFETY: pidfd_getfd returns a new descriptor in this process.
+            let dup = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd, fd, 0) };
+            if dup < 0 {
+                return Err(errno());
+            }
+            // SAFETY: a fresh descriptor we own from here on.
+            Ok(unsafe { OwnedFd::from_raw_fd(dup as i32) })
+        };
+        let mapped = |e: i32| if e == libc::EPERM { libc::EACCES } else { e };
+        // A pidfd per thread, kept while the thread lives: a pidfd never
+        // follows its id to a new thread, so a cached one that fails (its
+        // thread died: ESRCH, or its files are gone: EBADF) is dropped and
+        // the call tried once more with a fresh one.
+        if let Some(cached) = PIDFDS.with(|c| c.borrow().get(&self.tid).map(|p| p.as_raw_fd())) {
+            if let Ok(dup) = getfd(cached) {
+                return Ok(dup);
+            }
+            PIDFDS.with(|c| c.borrow_mut().remove(&self.tid));
+        }
         // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
         let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, self.tid, PIDFD_THREAD) };
         if pidfd < 0 {
@@ -109,18 +146,14 @@ impl Task {
         }
         // SAFETY: a fresh descriptor we own from here on.
         let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
-        self.check()?;
-        // SAFETY: pidfd_getfd returns a new descriptor in this process.
-        let dup = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) };
-        if dup < 0 {
-            return Err(match errno() {
-                libc::EPERM => libc::EACCES,
-                e => e,
-            });
-        }
-        // SAFETY: a fresh descriptor we own from here on.
-        let dup = unsafe { OwnedFd::from_raw_fd(dup as i32) };
-        self.check()?;
+        let dup = getfd(pidfd.as_raw_fd()).map_err(mapped)?;
+        PIDFDS.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.len() >= PIDFD_CACHE {
+                c.clear();
+            }
+            c.insert(self.tid, pidfd);
+        });
         Ok(dup)
     }
 
@@ -135,9 +168,7 @@ impl Task {
         } else {
             format!("/proc/{}/fd/{}", self.tid, dirfd)
         };
-        let fd = open_at(libc::AT_FDCWD, link.as_bytes(), libc::O_PATH)?;
-        self.check()?;
-        Ok(fd)
+        open_at(libc::AT_FDCWD, link.as_bytes(), libc::O_PATH)
     }
 
     /// Pins the inode `path` names for the task, relative to its `dirfd`
@@ -145,7 +176,9 @@ impl Task {
     /// following a final symlink when `follow`, and naming `dirfd` itself
     /// when `path` is empty and `empty_path` (`AT_EMPTY_PATH`). Errors with
     /// the errno the task's own call would have met (ENOENT, ENOTDIR,
-    /// ELOOP, EACCES, ...).
+    /// ELOOP, EACCES, ...). Callers [`check`] before they act on it.
+    ///
+    /// [`check`]: Task::check
     pub(crate) fn pin(
         &self,
         dirfd: i32,
@@ -168,9 +201,7 @@ impl Task {
             path
         };
         let flags = libc::O_PATH | if follow { 0 } else { libc::O_NOFOLLOW };
-        let pin = open_at(base.as_raw_fd(), rel, flags)?;
-        self.check()?;
-        Ok(pin)
+        open_at(base.as_raw_fd(), rel, flags)
     }
 
     /// The task's thread-group id (its process), from `/proc/TID/status`.
