@@ -102,3 +102,47 @@ fn explain_is_coloured_only_when_asked_or_on_a_terminal() {
     assert!(!run(&[]).contains('\u{1b}'));
     assert!(!run(&["--color", "never"]).contains('\u{1b}'));
 }
+
+#[test]
+fn explain_names_the_gate_the_protected_paths_and_where_spill_files_go() {
+    let root = tempfile::tempdir().unwrap();
+    let ws = root.path().join("ws");
+    let tmp = root.path().join("tmp");
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    std::fs::write(ws.join(".git/config"), "").unwrap();
+    std::fs::create_dir(&tmp).unwrap();
+    let home = root.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let out = Test::new()
+        .env("TMPDIR", &tmp)
+        .env("HOME", &home)
+        .args(["explain", "--json", "-s", "workspace-write", "-C"])
+        .arg(&ws)
+        .args(["--", "true"])
+        .run();
+    let sb = &out.json()["sandbox"];
+    assert_eq!(
+        sb["gate"]["calls"],
+        "connect, sendto, sendmsg, sendmmsg; chmod, chown, utime, xattr"
+    );
+    let paths = sb["protected"]["paths"].as_array().unwrap();
+    for p in [".git/config", ".git/hooks"] {
+        let want = ws.join(p);
+        assert!(
+            paths.iter().any(|x| x == want.to_str().unwrap()),
+            "{p} not protected: {sb}"
+        );
+    }
+    // The temp dir is writable in workspace-write: spill files go elsewhere.
+    let spill = sb["spill_dir"].as_str().unwrap();
+    assert!(!spill.starts_with(tmp.to_str().unwrap()), "{spill}");
+    assert_eq!(
+        spill,
+        home.join(".local/state/dsh-exec/spill").to_str().unwrap()
+    );
+    let mechanism = sb["protected"]["mechanism"].as_str().unwrap();
+    if nix::unistd::geteuid().is_root() {
+        assert_eq!(mechanism, "read-only bind mounts in a mount namespace");
+        assert_eq!(sb["terminals"], "the ones it makes (a private devpts)");
+    }
+}

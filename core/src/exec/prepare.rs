@@ -136,40 +136,29 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
     })
 }
 
-/// Where the run's spill directory goes: the spec's parent, unless a
-/// confined command could write there (it lies under a writable root, as
-/// the temp dir does in `workspace-write`): a command that can rename
-/// the spill directory can make the reported "full stream" hold other
-/// bytes. Then it goes to `STATE/spill`, `dsh-exec`'s own directory, which
-/// a confining run keeps read-only (see `sandbox::protect`). Returns the
-/// parent and whether it was moved.
+/// Where the run's spill directory goes ([`sandbox::spill_parent`]), the
+/// private one created when it moved. Returns the parent and whether it
+/// moved.
 fn spill_parent(
     spec: &Spec,
     sandbox: Option<&sandbox::Prepared>,
 ) -> Result<(PathBuf, bool), Error> {
-    let asked = spec.spill_dir.value.clone();
+    let asked = &spec.spill_dir.value;
     let (Some(policy), Some(prepared)) = (&spec.sandbox, sandbox) else {
-        return Ok((asked, false));
+        return Ok((asked.clone(), false));
     };
-    let real = std::fs::canonicalize(&asked).unwrap_or_else(|_| asked.clone());
-    let writable = prepared
-        .roots
-        .writable
-        .iter()
-        .any(|r| real.starts_with(&r.path));
-    if !policy.mode.value.confines() || !writable {
-        return Ok((asked, false));
+    let (parent, moved) = sandbox::spill_parent(policy, &prepared.roots, asked);
+    if moved {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&parent)
+            .map_err(|e| Error::SpillUnusable {
+                path: parent.clone(),
+                problem: PathProblem::Io(e),
+            })?;
     }
-    let private = policy.state_dir.join("spill");
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&private)
-        .map_err(|e| Error::SpillUnusable {
-            path: private.clone(),
-            problem: PathProblem::Io(e),
-        })?;
-    Ok((private, true))
+    Ok((parent, moved))
 }
 
 /// Where the stdin bytes come from, opened (or checked) before the spawn.

@@ -10,7 +10,10 @@ use crate::exec::find_shell;
 use crate::request::env::{Layer, display_value};
 use crate::request::units::{format_duration, format_size};
 use crate::sandbox::landlock::enforcement;
-use crate::sandbox::{Mode, Policy, Roots, kernel_abi, open_roots};
+use std::path::PathBuf;
+
+use crate::sandbox::protect::Protection;
+use crate::sandbox::{self, Mode, Policy, Roots, kernel_abi, open_roots};
 use crate::spec::{Origin, Sourced, Spec, StdinSource};
 
 fn origin_text(o: Origin) -> &'static str {
@@ -66,17 +69,83 @@ fn sourced_json<T>(s: &Sourced<T>, value: Value) -> Value {
     }
 }
 
+/// How the sandbox of a spec would be applied, as a run would prepare it.
+struct Applied {
+    roots: Roots,
+    protection: Protection,
+    mount_namespace: bool,
+    spill_dir: (PathBuf, bool),
+}
+
+fn applied(spec: &Spec, policy: &Policy) -> Applied {
+    let roots = open_roots(policy);
+    let protection = sandbox::protection(policy, &roots, &spec.workdir.value);
+    let spill_dir = sandbox::spill_parent(policy, &roots, &spec.spill_dir.value);
+    Applied {
+        roots,
+        protection,
+        mount_namespace: sandbox::has_mount_namespace(),
+        spill_dir,
+    }
+}
+
+/// The enforcement with what the protected paths lack without a mount
+/// namespace, as a run reports it.
+fn full_enforcement(policy: &Policy, abi: i32, a: &Applied) -> crate::sandbox::Enforcement {
+    let mut e = enforcement(policy, abi);
+    if !a.mount_namespace && !a.protection.protected.is_empty() {
+        e.missing.push(crate::sandbox::Unenforced::ProtectedPaths);
+    }
+    e
+}
+
+/// What the gate decides, for `explain`.
+const GATE_CALLS: &str = "connect, sendto, sendmsg, sendmmsg; chmod, chown, utime, xattr";
+
+fn terminals(spec: &Spec, a: &Applied) -> &'static str {
+    if spec.interactive {
+        "this terminal and /dev/tty only"
+    } else if a.mount_namespace {
+        "the ones it makes (a private devpts)"
+    } else {
+        "none (a private devpts needs CAP_SYS_ADMIN)"
+    }
+}
+
+fn protection_mechanism(a: &Applied) -> &'static str {
+    if a.mount_namespace {
+        "read-only bind mounts in a mount namespace"
+    } else {
+        "restored after the run (no mount namespace without CAP_SYS_ADMIN)"
+    }
+}
+
 /// The sandbox part of the explanation, as JSON (`null` without a sandbox).
 fn sandbox_json(spec: &Spec) -> Value {
     let Some(policy) = &spec.sandbox else {
         return Value::Null;
     };
-    let roots = open_roots(policy);
+    let a = applied(spec, policy);
+    let roots = &a.roots;
     let (abi, enforcement) = match kernel_abi() {
-        Ok(abi) => (json!(abi), json!(enforcement(policy, abi))),
+        Ok(abi) => (json!(abi), json!(full_enforcement(policy, abi, &a))),
         Err(e) => (Value::Null, json!({"error": e.to_string()})),
     };
+    let confining = policy.mode.value.confines();
     json!({
+        "gate": confining.then_some(json!({"calls": GATE_CALLS, "mechanism": "seccomp user notification"})),
+        "unix_sockets": confining.then(|| json!({
+            "mechanism": "gate",
+            "allowed": roots.unix_sockets.iter().map(|(_, p)| lossy(p)).collect::<Vec<_>>(),
+        })),
+        "protected": confining.then(|| json!({
+            "mechanism": protection_mechanism(&a),
+            "paths": a.protection.paths().into_iter().map(lossy).collect::<Vec<_>>(),
+            "removed_if_created": a.protection.absent.iter().map(|p| lossy(p)).collect::<Vec<_>>(),
+            "notes": a.protection.notes,
+        })),
+        "terminals": confining.then(|| terminals(spec, &a)),
+        "spill_dir": lossy(&a.spill_dir.0),
         "mode": policy.mode,
         "network": policy.network,
         "workspace_root": sourced_json(&policy.workspace_root, json!(lossy(&policy.workspace_root.value))),
@@ -90,7 +159,9 @@ fn sandbox_json(spec: &Spec) -> Value {
 }
 
 /// The sandbox rows of the text explanation.
-fn sandbox_rows(policy: &Policy, roots: &Roots) -> Vec<(String, String, String)> {
+fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
+    let a = applied(spec, policy);
+    let roots = &a.roots;
     let o = |o: Origin| format!("({})", origin_text(o));
     let mut rows = vec![
         (
@@ -132,9 +203,59 @@ fn sandbox_rows(policy: &Policy, roots: &Roots) -> Vec<(String, String, String)>
             "(warning)".into(),
         ));
     }
+    if policy.mode.value.confines() {
+        rows.push(("gate".into(), GATE_CALLS.into(), String::new()));
+        let mut sockets = vec!["pathname: under the writable roots (the gate)".to_string()];
+        sockets.extend(
+            roots
+                .unix_sockets
+                .iter()
+                .map(|(_, p)| format!("and {}", p.display())),
+        );
+        sockets.push("abstract: the run's own (Landlock scope and the gate)".into());
+        for (i, line) in sockets.into_iter().enumerate() {
+            let name = if i == 0 { "unix-sockets" } else { "" };
+            rows.push((name.into(), line, String::new()));
+        }
+        let shown = 12;
+        let paths = a.protection.paths();
+        for (i, p) in paths.iter().take(shown).enumerate() {
+            let (name, note) = if i == 0 {
+                ("protected", format!("({})", protection_mechanism(&a)))
+            } else {
+                ("", String::new())
+            };
+            rows.push((name.into(), p.display().to_string(), note));
+        }
+        if paths.len() > shown {
+            rows.push((
+                "".into(),
+                format!("... {} more", paths.len() - shown),
+                String::new(),
+            ));
+        }
+        if !a.protection.absent.is_empty() {
+            rows.push((
+                "".into(),
+                format!(
+                    "{} more removed after the run if created",
+                    a.protection.absent.len()
+                ),
+                String::new(),
+            ));
+        }
+        for n in &a.protection.notes {
+            rows.push(("note".into(), n.clone(), String::new()));
+        }
+        rows.push((
+            "terminals".into(),
+            terminals(spec, &a).into(),
+            String::new(),
+        ));
+    }
     match kernel_abi() {
         Ok(abi) => {
-            let e = enforcement(policy, abi);
+            let e = full_enforcement(policy, abi, &a);
             let level = match e.level() {
                 crate::result::EnforcementLevel::Full => "full",
                 crate::result::EnforcementLevel::Partial => "partial",
@@ -250,13 +371,29 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
         note(&spec.stderr_max_bytes),
     );
     row("stdin", stdin_text(&spec.stdin.value), note(&spec.stdin));
-    row(
-        "spill-dir",
-        spec.spill_dir.value.display().to_string(),
-        note(&spec.spill_dir),
-    );
+    let moved = spec
+        .sandbox
+        .as_ref()
+        .map(|p| sandbox::spill_parent(p, &open_roots(p), &spec.spill_dir.value))
+        .filter(|(_, moved)| *moved);
+    match moved {
+        Some((actual, _)) => row(
+            "spill-dir",
+            actual.display().to_string(),
+            format!(
+                "({}; {} is writable by the command)",
+                origin_text(spec.spill_dir.origin),
+                spec.spill_dir.value.display()
+            ),
+        ),
+        None => row(
+            "spill-dir",
+            spec.spill_dir.value.display().to_string(),
+            note(&spec.spill_dir),
+        ),
+    }
     if let Some(policy) = &spec.sandbox {
-        rows.extend(sandbox_rows(policy, &open_roots(policy)));
+        rows.extend(sandbox_rows(spec, policy));
     }
     let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     let vwidth = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).min(48);

@@ -385,6 +385,46 @@ pub(crate) struct RunContext<'a> {
     pub(crate) workdir: &'a Path,
 }
 
+/// The protected paths of `policy` with its writable roots opened as
+/// `roots` (none outside `workspace-write`).
+pub fn protection(policy: &Policy, roots: &Roots, workdir: &Path) -> protect::Protection {
+    if policy.mode.value != Mode::WorkspaceWrite {
+        return protect::Protection::default();
+    }
+    let real_roots: Vec<PathBuf> = roots.writable.iter().map(|r| r.path.clone()).collect();
+    protect::plan(
+        &real_roots,
+        &protect::Inputs {
+            workdir: std::fs::canonicalize(workdir).ok().as_deref(),
+            home: policy.home.as_deref(),
+            config_file: policy.config_path.as_deref(),
+            state_dir: Some(&policy.state_dir),
+            extra: &policy.protect,
+        },
+    )
+}
+
+/// Where a confined run's spill directory goes: `asked`, unless a writable
+/// root covers it (the temp dir in `workspace-write`: the command could
+/// rename the spill directory and make the reported "full stream" hold
+/// other bytes); then `STATE/spill`, `dsh-exec`'s own directory, which the
+/// run keeps read-only. Returns the parent and whether it moved.
+pub fn spill_parent(policy: &Policy, roots: &Roots, asked: &Path) -> (PathBuf, bool) {
+    let real = std::fs::canonicalize(asked).unwrap_or_else(|_| asked.to_path_buf());
+    let writable = roots.writable.iter().any(|r| real.starts_with(&r.path));
+    if !policy.mode.value.confines() || !writable {
+        return (asked.to_path_buf(), false);
+    }
+    (policy.state_dir.join("spill"), true)
+}
+
+/// Whether this process can give a confined command a mount namespace
+/// (CAP_SYS_ADMIN): protected paths are then read-only binds and the
+/// command gets a private devpts; otherwise they are restored after the run.
+pub fn has_mount_namespace() -> bool {
+    crate::exec::holds_capability(crate::exec::CAP_SYS_ADMIN)
+}
+
 /// CAP_NET_BIND_SERVICE, CAP_NET_BROADCAST, CAP_NET_ADMIN, CAP_NET_RAW
 /// (capabilities(7)): dropped under `--network deny` in `full-access`.
 const NETWORK_CAPABILITIES: [u32; 4] = [10, 11, 12, 13];
@@ -403,7 +443,7 @@ fn own_terminal() -> Option<PathBuf> {
 pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Error> {
     let confining = policy.mode.value.confines();
     let deny = policy.network.value == Network::Deny;
-    let privileged = crate::exec::holds_capability(crate::exec::CAP_SYS_ADMIN);
+    let privileged = has_mount_namespace();
     // full-access without network rules needs nothing from the kernel.
     let abi = if confining {
         kernel_abi().map_err(Error::SandboxUnavailable)?
@@ -412,26 +452,14 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
     };
     let mut enforcement = landlock::enforcement(policy, abi);
     let roots = open_roots(policy);
-    let protection = if policy.mode.value == Mode::WorkspaceWrite {
+    if policy.mode.value == Mode::WorkspaceWrite {
         // Created before the run, so that it exists to be protected.
         let _ = std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&policy.state_dir);
-        let real_roots: Vec<PathBuf> = roots.writable.iter().map(|r| r.path.clone()).collect();
-        protect::plan(
-            &real_roots,
-            &protect::Inputs {
-                workdir: std::fs::canonicalize(run.workdir).ok().as_deref(),
-                home: policy.home.as_deref(),
-                config_file: policy.config_path.as_deref(),
-                state_dir: Some(&policy.state_dir),
-                extra: &policy.protect,
-            },
-        )
-    } else {
-        protect::Protection::default()
-    };
+    }
+    let protection = protection(policy, &roots, run.workdir);
     let after_run = AfterRun {
         snapshot: (!privileged && !protection.protected.is_empty())
             .then(|| protect::Snapshot::take(&protection)),

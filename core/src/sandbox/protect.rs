@@ -206,6 +206,8 @@ pub(crate) fn plan(roots: &[PathBuf], inputs: &Inputs) -> Protection {
     wanted.extend(inputs.config_file.map(Path::to_path_buf));
     wanted.extend(inputs.state_dir.map(Path::to_path_buf));
     wanted.extend(inputs.extra.iter().cloned());
+    wanted.sort();
+    wanted.dedup();
     for path in wanted {
         let Some(root) = under_any(&path, roots) else {
             continue; // outside every writable root: read-only anyway
