@@ -26,7 +26,16 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Everything temporary lives under one directory, removed on any exit.
 BENCH_TMP=$(mktemp -d "${TMPDIR:-/tmp}/dsh-bench.XXXXXX")
-trap 'rm -rf -- "$BENCH_TMP"' EXIT
+# The gate-cost workload runs on a tmpfs when we may mount one (root), so
+# that the disk's writeback does not drown the figure.
+GATE_FS=$BENCH_TMP/gatefs
+mkdir -p "$GATE_FS"
+if [[ $EUID -eq 0 ]] && mount -t tmpfs -o size=1G tmpfs "$GATE_FS" 2>/dev/null; then
+  GATE_FS_KIND=tmpfs
+else
+  GATE_FS_KIND=disk
+fi
+trap 'mountpoint -q "$GATE_FS" && umount "$GATE_FS"; rm -rf -- "$BENCH_TMP"' EXIT
 trap 'exit 130' INT TERM HUP
 
 # The release build (LTO) is what users install; DSH_EXEC_BIN skips the build.
@@ -68,7 +77,8 @@ if ! command -v bwrap >/dev/null && [[ $EUID -eq 0 ]] && command -v apt-get >/de
 fi
 BWRAP=$(command -v bwrap || true)
 
-export BIN STATIC_BIN RUNS BIG_RUNS KILL_RUNS ESCAPE_RUNS BENCH_TMP BWRAP
+GATE_RUNS=${BENCH_GATE_RUNS:-3}
+export BIN STATIC_BIN RUNS BIG_RUNS KILL_RUNS ESCAPE_RUNS BENCH_TMP BWRAP GATE_FS GATE_FS_KIND GATE_RUNS
 python3 - <<'PY'
 import math, os, resource, shutil, signal, statistics, subprocess, sys, tempfile, time
 
@@ -270,6 +280,57 @@ for label, _, _ in kill:
                  f"{p90(xs) / 1e6:.1f} ms",
                  f"{round((med(xs) - t_peer) / 1e6, 1) + 0.0:+.1f} ms vs timeout" if mine else "",
                  "within 20 ms of timeout" if mine else ""))
+
+# 5. The gate's cost: a metadata-heavy workload (tar -xpf of 20,000 small
+#    files: a chown, a chmod and a utime each; then git add -A and commit)
+#    confined against unconfined, and the round trip of one gated chmod.
+GATE_FS, GATE_RUNS = os.environ["GATE_FS"], int(os.environ["GATE_RUNS"])
+src = os.path.join(GATE_FS, "src")
+for d in range(100):
+    os.makedirs(os.path.join(src, f"d{d}"))
+    for f in range(200):
+        with open(os.path.join(src, f"d{d}", f"f{f}.txt"), "w") as fh:
+            fh.write(f"{d} {f}\n")
+subprocess.run(["tar", "-cf", os.path.join(GATE_FS, "files.tar"), "-C", GATE_FS, "src"], check=True)
+shutil.rmtree(src)
+# Each run extracts into a fresh directory, removed (from outside) after it:
+# a confined run cannot remove a repository an earlier run left, since its
+# .git/config and hooks are protected.
+work = ("cd \"$(mktemp -d -p .)\" && tar -xpf ../files.tar && git init -q && git add -A "
+        "&& git -c user.name=b -c user.email=b@b commit -qm x")
+kind = os.environ["GATE_FS_KIND"]
+gate = [(f"unconfined ({kind})", []), (f"`--sandbox workspace-write` ({kind})", ["-s", "workspace-write"])]
+times = {label: [] for label, _ in gate}
+for i in range(GATE_RUNS + 1):  # the first round warms up
+    for label, extra in gate:
+        t0 = time.perf_counter_ns()
+        subprocess.run([BIN, "--timeout", "0", *extra, "-C", GATE_FS, "--", work],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        dt = time.perf_counter_ns() - t0
+        if i:
+            times[label].append(dt)
+        for e in os.listdir(GATE_FS):
+            if e != "files.tar":
+                shutil.rmtree(os.path.join(GATE_FS, e), ignore_errors=True)
+t_free = med(times[gate[0][0]])
+for label, _ in gate:
+    xs = times[label]
+    mine = "sandbox" in label
+    rows.append((f"tar -xpf 20,000 files + git commit: {label}", GATE_RUNS, f"{med(xs) / 1e9:.2f} s",
+                 f"{p90(xs) / 1e9:.2f} s", f"{med(xs) / t_free:.2f}x unconfined" if mine else "",
+                 "<= 1.05x unconfined" if mine else ""))
+loop = ("python3 -c 'import os, time\nopen(\"f\", \"w\").close()\nt = time.perf_counter()\n"
+        "for i in range(20000): os.chmod(\"f\", 0o644)\n"
+        "print((time.perf_counter() - t) / 20000 * 1e6)'")
+per_call = {}
+for label, extra in [("unconfined", []), ("gated", ["-s", "workspace-write"])]:
+    out = subprocess.run([BIN, "--timeout", "0", *extra, "-C", GATE_FS, "--json", "--", loop],
+                         capture_output=True, text=True, check=True)
+    import json as _json
+    per_call[label] = float(_json.loads(out.stdout)["stdout"]["text"].split()[0])
+rows.append(("chmod round trip: unconfined", 20000, f"{per_call['unconfined']:.1f} us", "", "", ""))
+rows.append(("chmod round trip: through the gate", 20000, f"{per_call['gated']:.1f} us", "",
+             f"+{per_call['gated'] - per_call['unconfined']:.1f} us", ""))
 
 print("| Measure | Runs | Median | p90 | Ratio | Target |")
 print("|---|---:|---:|---:|---:|---|")
