@@ -37,6 +37,11 @@ else
 fi
 trap 'mountpoint -q "$GATE_FS" && umount "$GATE_FS"; rm -rf -- "$BENCH_TMP"' EXIT
 trap 'exit 130' INT TERM HUP
+# Every command runs with an empty temp dir: a confined run searches
+# the temp dir's subdirectories for repositories to protect, so a shared
+# /tmp would make the figures depend on what else the machine keeps there.
+mkdir "$BENCH_TMP/tmp"
+export TMPDIR=$BENCH_TMP/tmp
 
 # The release build (LTO) is what users install; DSH_EXEC_BIN skips the build.
 # On x86_64 glibc the static-pie build is measured too (README, Install): it

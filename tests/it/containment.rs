@@ -372,6 +372,42 @@ fn a_planted_git_config_or_hook_does_not_reach_the_next_git_run() {
 }
 
 #[test]
+fn repositories_directly_in_the_temp_dir_are_protected_deeper_ones_are_not_searched() {
+    if !have("git") {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let d = dirs();
+    let [clone, deep] = [d.tmp.join("clone"), d.tmp.join("a/b")];
+    for r in [&clone, &deep] {
+        std::fs::create_dir_all(r).unwrap();
+        repository(r);
+    }
+    let out = Test::new()
+        .env("TMPDIR", &d.tmp)
+        .args(["explain", "-s", "workspace-write", "-C", p(&d.ws), "--", "true"])
+        .run();
+    let tmp = std::fs::canonicalize(&d.tmp).unwrap();
+    let line = |path: &str| {
+        out.stdout
+            .lines()
+            .any(|l| l.split_whitespace().any(|w| w == tmp.join(path).to_str().unwrap()))
+    };
+    assert!(line("clone/.git/config") && line("clone/.git/hooks"), "{}", out.stdout);
+    assert!(!line("a/b/.git/config"), "{}", out.stdout);
+    // The protection holds for a real run.
+    let config = std::fs::read(clone.join(".git/config")).unwrap();
+    let out = confined(
+        &d,
+        "workspace-write",
+        &[],
+        &format!("echo '[core]fsmonitor=x' >> {}/.git/config; true", p(&clone)),
+    );
+    assert_eq!(out.status, 0, "{}", out.stdout);
+    assert_eq!(std::fs::read(clone.join(".git/config")).unwrap(), config);
+}
+
+#[test]
 fn shell_start_up_files_in_a_writable_home_stay_as_they_were() {
     let d = dirs();
     let home = d.ws.join("home");

@@ -396,6 +396,7 @@ pub fn protection(policy: &Policy, roots: &Roots, workdir: &Path) -> protect::Pr
         &real_roots,
         &protect::Inputs {
             workdir: std::fs::canonicalize(workdir).ok().as_deref(),
+            temp_dir: roots.temp_dir.as_deref(),
             home: policy.home.as_deref(),
             config_file: policy.config_path.as_deref(),
             state_dir: Some(&policy.state_dir),
@@ -497,18 +498,27 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
     };
     let unavailable =
         |e: String| Error::SandboxUnavailable(crate::error::SandboxProblem::Seccomp(e));
-    let mut filters = Vec::new();
-    if confining {
-        filters.push(seccomp::confining_filter().map_err(unavailable)?);
-        filters.extend(seccomp::x32_guard());
-    }
+    // One program (seccomp::chain), in the order the separately loaded
+    // filters were decided before: the most recently loaded first on a
+    // tie between errno refusals (io_uring under --network deny gets
+    // EACCES), the gate's notification last.
+    // The x32 guard in every filtered run: the deny filter matches x86_64
+    // numbers only too.
+    let mut programs: Vec<_> = seccomp::x32_guard().into_iter().collect();
     if deny {
-        filters.push(seccomp::deny_ip_sockets().map_err(unavailable)?);
+        programs.push(seccomp::deny_ip_sockets().map_err(unavailable)?);
     }
-    let gate = if confining {
-        Some(seccomp::gate_filter().map_err(unavailable)?)
+    if confining {
+        programs.push(seccomp::confining_filter().map_err(unavailable)?);
+        programs.push(seccomp::gate_filter().map_err(unavailable)?);
+    }
+    let program = seccomp::chain(programs).map_err(unavailable)?;
+    // With a gate the one program is the gate's, loaded last with its
+    // listener; without one (full-access with --network deny) a filter.
+    let (filters, gate) = if confining {
+        (Vec::new(), Some(program))
     } else {
-        None
+        (vec![program], None)
     };
     let mounts = (privileged && (confining || run.pid_namespace)).then(|| crate::exec::MountPlan {
         binds: protection

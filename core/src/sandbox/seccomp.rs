@@ -32,6 +32,12 @@
 //! - [`x32_guard`] (x86_64): system calls of the x32 ABI (numbers with bit
 //!   30 set) fail with ENOSYS, since the filters above match x86_64
 //!   numbers only and a kernel built with x32 would run them.
+//!
+//! A run loads these as one program ([`chain`]), in the order of the
+//! actions' precedence, so the first program to refuse decides, as the
+//! kernel's "most restrictive wins" would: one seccomp(2) call and one
+//! filter on every system call of the command, where four cost a BPF
+//! compilation each at the start and a filter run each on every call.
 
 use std::collections::BTreeMap;
 
@@ -223,6 +229,61 @@ pub(crate) fn x32_guard() -> Option<Vec<libc::sock_filter>> {
     ])
 }
 
+/// Joins `programs` into one: each program's `SECCOMP_RET_ALLOW` becomes a
+/// jump to the next program, so a call is allowed only if every program
+/// allows it, and otherwise gets the first other return met. Give the
+/// programs in the order of their actions' precedence (errno refusals
+/// before the gate's `SECCOMP_RET_USER_NOTIF`) and the result decides
+/// every call as the kernel would with the programs loaded separately.
+///
+/// Relies on the programs being self-contained classic BPF as seccompiler
+/// and [`x32_guard`] emit them: every jump forward within the program, and
+/// no return of the accumulator (`BPF_RET | BPF_A`), which is refused.
+/// Errors when that does not hold or the result is longer than the
+/// kernel's `BPF_MAXINSNS` (4096 instructions).
+pub(crate) fn chain(
+    programs: Vec<Vec<libc::sock_filter>>,
+) -> Result<Vec<libc::sock_filter>, String> {
+    const BPF_MAXINSNS: usize = 4096;
+    const BPF_RET: u16 = libc::BPF_RET as u16;
+    const BPF_K: u16 = libc::BPF_K as u16;
+    const BPF_JA: u16 = (libc::BPF_JMP | libc::BPF_JA) as u16;
+    let count = programs.len();
+    let mut out = Vec::new();
+    for (n, mut program) in programs.into_iter().enumerate() {
+        let last = n + 1 == count;
+        let len = program.len();
+        if program.last().is_none_or(|i| i.code != BPF_RET | BPF_K) {
+            // A program that can fall off its end is not self-contained.
+            return Err("seccomp chain: a program does not end in a return".into());
+        }
+        for (i, insn) in program.iter_mut().enumerate() {
+            if insn.code & 0x07 == BPF_RET {
+                if insn.code != BPF_RET | BPF_K {
+                    return Err("seccomp chain: a program returns its accumulator".into());
+                }
+                if !last && insn.k == libc::SECCOMP_RET_ALLOW {
+                    // To the first instruction after this program.
+                    *insn = libc::sock_filter {
+                        code: BPF_JA,
+                        jt: 0,
+                        jf: 0,
+                        k: (len - 1 - i) as u32,
+                    };
+                }
+            }
+        }
+        out.extend(program);
+    }
+    if out.len() > BPF_MAXINSNS {
+        return Err(format!(
+            "seccomp chain: {} instructions, more than the kernel's {BPF_MAXINSNS}",
+            out.len()
+        ));
+    }
+    Ok(out)
+}
+
 /// The seccomp architecture of this build.
 fn target_arch() -> Result<TargetArch, String> {
     match std::env::consts::ARCH {
@@ -307,4 +368,73 @@ fn to_libc(program: &BpfProgram) -> Vec<libc::sock_filter> {
             k: i.k,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ret(k: u32) -> libc::sock_filter {
+        libc::sock_filter {
+            code: (libc::BPF_RET | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 0,
+            k,
+        }
+    }
+
+    #[test]
+    fn chain_turns_each_allow_but_the_last_into_a_jump_past_its_program() {
+        let a = x32_guard().unwrap_or_else(|| vec![ret(libc::SECCOMP_RET_ALLOW)]);
+        let b = vec![
+            ret(libc::SECCOMP_RET_ERRNO | 1),
+            ret(libc::SECCOMP_RET_ALLOW),
+        ];
+        let (la, lb) = (a.len(), b.len());
+        let out = chain(vec![a.clone(), b.clone()]).unwrap();
+        assert_eq!(out.len(), la + lb);
+        for (i, insn) in out[..la].iter().enumerate() {
+            if a[i].code == (libc::BPF_RET | libc::BPF_K) as u16
+                && a[i].k == libc::SECCOMP_RET_ALLOW
+            {
+                assert_eq!(insn.code, (libc::BPF_JMP | libc::BPF_JA) as u16);
+                // The jump lands on the first instruction of `b`.
+                assert_eq!(i + 1 + insn.k as usize, la);
+            } else {
+                assert_eq!((insn.code, insn.k), (a[i].code, a[i].k));
+            }
+        }
+        // The last program keeps its returns.
+        assert_eq!(out[la + 1].k, libc::SECCOMP_RET_ALLOW);
+        assert_eq!(out[la].k, libc::SECCOMP_RET_ERRNO | 1);
+    }
+
+    #[test]
+    fn chain_refuses_what_it_cannot_join() {
+        let ld = libc::sock_filter {
+            code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        };
+        let ret_a = libc::sock_filter {
+            code: (libc::BPF_RET | libc::BPF_A) as u16,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        };
+        let allow = ret(libc::SECCOMP_RET_ALLOW);
+        assert!(chain(vec![vec![ld], vec![allow]]).is_err());
+        assert!(chain(vec![vec![ret_a, allow], vec![allow]]).is_err());
+        assert!(chain(vec![vec![allow; 3000], vec![allow; 1100]]).is_err());
+    }
+
+    #[test]
+    fn a_run_s_chained_program_fits_the_kernel_s_limit() {
+        let mut programs: Vec<_> = x32_guard().into_iter().collect();
+        programs.push(deny_ip_sockets().unwrap());
+        programs.push(confining_filter().unwrap());
+        programs.push(gate_filter().unwrap());
+        assert!(chain(programs).unwrap().len() <= 4096);
+    }
 }
