@@ -38,7 +38,12 @@ fn p(path: &Path) -> &str {
 
 /// Runs `dsh-exec MODE ARGS -- SCRIPT` in `d.ws` with `$TMPDIR` = `d.tmp`.
 fn confined(d: &Dirs, mode: &str, args: &[&str], script: &str) -> Outcome {
-    Test::new()
+    confined_in(Tier::MountNamespace, d, mode, args, script)
+}
+
+/// [`confined`] in `tier`.
+fn confined_in(tier: Tier, d: &Dirs, mode: &str, args: &[&str], script: &str) -> Outcome {
+    Test::in_tier(tier)
         .env("TMPDIR", &d.tmp)
         .args(["-s", mode, "-C", p(&d.ws)])
         .args(args)
@@ -224,7 +229,10 @@ fn metadata_outside_the_roots_stays_as_it_was() {
     std::fs::write(&file, "x").unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let before = std::fs::metadata(&file).unwrap();
-    for mode in ["read-only", "workspace-write"] {
+    for (tier, mode) in tiers()
+        .into_iter()
+        .flat_map(|t| [(t, "read-only"), (t, "workspace-write")])
+    {
         for attack in [
             format!("chmod 0777 {}", p(&file)),
             format!("touch -d 2001-01-01 {}", p(&file)),
@@ -235,8 +243,8 @@ fn metadata_outside_the_roots_stays_as_it_was() {
                 p(&file)
             ),
         ] {
-            let out = confined(&d, mode, &[], &attack);
-            assert_ne!(out.status, 0, "{mode}: {attack}: {}", out.stdout);
+            let out = confined_in(tier, &d, mode, &[], &attack);
+            assert_ne!(out.status, 0, "{tier:?} {mode}: {attack}: {}", out.stdout);
         }
     }
     let after = std::fs::metadata(&file).unwrap();
@@ -256,41 +264,107 @@ fn chown_to_root_of_an_outside_setuid_file_keeps_its_mode_and_owner() {
     std::fs::write(&file, "#!/bin/sh\n").unwrap();
     nix::unistd::chown(&file, Some(1000.into()), Some(1000.into())).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o4755)).unwrap();
-    let out = confined(&d, "read-only", &[], &format!("chown root {}", p(&file)));
-    assert_ne!(out.status, 0, "{}", out.stdout);
-    let m = std::fs::metadata(&file).unwrap();
-    assert_eq!((m.mode() & 0o7777, m.uid(), m.gid()), (0o4755, 1000, 1000));
+    for tier in tiers() {
+        let out = confined_in(
+            tier,
+            &d,
+            "read-only",
+            &[],
+            &format!("chown root {}", p(&file)),
+        );
+        assert_ne!(out.status, 0, "{tier:?}: {}", out.stdout);
+        let m = std::fs::metadata(&file).unwrap();
+        assert_eq!((m.mode() & 0o7777, m.uid(), m.gid()), (0o4755, 1000, 1000));
+    }
 }
 
 #[test]
 fn ordinary_metadata_work_inside_the_workspace_works() {
-    let d = dirs();
-    let script = "echo x > a && chmod +x a && install -m 755 a b && mkdir src && echo y > src/f \
-        && touch -d 2001-01-01 src/f && cp -a src copy && tar -cpf t.tar src \
-        && mkdir out && tar -xpf t.tar -C out && setfattr -n user.k -v v a 2>/dev/null; \
-        stat -c '%a %n' a b copy/f out/src/f && chmod u+s a; echo setuid=$?";
-    let out = confined(&d, "workspace-write", &[], script);
-    assert_eq!(
-        out.stdout,
-        "755 a\n755 b\n644 copy/f\n644 out/src/f\nsetuid=1\n[stderr]\nchmod: changing permissions of 'a': Operation not permitted\n[sandbox: workspace-write; a write was denied]\n[exit code: 0]\n"
-    );
-    let copied = std::fs::metadata(d.ws.join("copy/f")).unwrap();
-    assert_eq!(
-        copied.mtime(),
-        std::fs::metadata(d.ws.join("src/f")).unwrap().mtime()
-    );
-    // set-group-ID on a directory is fine, on a file it is not.
-    let out = confined(
-        &d,
-        "workspace-write",
-        &[],
-        "mkdir g && chmod g+s g && stat -c %A g && chmod g+s a; echo file=$?",
-    );
-    assert!(
-        out.stdout.starts_with("drwxr-sr-x\nfile=1\n"),
-        "{}",
-        out.stdout
-    );
+    for tier in tiers() {
+        let d = dirs();
+        let script = "echo x > a && chmod +x a && install -m 755 a b && mkdir src && echo y > src/f \
+            && touch -d 2001-01-01 src/f && cp -a src copy && tar -cpf t.tar src \
+            && mkdir out && tar -xpf t.tar -C out && setfattr -n user.k -v v a 2>/dev/null; \
+            stat -c '%a %n' a b copy/f out/src/f && chmod u+s a; echo setuid=$?";
+        let out = confined_in(tier, &d, "workspace-write", &[], script);
+        assert_eq!(
+            out.stdout,
+            "755 a\n755 b\n644 copy/f\n644 out/src/f\nsetuid=1\n[stderr]\nchmod: changing permissions of 'a': Operation not permitted\n[sandbox: workspace-write; a write was denied]\n[exit code: 0]\n",
+            "{tier:?}"
+        );
+        let copied = std::fs::metadata(d.ws.join("copy/f")).unwrap();
+        assert_eq!(
+            copied.mtime(),
+            std::fs::metadata(d.ws.join("src/f")).unwrap().mtime()
+        );
+        // set-group-ID on a directory is fine, on a file it is not.
+        let out = confined_in(
+            tier,
+            &d,
+            "workspace-write",
+            &[],
+            "mkdir g && chmod g+s g && stat -c %A g && chmod g+s a; echo file=$?",
+        );
+        assert!(
+            out.stdout.starts_with("drwxr-sr-x\nfile=1\n"),
+            "{tier:?}: {}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn no_set_user_id_file_is_made_at_creation_either() {
+    // open(O_CREAT) and mknod take a mode; the kernel keeps its set-user-ID
+    // bit for a new file, and a later write by root would not clear it.
+    let script = "python3 - <<'EOF'
+import os, ctypes, stat
+for name, call in [
+    ('open-suid', lambda: os.close(os.open('s1', os.O_CREAT | os.O_WRONLY, 0o4755))),
+    ('open-sgid', lambda: os.close(os.open('s2', os.O_CREAT | os.O_WRONLY, 0o2755))),
+    ('tmpfile', lambda: os.close(os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o4755))),
+    ('mknod', lambda: os.mknod('s3', stat.S_IFREG | 0o4755)),
+    ('plain', lambda: os.close(os.open('plain', os.O_CREAT | os.O_WRONLY, 0o755))),
+    ('mkdir-sgid', lambda: os.mkdir('d', 0o2755)),
+]:
+    try:
+        call(); print(name, 'ok')
+    except OSError as e:
+        print(name, e.errno)
+libc = ctypes.CDLL(None, use_errno=True)
+how = (ctypes.c_uint64 * 3)(os.O_CREAT | os.O_WRONLY, 0o4755, 0)
+rc = libc.syscall(437, -100, b's4', how, 24)
+print('openat2', rc, ctypes.get_errno())
+EOF
+ls";
+    for tier in tiers() {
+        let d = dirs();
+        let out = confined_in(tier, &d, "workspace-write", &[], script);
+        assert_eq!(
+            out.stdout,
+            "open-suid 1\nopen-sgid 1\ntmpfile 1\nmknod 1\nplain ok\nmkdir-sgid ok\nopenat2 -1 38\nd\nplain\n[exit code: 0]\n",
+            "{tier:?}"
+        );
+    }
+}
+
+#[test]
+fn a_confined_command_makes_no_user_namespace() {
+    for tier in tiers() {
+        let d = dirs();
+        let out = confined_in(
+            tier,
+            &d,
+            "workspace-write",
+            &[],
+            "unshare -U true 2>/dev/null; echo unshare=$?; \
+             python3 -c 'import ctypes, os; l = ctypes.CDLL(None, use_errno=True); print(l.unshare(0x10000000), os.strerror(ctypes.get_errno()))'",
+        );
+        assert_eq!(
+            out.stdout, "unshare=1\n-1 Operation not permitted\n[exit code: 0]\n",
+            "{tier:?}"
+        );
+    }
 }
 
 /// A repository in `dir` with one commit.
@@ -385,15 +459,28 @@ fn repositories_directly_in_the_temp_dir_are_protected_deeper_ones_are_not_searc
     }
     let out = Test::new()
         .env("TMPDIR", &d.tmp)
-        .args(["explain", "-s", "workspace-write", "-C", p(&d.ws), "--", "true"])
+        .args([
+            "explain",
+            "-s",
+            "workspace-write",
+            "-C",
+            p(&d.ws),
+            "--",
+            "true",
+        ])
         .run();
     let tmp = std::fs::canonicalize(&d.tmp).unwrap();
     let line = |path: &str| {
-        out.stdout
-            .lines()
-            .any(|l| l.split_whitespace().any(|w| w == tmp.join(path).to_str().unwrap()))
+        out.stdout.lines().any(|l| {
+            l.split_whitespace()
+                .any(|w| w == tmp.join(path).to_str().unwrap())
+        })
     };
-    assert!(line("clone/.git/config") && line("clone/.git/hooks"), "{}", out.stdout);
+    assert!(
+        line("clone/.git/config") && line("clone/.git/hooks"),
+        "{}",
+        out.stdout
+    );
     assert!(!line("a/b/.git/config"), "{}", out.stdout);
     // The protection holds for a real run.
     let config = std::fs::read(clone.join(".git/config")).unwrap();
@@ -401,7 +488,10 @@ fn repositories_directly_in_the_temp_dir_are_protected_deeper_ones_are_not_searc
         &d,
         "workspace-write",
         &[],
-        &format!("echo '[core]fsmonitor=x' >> {}/.git/config; true", p(&clone)),
+        &format!(
+            "echo '[core]fsmonitor=x' >> {}/.git/config; true",
+            p(&clone)
+        ),
     );
     assert_eq!(out.status, 0, "{}", out.stdout);
     assert_eq!(std::fs::read(clone.join(".git/config")).unwrap(), config);

@@ -68,12 +68,19 @@ fn read_only_reads_and_writes_devices_but_no_files() {
 #[test]
 fn the_rendered_text_names_a_denial() {
     let d = dirs();
-    Test::new()
-        .args(["-s", "read-only", "-C", p(&d.ws), "--", "touch f"])
-        .run()
-        .expect_stdout(
-            "[stderr]\ntouch: cannot touch 'f': Permission denied\n[sandbox: read-only; a write was denied]\n[exit code: 1]\n",
-        );
+    for tier in tiers() {
+        // A read-only mount refuses first (EROFS); without one, Landlock (EACCES).
+        let why = match tier {
+            Tier::MountNamespace => "Read-only file system",
+            Tier::Gate => "Permission denied",
+        };
+        Test::in_tier(tier)
+            .args(["-s", "read-only", "-C", p(&d.ws), "--", "touch f"])
+            .run()
+            .expect_stdout(&format!(
+                "[stderr]\ntouch: cannot touch 'f': {why}\n[sandbox: read-only; a write was denied]\n[exit code: 1]\n",
+            ));
+    }
 }
 
 #[test]
@@ -170,19 +177,29 @@ fn escapes_from_the_workspace_fail() {
 #[test]
 fn confined_commands_have_no_new_privileges_and_no_capabilities() {
     let d = dirs();
-    for mode in ["read-only", "workspace-write"] {
-        let (v, status) = sandboxed(
-            &d,
-            &["-s", mode],
-            "grep -E '^(NoNewPrivs|CapInh|CapPrm|CapEff|CapBnd|CapAmb)' /proc/self/status",
-        );
-        assert_eq!(status, 0);
-        assert_eq!(
-            v["stdout"]["text"],
-            "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n\
-             CapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\n",
-            "{mode}"
-        );
+    for tier in tiers() {
+        // With a read-only mount tree, CAP_CHOWN and CAP_FOWNER (bits 0 and
+        // 3) stay for root, bounded by it; without one, nothing.
+        let caps = match tier {
+            Tier::MountNamespace => "0000000000000009",
+            Tier::Gate => "0000000000000000",
+        };
+        for mode in ["read-only", "workspace-write"] {
+            let out = Test::in_tier(tier)
+                .env("TMPDIR", &d.tmp)
+                .args(["--json", "-C", p(&d.ws), "-s", mode, "--"])
+                .arg("grep -E '^(NoNewPrivs|CapInh|CapPrm|CapEff|CapBnd|CapAmb)' /proc/self/status")
+                .run();
+            assert_eq!(out.status, 0);
+            assert_eq!(
+                out.json()["stdout"]["text"],
+                format!(
+                    "CapInh:\t0000000000000000\nCapPrm:\t{caps}\nCapEff:\t{caps}\n\
+                     CapBnd:\t{caps}\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\n"
+                ),
+                "{tier:?} {mode}"
+            );
+        }
     }
 }
 

@@ -42,6 +42,10 @@ pub(crate) const MAX_CHILD_FDS: usize = 4;
 /// How many seccomp filters a confinement can carry.
 pub(crate) const MAX_FILTERS: usize = 3;
 
+/// How many writable roots a read-only mount tree can carry (outermost
+/// ones: a root inside another is part of its clone).
+pub(crate) const MAX_TREE_ROOTS: usize = 64;
+
 /// The step of the child setup that failed, for the error message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(i32)]
@@ -70,6 +74,9 @@ pub(crate) enum Step {
     Devpts,
     ProcMount,
     LandlockRule,
+    WritableRoot,
+    ReadOnlyTree,
+    Terminal,
 }
 
 impl Step {
@@ -99,6 +106,9 @@ impl Step {
             21 => Step::Devpts,
             22 => Step::ProcMount,
             23 => Step::LandlockRule,
+            24 => Step::WritableRoot,
+            25 => Step::ReadOnlyTree,
+            26 => Step::Terminal,
             _ => Step::None,
         }
     }
@@ -130,6 +140,9 @@ impl Step {
             Step::Devpts => "mount(devpts, newinstance)",
             Step::ProcMount => "mount(proc)",
             Step::LandlockRule => "landlock_add_rule",
+            Step::WritableRoot => "open_tree/move_mount of a writable root",
+            Step::ReadOnlyTree => "mount_setattr(MOUNT_ATTR_RDONLY)",
+            Step::Terminal => "re-opening the terminal in the mount namespace",
         }
     }
 
@@ -150,7 +163,10 @@ impl Step {
             | Step::BindMount
             | Step::Devpts
             | Step::ProcMount
-            | Step::LandlockRule => true,
+            | Step::LandlockRule
+            | Step::WritableRoot
+            | Step::ReadOnlyTree
+            | Step::Terminal => true,
             Step::None
             | Step::Setsid
             | Step::Pdeathsig
@@ -169,9 +185,10 @@ impl Step {
 pub(crate) struct ChildConfine {
     pub(crate) enabled: bool,
     pub(crate) drop_capabilities: bool,
-    /// Capabilities kept (one bit each): none in the confining modes, all
-    /// but the network ones for `--network deny` in `full-access`.
+    /// Capabilities kept (one bit each): see `sandbox::prepare`.
     pub(crate) keep_capabilities: u64,
+    /// A private System V IPC namespace (the confining modes).
+    pub(crate) ipc_namespace: bool,
     /// The capability sets to set with capset(2): this process's, masked
     /// with `keep_capabilities` (effective, permitted, inheritable; low
     /// then high halves, as `__user_cap_data_struct[2]`).
@@ -197,9 +214,28 @@ pub(crate) struct ChildMount {
     pub(crate) read_only: bool,
 }
 
+/// One writable root as the parent opened it: its real path and the
+/// (device, inode) its descriptor had.
+pub(crate) struct ChildRoot {
+    pub(crate) path: *const c_char,
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+}
+
 /// The child's mount namespace plan (all false / empty: no namespace).
 pub(crate) struct ChildMounts {
     pub(crate) enabled: bool,
+    /// Every mount read-only but the writable roots (`roots`, outermost
+    /// ones, at most [`MAX_TREE_ROOTS`]): see [`read_only_tree`].
+    pub(crate) read_only_tree: bool,
+    pub(crate) roots: *const ChildRoot,
+    pub(crate) root_count: usize,
+    /// Under `-i` with a read-only tree: the terminal's path, its device
+    /// number, and which of 0, 1, 2 are it (bits), re-opened in the
+    /// namespace ([`reopen_terminal`]); null: nothing to re-open.
+    pub(crate) tty: *const c_char,
+    pub(crate) tty_rdev: u64,
+    pub(crate) tty_fds: u8,
     pub(crate) binds: *const ChildMount,
     pub(crate) bind_count: usize,
     /// A new devpts instance over `/dev/pts` (and its ptmx over
@@ -339,6 +375,50 @@ unsafe fn install_fds(a: &ChildArgs) -> Result<(), Step> {
     Ok(())
 }
 
+/// Step 4b, under `-i` with a read-only tree: the terminal re-opened by
+/// its path in the new namespace, over each of 0, 1, 2 that was it. The
+/// inherited descriptors were opened through the host's mounts, which are
+/// writable: through them a command could change the terminal's owner or
+/// mode (fchown(2), fchmod(2)) and hand it to someone else. The re-opened
+/// one goes through this namespace's read-only `/dev/pts`. The device
+/// number must be the one the parent saw.
+///
+/// # Safety
+/// Only in the child between clone and execve, after the gate's filter (the
+/// descriptor table is this child's own by then).
+unsafe fn reopen_terminal(a: &ChildArgs) -> Result<(), Step> {
+    let m = &a.confine.mounts;
+    if m.tty.is_null() {
+        return Ok(());
+    }
+    // SAFETY: open, fstat, dup2 and close on this child's own table, with
+    // the parent's C string.
+    unsafe {
+        let flags = libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC;
+        let fd = libc::open(m.tty, flags);
+        if fd < 0 {
+            return Err(Step::Terminal);
+        }
+        let mut st: libc::stat = std::mem::zeroed();
+        let same = libc::fstat(fd, &mut st) == 0
+            && st.st_mode & libc::S_IFMT == libc::S_IFCHR
+            && st.st_rdev == m.tty_rdev;
+        if !same {
+            libc::close(fd);
+            *libc::__errno_location() = libc::ESTALE;
+            return Err(Step::Terminal);
+        }
+        for target in 0..3 {
+            if m.tty_fds & (1 << target) != 0 && libc::dup2(fd, target) == -1 {
+                libc::close(fd);
+                return Err(Step::Terminal);
+            }
+        }
+        libc::close(fd);
+    }
+    Ok(())
+}
+
 /// Step 5: chdir(2) to the working directory.
 ///
 /// # Safety
@@ -365,7 +445,7 @@ unsafe fn drop_capabilities(c: &ChildConfine) -> Result<(), Step> {
     // SAFETY: unshare, prctl and capset with plain integer arguments and
     // pointers to the arrays on this stack or in the parent's ChildArgs.
     unsafe {
-        if c.privileged && c.keep_capabilities == 0 && libc::unshare(libc::CLONE_NEWIPC) == -1 {
+        if c.privileged && c.ipc_namespace && libc::unshare(libc::CLONE_NEWIPC) == -1 {
             return Err(Step::IpcNamespace);
         }
         if c.privileged {
@@ -435,16 +515,144 @@ unsafe fn grant(ruleset_fd: c_int, path: &[u8], access: u64) -> Result<(), Step>
     Ok(())
 }
 
+/// Every mount of the namespace read-only, but the writable roots: each
+/// root is re-opened here (openat2(2) with `RESOLVE_NO_SYMLINKS`, checked
+/// to be the (device, inode) the parent opened, so a root swapped since
+/// fails the run) and cloned with its submounts as they are
+/// (open_tree(2), `OPEN_TREE_CLONE | AT_RECURSIVE`); then the whole tree is
+/// made read-only (mount_setattr(2), `MOUNT_ATTR_RDONLY`, `AT_RECURSIVE`:
+/// Linux 5.12); then each clone is attached over its root (move_mount(2)).
+///
+/// What it relies on from the kernel: a read-only mount refuses every
+/// change to the inodes reached through it with EROFS, whoever asks and
+/// with whatever capability: writing, creating, removing, renaming,
+/// truncating, and each metadata change (chmod, chown, utimes, xattrs:
+/// they all take `mnt_want_write`, fs/namespace.c); an open descriptor
+/// keeps the mount it was opened through, so every descriptor the command
+/// opens from here on is bound by it. Device files stay usable (their
+/// writes go to the driver, not the file system).
+///
+/// # Safety
+/// Only in the child, in its new mount namespace, between clone and
+/// execve.
+unsafe fn read_only_tree(m: &ChildMounts) -> Result<(), Step> {
+    /// `struct open_how` (openat2(2)).
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+    const AT_RECURSIVE: c_int = 0x8000;
+    const OPEN_TREE_CLONE: c_int = 1;
+    const MOVE_MOUNT_F_EMPTY_PATH: c_int = 0x04;
+    const MOVE_MOUNT_T_EMPTY_PATH: c_int = 0x40;
+    /// `struct mount_attr` (mount_setattr(2)).
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    const MOUNT_ATTR_RDONLY: u64 = 1;
+    let n = m.root_count.min(MAX_TREE_ROOTS);
+    // (re-opened root, its clone); -1 when not open. Every descriptor
+    // opened here is closed before returning, also on failure: with a
+    // gate the table is the parent's.
+    let mut fds = [[-1 as c_int; 2]; MAX_TREE_ROOTS];
+    // SAFETY: openat2, fstat, open_tree, mount_setattr and move_mount with
+    // the parent's C strings, structs on this stack, and descriptors
+    // opened here.
+    let steps = |fds: &mut [[c_int; 2]]| -> Result<(), Step> {
+        unsafe {
+            for (i, pair) in fds.iter_mut().enumerate() {
+                let r = &*m.roots.add(i);
+                let how = OpenHow {
+                    flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+                    mode: 0,
+                    resolve: RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+                };
+                let size = std::mem::size_of::<OpenHow>();
+                let fd = libc::syscall(libc::SYS_openat2, libc::AT_FDCWD, r.path, &how, size);
+                if fd < 0 {
+                    return Err(Step::WritableRoot);
+                }
+                pair[0] = fd as c_int;
+                let mut st: libc::stat = std::mem::zeroed();
+                if libc::fstat(pair[0], &mut st) == -1 {
+                    return Err(Step::WritableRoot);
+                }
+                if st.st_dev != r.dev || st.st_ino != r.ino {
+                    *libc::__errno_location() = libc::ESTALE;
+                    return Err(Step::WritableRoot);
+                }
+                let flags = OPEN_TREE_CLONE | libc::O_CLOEXEC | AT_RECURSIVE | libc::AT_EMPTY_PATH;
+                let tree = libc::syscall(libc::SYS_open_tree, pair[0], c"".as_ptr(), flags);
+                if tree < 0 {
+                    return Err(Step::WritableRoot);
+                }
+                pair[1] = tree as c_int;
+            }
+            let attr = MountAttr {
+                attr_set: MOUNT_ATTR_RDONLY,
+                attr_clr: 0,
+                propagation: 0,
+                userns_fd: 0,
+            };
+            let size = std::mem::size_of::<MountAttr>();
+            let root = c"/".as_ptr();
+            let rc = libc::syscall(
+                libc::SYS_mount_setattr,
+                libc::AT_FDCWD,
+                root,
+                AT_RECURSIVE,
+                &attr,
+                size,
+            );
+            if rc == -1 {
+                return Err(Step::ReadOnlyTree);
+            }
+            for pair in fds.iter() {
+                let flags = MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH;
+                let empty = c"".as_ptr();
+                let rc = libc::syscall(libc::SYS_move_mount, pair[1], empty, pair[0], empty, flags);
+                if rc == -1 {
+                    return Err(Step::WritableRoot);
+                }
+            }
+        }
+        Ok(())
+    };
+    let result = steps(&mut fds[..n]);
+    // SAFETY: errno of this thread, and close of descriptors opened above.
+    unsafe {
+        let errno = *libc::__errno_location();
+        for fd in fds[..n].iter().flatten() {
+            if *fd >= 0 {
+                libc::close(*fd);
+            }
+        }
+        *libc::__errno_location() = errno;
+    }
+    result
+}
+
 /// The mount namespace (needs CAP_SYS_ADMIN, so before the capabilities
 /// go; and before Landlock, which forbids changing mounts): a new
-/// namespace whose mounts are slaves of the host's (host changes still
-/// arrive, ours never leave: mount_namespaces(7)); each protected path
-/// bind-mounted over itself, outermost first, read-only where asked
-/// (remounting the bind); a new devpts instance; a fresh proc.
+/// namespace; with a read-only tree, its mounts private (mount changes on
+/// the host do not arrive: a mount appearing mid-run would be writable),
+/// otherwise slaves of the host's (host changes still arrive, ours never
+/// leave: mount_namespaces(7)); the read-only tree ([`read_only_tree`]);
+/// each protected path bind-mounted over itself, outermost first,
+/// read-only where asked (remounting the bind); a new devpts instance; a
+/// fresh proc.
 ///
-/// The paths are the parent's strings, resolved here: a path swapped
-/// meanwhile by someone outside the run makes a wrong directory read-only
-/// in this private namespace, nothing more.
+/// The protected paths are the parent's strings, resolved here: a path
+/// swapped meanwhile by someone outside the run makes a wrong directory
+/// read-only in this private namespace, nothing more.
 ///
 /// # Safety
 /// Only in the child between clone and execve.
@@ -460,15 +668,23 @@ unsafe fn enter_mount_namespace(c: &ChildConfine) -> Result<(), Step> {
             return Err(Step::MountNamespace);
         }
         let root = c"/".as_ptr();
+        let propagation = if m.read_only_tree {
+            libc::MS_PRIVATE
+        } else {
+            libc::MS_SLAVE
+        };
         if libc::mount(
             none,
             root,
             none,
-            libc::MS_REC | libc::MS_SLAVE,
+            libc::MS_REC | propagation,
             std::ptr::null(),
         ) == -1
         {
             return Err(Step::MountNamespace);
+        }
+        if m.read_only_tree {
+            read_only_tree(m)?;
         }
         for i in 0..m.bind_count {
             let b = &*m.binds.add(i);
@@ -650,6 +866,7 @@ unsafe fn setup_and_exec(a: &ChildArgs) -> Step {
         let steps = enter_session(a)
             .and_then(|()| set_parent_death_signal(a))
             .and_then(|()| confine(a))
+            .and_then(|()| reopen_terminal(a))
             .and_then(|()| change_dir(a))
             .and_then(|()| install_fds(a));
         if let Err(step) = steps {

@@ -27,6 +27,7 @@ use std::time::Instant;
 use tokio::signal::unix::{SignalKind, signal};
 
 pub use self::abort::{AbortSignals, AbortSource, NoAbort};
+pub(crate) use self::child::MAX_TREE_ROOTS;
 pub use self::phases::{DRAIN, FINAL_READ};
 pub use self::prepare::{Prepared, find_shell, prepare};
 pub(crate) use self::spawn::{Confinement, MountPlan};

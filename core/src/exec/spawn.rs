@@ -24,7 +24,8 @@ use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::libc::{self, c_char, c_void};
 
 use super::child::{
-    ChildArgs, ChildConfine, ChildMount, ChildMounts, MAX_CHILD_FDS, MAX_FILTERS, Step, child_main,
+    ChildArgs, ChildConfine, ChildMount, ChildMounts, ChildRoot, MAX_CHILD_FDS, MAX_FILTERS,
+    MAX_TREE_ROOTS, Step, child_main,
 };
 
 /// Stack of the child between clone and execve: it runs a few small functions.
@@ -41,6 +42,14 @@ pub(crate) struct MountPlan {
     pub(crate) pts_access: u64,
     /// A fresh proc (the child leads a new PID namespace).
     pub(crate) fresh_proc: bool,
+    /// Every mount read-only but these writable roots (outermost ones, at
+    /// most [`MAX_TREE_ROOTS`]): real path, and the (device, inode) the
+    /// parent's descriptor had. `None`: no read-only tree.
+    pub(crate) tree_roots: Option<Vec<(CString, u64, u64)>>,
+    /// Under `-i` with a read-only tree: the terminal's path and device
+    /// number, and which of 0, 1, 2 are it (bits), to re-open in the
+    /// namespace.
+    pub(crate) terminal: Option<(CString, u64, u8)>,
 }
 
 /// What the child applies to itself before execve; built by the parent.
@@ -50,6 +59,8 @@ pub(crate) struct Confinement {
     pub(crate) drop_capabilities: bool,
     /// Capabilities kept when dropping (one bit each).
     pub(crate) keep_capabilities: u64,
+    /// A private System V IPC namespace (needs CAP_SYS_ADMIN).
+    pub(crate) ipc_namespace: bool,
     /// A mount namespace to enter (needs CAP_SYS_ADMIN).
     pub(crate) mounts: Option<MountPlan>,
     /// A Landlock ruleset to enforce.
@@ -197,10 +208,20 @@ fn masked_capabilities(keep: u64) -> [u32; 6] {
     ]
 }
 
-fn child_mounts(plan: Option<&MountPlan>, entries: &[ChildMount]) -> ChildMounts {
+fn child_mounts(
+    plan: Option<&MountPlan>,
+    entries: &[ChildMount],
+    roots: &[ChildRoot],
+) -> ChildMounts {
     match plan {
         None => ChildMounts {
             enabled: false,
+            read_only_tree: false,
+            roots: std::ptr::null(),
+            root_count: 0,
+            tty: std::ptr::null(),
+            tty_rdev: 0,
+            tty_fds: 0,
             binds: std::ptr::null(),
             bind_count: 0,
             private_devpts: false,
@@ -209,6 +230,15 @@ fn child_mounts(plan: Option<&MountPlan>, entries: &[ChildMount]) -> ChildMounts
         },
         Some(p) => ChildMounts {
             enabled: true,
+            read_only_tree: p.tree_roots.is_some(),
+            roots: roots.as_ptr(),
+            root_count: roots.len().min(MAX_TREE_ROOTS),
+            tty: p
+                .terminal
+                .as_ref()
+                .map_or(std::ptr::null(), |(path, _, _)| path.as_ptr()),
+            tty_rdev: p.terminal.as_ref().map_or(0, |(_, rdev, _)| *rdev),
+            tty_fds: p.terminal.as_ref().map_or(0, |(_, _, fds)| *fds),
             binds: entries.as_ptr(),
             bind_count: entries.len(),
             private_devpts: p.private_devpts,
@@ -218,7 +248,11 @@ fn child_mounts(plan: Option<&MountPlan>, entries: &[ChildMount]) -> ChildMounts
     }
 }
 
-fn child_confine(confine: Option<&Confinement>, mounts: &[ChildMount]) -> ChildConfine {
+fn child_confine(
+    confine: Option<&Confinement>,
+    mounts: &[ChildMount],
+    roots: &[ChildRoot],
+) -> ChildConfine {
     let none = libc::sock_fprog {
         len: 0,
         filter: std::ptr::null_mut(),
@@ -228,8 +262,9 @@ fn child_confine(confine: Option<&Confinement>, mounts: &[ChildMount]) -> ChildC
             enabled: false,
             drop_capabilities: false,
             keep_capabilities: 0,
+            ipc_namespace: false,
             cap_data: [0; 6],
-            mounts: child_mounts(None, mounts),
+            mounts: child_mounts(None, mounts, roots),
             privileged: false,
             cap_last: 0,
             ruleset_fd: -1,
@@ -242,8 +277,9 @@ fn child_confine(confine: Option<&Confinement>, mounts: &[ChildMount]) -> ChildC
         enabled: true,
         drop_capabilities: c.drop_capabilities,
         keep_capabilities: c.keep_capabilities,
+        ipc_namespace: c.ipc_namespace,
         cap_data: masked_capabilities(c.keep_capabilities),
-        mounts: child_mounts(c.mounts.as_ref(), mounts),
+        mounts: child_mounts(c.mounts.as_ref(), mounts, roots),
         // Dropping from the bounding set needs CAP_SETPCAP; without it the
         // bounding set stays, which no-new-privileges makes harmless.
         privileged: c.drop_capabilities && super::holds_capability(super::CAP_SETPCAP),
@@ -413,6 +449,28 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
                 .collect()
         })
         .unwrap_or_default();
+    let tree_roots: Vec<ChildRoot> = program
+        .confine
+        .and_then(|c| c.mounts.as_ref())
+        .and_then(|m| m.tree_roots.as_ref())
+        .map(|roots| {
+            roots
+                .iter()
+                .map(|(p, dev, ino)| ChildRoot {
+                    path: p.as_ptr(),
+                    dev: *dev,
+                    ino: *ino,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if tree_roots.len() > MAX_TREE_ROOTS {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("more than {MAX_TREE_ROOTS} separate writable roots"),
+        )
+        .into());
+    }
     let args = ChildArgs {
         path: path.as_ptr(),
         argv: argv_ptrs.as_ptr(),
@@ -428,7 +486,7 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
         },
         sigrtmax: libc::SIGRTMAX(),
         interactive: matches!(program.fds, ChildFds::Terminal),
-        confine: child_confine(program.confine, &mount_entries),
+        confine: child_confine(program.confine, &mount_entries, &tree_roots),
         failed_step: AtomicI32::new(Step::None as i32),
         errno: AtomicI32::new(0),
         listener: AtomicI32::new(-1),

@@ -23,7 +23,9 @@ pub(crate) mod seccomp;
 
 use std::fmt;
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+
+use nix::libc;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -430,6 +432,72 @@ pub fn has_mount_namespace() -> bool {
 /// (capabilities(7)): dropped under `--network deny` in `full-access`.
 const NETWORK_CAPABILITIES: [u32; 4] = [10, 11, 12, 13];
 
+/// CAP_CHOWN and CAP_FOWNER (capabilities(7)).
+const CAP_CHOWN: u32 = 0;
+const CAP_FOWNER: u32 = 3;
+
+/// Whether the kernel has mount_setattr(2) (Linux 5.12), which a read-only
+/// mount tree needs: called with a descriptor that cannot be valid, it
+/// fails with EBADF where it exists and ENOSYS where it does not.
+fn mount_setattr_available() -> bool {
+    // SAFETY: a system call with integer arguments and null pointers.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            -1,
+            std::ptr::null::<libc::c_char>(),
+            0,
+            std::ptr::null::<libc::c_void>(),
+            0,
+        )
+    };
+    rc == -1 && nix::errno::Errno::last() != nix::errno::Errno::ENOSYS
+}
+
+/// The writable roots a read-only tree keeps writable: each outermost one
+/// (a root inside another is part of its clone), with the (device, inode)
+/// of the descriptor it was opened as.
+fn tree_roots(roots: &Roots) -> Vec<(std::ffi::CString, u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let outer = |r: &&Root| {
+        !roots
+            .writable
+            .iter()
+            .any(|o| o.path != r.path && r.path.starts_with(&o.path))
+    };
+    roots
+        .writable
+        .iter()
+        .filter(outer)
+        .filter_map(|r| {
+            let st = nix::sys::stat::fstat(&r.fd).ok()?;
+            let path = std::ffi::CString::new(r.path.as_os_str().as_bytes()).ok()?;
+            Some((path, st.st_dev, st.st_ino))
+        })
+        .collect()
+}
+
+/// The terminal at `path` as the child re-opens it: its path, device
+/// number, and which of this process's 0, 1, 2 are it (bits).
+fn terminal_fds(path: &Path) -> Option<(std::ffi::CString, u64, u8)> {
+    use std::os::fd::BorrowedFd;
+    use std::os::unix::ffi::OsStrExt;
+    let rdev = std::fs::metadata(path).ok()?.rdev();
+    let mut fds = 0u8;
+    for fd in 0..3 {
+        // SAFETY: 0, 1 and 2 stay open for the whole process.
+        let fd_ref = unsafe { BorrowedFd::borrow_raw(fd) };
+        if let Ok(st) = nix::sys::stat::fstat(fd_ref)
+            && st.st_mode & libc::S_IFMT == libc::S_IFCHR
+            && st.st_rdev == rdev
+        {
+            fds |= 1 << fd;
+        }
+    }
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    Some((path, rdev, fds))
+}
+
 /// The terminal on this process's stdin, for `-i` (ttyname(3)).
 fn own_terminal() -> Option<PathBuf> {
     nix::unistd::ttyname(std::io::stdin()).ok()
@@ -508,9 +576,18 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
     if deny {
         programs.push(seccomp::deny_ip_sockets().map_err(unavailable)?);
     }
+    // The kernel bounds metadata changes where every mount outside the
+    // writable roots is read-only; elsewhere the gate does.
+    let read_only_tree = confining && privileged && mount_setattr_available();
+    let gated_metadata = if read_only_tree {
+        seccomp::GatedMetadata::SetId
+    } else {
+        seccomp::GatedMetadata::All
+    };
     if confining {
         programs.push(seccomp::confining_filter().map_err(unavailable)?);
-        programs.push(seccomp::gate_filter().map_err(unavailable)?);
+        programs.push(seccomp::enosys_filter().map_err(unavailable)?);
+        programs.push(seccomp::gate_filter(gated_metadata).map_err(unavailable)?);
     }
     let program = seccomp::chain(programs).map_err(unavailable)?;
     // With a gate the one program is the gate's, loaded last with its
@@ -533,8 +610,30 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         private_devpts,
         pts_access: landlock::device_access(abi),
         fresh_proc: run.pid_namespace,
+        tree_roots: read_only_tree.then(|| tree_roots(&roots)),
+        terminal: (read_only_tree && run.interactive)
+            .then(|| terminal.as_deref().and_then(terminal_fds))
+            .flatten(),
     });
-    let keep_capabilities = if confining {
+    if let Some(n) = mounts
+        .as_ref()
+        .and_then(|m| m.tree_roots.as_ref())
+        .map(Vec::len)
+        .filter(|n| *n > crate::exec::MAX_TREE_ROOTS)
+    {
+        return Err(unavailable(format!(
+            "{n} separate writable roots; a read-only mount tree takes at most {}",
+            crate::exec::MAX_TREE_ROOTS
+        )));
+    }
+    let keep_capabilities = if read_only_tree {
+        // Bounded by the read-only tree: chown and the owner-only changes
+        // (chmod, utimes, ACLs) of files of any owner, which only reach
+        // inodes inside the writable roots (a CI checkout, a `tar -xp` of
+        // another uid's files). CAP_FSETID stays dropped: with it a write
+        // to a set-user-ID file would keep the bit.
+        (1u64 << CAP_CHOWN) | (1u64 << CAP_FOWNER)
+    } else if confining {
         0
     } else {
         NETWORK_CAPABILITIES
@@ -545,6 +644,8 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         confinement: Some(Confinement {
             drop_capabilities: confining || deny,
             keep_capabilities,
+            // unshare(CLONE_NEWIPC) needs CAP_SYS_ADMIN.
+            ipc_namespace: confining && privileged,
             mounts,
             ruleset,
             filters,

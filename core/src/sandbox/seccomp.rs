@@ -78,6 +78,35 @@ fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, Strin
 /// every architecture it supports.
 const KEYRING_CALLS: [i64; 3] = [libc::SYS_keyctl, libc::SYS_add_key, libc::SYS_request_key];
 
+/// The set-user-ID and set-group-ID bits of a mode (inode(7)).
+const S_ISUID: u64 = 0o4000;
+const S_ISGID: u64 = 0o2000;
+
+/// Rules matching a call whose `arg` holds a mode with `bit` set.
+fn mode_has(arg: u8, bit: u64) -> Result<SeccompRule, String> {
+    rule(vec![cond(arg, SeccompCmpOp::MaskedEq(bit), bit)?])
+}
+
+/// Rules matching an open that creates a file (`O_CREAT` or `O_TMPFILE` in
+/// the flags at `flags`) with a mode (at `mode`) holding set-user-ID or
+/// set-group-ID: a new regular file gets that mode as given.
+fn creates_setid(flags: u8, mode: u8) -> Result<Vec<SeccompRule>, String> {
+    let creating = [
+        libc::O_CREAT as u64,
+        (libc::O_TMPFILE & !libc::O_DIRECTORY) as u64,
+    ];
+    let mut rules = Vec::new();
+    for how in creating {
+        for bit in [S_ISUID, S_ISGID] {
+            rules.push(rule(vec![
+                cond(flags, SeccompCmpOp::MaskedEq(how), how)?,
+                cond(mode, SeccompCmpOp::MaskedEq(bit), bit)?,
+            ])?);
+        }
+    }
+    Ok(rules)
+}
+
 /// The filter of the confining modes (see the module documentation).
 ///
 /// Errors with a message when the architecture is not supported or the
@@ -106,18 +135,73 @@ pub(crate) fn confining_filter() -> Result<Vec<libc::sock_filter>, String> {
         libc::SYS_prlimit64,
         vec![rule(vec![cond(0, SeccompCmpOp::Ne, 0)?])?],
     );
+    // Never a set-user-ID bit, nor set-group-ID on a regular file, at
+    // creation (open, creat, mknod make regular files; mkdir is not refused:
+    // a set-group-ID directory is harmless). A mode change that sets either
+    // goes to the gate, which refuses set-user-ID always and set-group-ID
+    // but on a directory, and records the refusal.
+    rules.insert(libc::SYS_openat, creates_setid(2, 3)?);
+    // No user namespace: in one the command would hold every capability
+    // over mounts and network namespaces of its own, from which it could
+    // show the gate a path or a socket name that means something else in
+    // dsh-exec's namespaces (detached mounts, decoy sockets). Landlock
+    // already keeps uid_map unwritable, so little works in one anyway.
+    let newuser = libc::CLONE_NEWUSER as u64;
+    for nr in [libc::SYS_unshare, libc::SYS_clone] {
+        rules.insert(nr, vec![mode_has(0, newuser)?]);
+    }
+    rules.insert(
+        libc::SYS_mknodat,
+        vec![mode_has(2, S_ISUID)?, mode_has(2, S_ISGID)?],
+    );
+    #[cfg(target_arch = "x86_64")]
+    {
+        rules.insert(libc::SYS_open, creates_setid(1, 2)?);
+        rules.insert(
+            libc::SYS_creat,
+            vec![mode_has(1, S_ISUID)?, mode_has(1, S_ISGID)?],
+        );
+        rules.insert(
+            libc::SYS_mknod,
+            vec![mode_has(1, S_ISUID)?, mode_has(1, S_ISGID)?],
+        );
+    }
     compile(rules, SeccompAction::Errno(libc::EPERM as u32))
 }
 
-/// The system calls the gate decides (x86_64 also has the legacy path forms).
-pub(crate) fn gated_calls() -> Vec<i64> {
+/// The calls that fail with ENOSYS in the confining modes, so that callers
+/// take their fallback: `openat2` and `clone3`, whose flags are in memory
+/// the filter cannot read (callers fall back to `openat` and `clone`, whose
+/// flags it can: glibc's pthread_create and posix_spawn do).
+pub(crate) fn enosys_filter() -> Result<Vec<libc::sock_filter>, String> {
+    let rules = BTreeMap::from([
+        (libc::SYS_openat2, Vec::new()),
+        (libc::SYS_clone3, Vec::new()),
+    ]);
+    compile(rules, SeccompAction::Errno(libc::ENOSYS as u32))
+}
+
+/// The socket calls the gate decides (`sendto` is added with its address
+/// condition by [`gate_filter`]).
+const GATED_SOCKET_CALLS: [i64; 3] = [libc::SYS_connect, libc::SYS_sendmsg, libc::SYS_sendmmsg];
+
+/// The mode-change calls, with the argument that holds the mode.
+fn mode_calls() -> Vec<(i64, u8)> {
     let mut calls = vec![
-        libc::SYS_connect,
-        libc::SYS_sendmsg,
-        libc::SYS_sendmmsg,
-        libc::SYS_fchmod,
-        libc::SYS_fchmodat,
-        libc::SYS_fchmodat2,
+        (libc::SYS_fchmod, 1),
+        (libc::SYS_fchmodat, 2),
+        (libc::SYS_fchmodat2, 2),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    calls.push((libc::SYS_chmod, 1));
+    calls
+}
+
+/// The metadata calls the gate decides where no read-only mount tree
+/// bounds them (x86_64 also has the legacy path forms).
+pub(crate) fn gated_metadata_calls() -> Vec<i64> {
+    let mut calls: Vec<i64> = mode_calls().into_iter().map(|(nr, _)| nr).collect();
+    calls.extend([
         libc::SYS_fchown,
         libc::SYS_fchownat,
         libc::SYS_utimensat,
@@ -129,10 +213,9 @@ pub(crate) fn gated_calls() -> Vec<i64> {
         libc::SYS_fremovexattr,
         SYS_SETXATTRAT,
         SYS_REMOVEXATTRAT,
-    ];
+    ]);
     #[cfg(target_arch = "x86_64")]
     calls.extend([
-        libc::SYS_chmod,
         libc::SYS_chown,
         libc::SYS_lchown,
         libc::SYS_utime,
@@ -142,21 +225,47 @@ pub(crate) fn gated_calls() -> Vec<i64> {
     calls
 }
 
+/// Which metadata changes the gate decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GatedMetadata {
+    /// Every change of mode, owner, times and extended attributes: nothing
+    /// else bounds them to the writable roots.
+    All,
+    /// Only a mode change that sets set-user-ID (always refused) or
+    /// set-group-ID (allowed on directories alone): a read-only mount tree
+    /// makes the kernel refuse every other change outside the writable
+    /// roots (EROFS).
+    SetId,
+}
+
 /// The value seccompiler is asked to return for a gated call, replaced by
 /// `SECCOMP_RET_USER_NOTIF` in the compiled program: seccompiler has no
 /// user-notification action, and `SECCOMP_RET_TRACE | data` is a return
 /// value nothing else in the program uses.
 const GATE_MARK: u32 = 0x6a7e;
 
-/// The gate's filter: every gated call (`sendto` only with an address, its
-/// fifth argument) returns `SECCOMP_RET_USER_NOTIF`.
+/// The gate's filter: every gated call returns `SECCOMP_RET_USER_NOTIF`:
+/// the socket calls (`sendto` only with an address, its fifth argument)
+/// and the metadata changes `metadata` names.
 ///
 /// Errors with a message when the architecture is not supported or the
 /// filter cannot be compiled.
-pub(crate) fn gate_filter() -> Result<Vec<libc::sock_filter>, String> {
+pub(crate) fn gate_filter(metadata: GatedMetadata) -> Result<Vec<libc::sock_filter>, String> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for nr in gated_calls() {
+    for nr in GATED_SOCKET_CALLS {
         rules.insert(nr, Vec::new());
+    }
+    match metadata {
+        GatedMetadata::All => {
+            for nr in gated_metadata_calls() {
+                rules.insert(nr, Vec::new());
+            }
+        }
+        GatedMetadata::SetId => {
+            for (nr, mode) in mode_calls() {
+                rules.insert(nr, vec![mode_has(mode, S_ISUID)?, mode_has(mode, S_ISGID)?]);
+            }
+        }
     }
     rules.insert(
         libc::SYS_sendto,
@@ -434,7 +543,8 @@ mod tests {
         let mut programs: Vec<_> = x32_guard().into_iter().collect();
         programs.push(deny_ip_sockets().unwrap());
         programs.push(confining_filter().unwrap());
-        programs.push(gate_filter().unwrap());
+        programs.push(enosys_filter().unwrap());
+        programs.push(gate_filter(GatedMetadata::All).unwrap());
         assert!(chain(programs).unwrap().len() <= 4096);
     }
 }

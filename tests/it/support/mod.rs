@@ -54,6 +54,26 @@ impl Test {
         }
     }
 
+    /// A run in `tier`: for [`Tier::Gate`], under `setpriv
+    /// --bounding-set=-sys_admin`, so that the binary holds every
+    /// capability but CAP_SYS_ADMIN and confines without a mount namespace,
+    /// as in a container without it.
+    pub fn in_tier(tier: Tier) -> Test {
+        match tier {
+            Tier::MountNamespace => Test::new(),
+            Tier::Gate if !has_sys_admin() => Test::new(),
+            Tier::Gate => {
+                let mut command = Command::new("setpriv");
+                known_env(&mut command);
+                command.arg("--bounding-set=-sys_admin").arg(bin());
+                Test {
+                    command,
+                    stdin: None,
+                }
+            }
+        }
+    }
+
     /// Appends one argument (any `OsStr`, so paths need no conversion).
     pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Test {
         self.command.arg(arg);
@@ -116,6 +136,44 @@ impl Test {
             stderr: stderr(&out),
             status: code(&out),
         }
+    }
+}
+
+/// How a confined run is enforced: with a mount namespace (read-only mount
+/// tree, bind mounts; needs CAP_SYS_ADMIN), or without one (the gate
+/// decides metadata changes, protected files are restored after the run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    MountNamespace,
+    Gate,
+}
+
+/// Whether this process holds CAP_SYS_ADMIN (bit 21 of CapEff).
+pub fn has_sys_admin() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .is_some_and(|caps| caps & (1 << 21) != 0)
+}
+
+/// The tiers a confined run can be tested in here: both with
+/// CAP_SYS_ADMIN and `setpriv` (util-linux), else the gate's alone.
+pub fn tiers() -> Vec<Tier> {
+    let setpriv = Command::new("setpriv")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    match (has_sys_admin(), setpriv) {
+        (true, true) => vec![Tier::MountNamespace, Tier::Gate],
+        (true, false) => {
+            eprintln!("note: setpriv is missing: the tier without a mount namespace is not tested");
+            vec![Tier::MountNamespace]
+        }
+        (false, _) => vec![Tier::Gate],
     }
 }
 

@@ -272,7 +272,10 @@ impl Gate {
         let (p, s) = (policy.clone(), stop.clone());
         std::thread::Builder::new()
             .name("sandbox-gate".into())
-            .spawn(move || serve(&listener, &abi, &p, &s))?;
+            .spawn(move || {
+                limit_capabilities(GATE_CAPABILITIES);
+                serve(&listener, &abi, &p, &s)
+            })?;
         Ok(Gate { policy, stop })
     }
 
@@ -287,6 +290,38 @@ impl Drop for Gate {
     /// [`GATE_POLL`] (or at once, when the last task is gone).
     fn drop(&mut self) {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The capabilities the gate's thread keeps, of those dsh-exec holds:
+/// CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER and
+/// CAP_FSETID (capabilities(7)), for the metadata changes it makes on the
+/// task's behalf inside the writable roots (files of any owner, as root).
+/// A superset of what a confined command keeps, as ptrace(2)'s access check
+/// requires for reading its memory and taking its descriptors. Every other
+/// one goes: what the gate does for a task (connect, send with ancillary
+/// data, chown a socket) must not get further with dsh-exec's privileges
+/// (CAP_NET_ADMIN's SO_MARK, CAP_NET_RAW, ...) than the task's own would.
+const GATE_CAPABILITIES: u64 = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 3) | (1 << 4);
+
+/// Limits the calling thread's effective and permitted capabilities to
+/// `keep` and clears its inheritable ones (capset(2) acts on the calling
+/// thread alone; the gate's call threads, started from it, inherit its
+/// sets). Best effort: an unprivileged dsh-exec has none to drop.
+fn limit_capabilities(keep: u64) {
+    // struct __user_cap_header_struct (version 3, this thread) and
+    // __user_cap_data_struct[2] (capget(2)).
+    let header: [u32; 2] = [0x2008_0522, 0];
+    let mut data = [0u32; 6];
+    // SAFETY: capget and capset with the arrays above.
+    unsafe {
+        if libc::syscall(libc::SYS_capget, header.as_ptr(), data.as_mut_ptr()) != 0 {
+            return;
+        }
+        let (lo, hi) = (keep as u32, (keep >> 32) as u32);
+        // effective, permitted, inheritable; low then high halves
+        let limited = [data[0] & lo, data[1] & lo, 0, data[3] & hi, data[4] & hi, 0];
+        libc::syscall(libc::SYS_capset, header.as_ptr(), limited.as_ptr());
     }
 }
 

@@ -37,7 +37,7 @@ use std::path::PathBuf;
 
 use nix::libc;
 
-use super::notif::{read_bytes, write_bytes};
+use super::notif::read_bytes;
 use super::task::{Task, errno, pin_path, real_path, stat};
 use super::{GatePolicy, Outcome, Refusal};
 
@@ -54,6 +54,43 @@ const UIO_MAXIOV: usize = 1024;
 
 /// The most ancillary data one message may carry: 64 KiB.
 const CONTROL_MAX: usize = 64 * 1024;
+
+/// The most data the gate holds for sends not yet done, over all of them:
+/// 64 MiB. A send that would go past it fails with EAGAIN, so that a
+/// command cannot make dsh-exec hold its memory many times over (one
+/// `sendmmsg` of 1,024 times 4 MiB of untouched pages, threads doing it at
+/// once).
+const IN_FLIGHT_MAX: usize = 64 << 20;
+
+/// The bytes copied for sends not yet done ([`IN_FLIGHT_MAX`]).
+static IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A share of [`IN_FLIGHT`], given back when the send is done.
+struct InFlight(usize);
+
+impl InFlight {
+    /// Reserves `bytes`; EAGAIN when that would pass [`IN_FLIGHT_MAX`].
+    fn reserve(bytes: usize) -> Result<InFlight, i32> {
+        use std::sync::atomic::Ordering;
+        let mut now = IN_FLIGHT.load(Ordering::Relaxed);
+        loop {
+            let next = now.checked_add(bytes).filter(|n| *n <= IN_FLIGHT_MAX);
+            let Some(next) = next else {
+                return Err(libc::EAGAIN);
+            };
+            match IN_FLIGHT.compare_exchange_weak(now, next, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return Ok(InFlight(bytes)),
+                Err(seen) => now = seen,
+            }
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(self.0, std::sync::atomic::Ordering::AcqRel);
+    }
+}
 
 /// A socket address, copied from the task and judged.
 struct Dest {
@@ -295,9 +332,10 @@ fn sendto(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32
     let data = read_data(task, &sock, a[1], a[2] as usize)?;
     let flags = a[3] as i32;
     let dest = judge(task, &sock, addr, "sendto", policy)?;
+    let held = InFlight::reserve(data.len())?;
     task.check()?;
     Ok(Outcome::Blocking(Box::new(move || {
-        let dest = dest;
+        let (dest, _held) = (dest, held);
         // SAFETY: our duplicate of the socket, our copies of data and address.
         let rc = unsafe {
             libc::sendto(
@@ -335,6 +373,7 @@ fn read_message(
     addr: u64,
     op: &'static str,
     policy: &GatePolicy,
+    budget: usize,
 ) -> Result<Message, i32> {
     let h = read_bytes(task.tid, addr, 56)?;
     let (name, namelen) = (
@@ -360,14 +399,19 @@ fn read_message(
     let iovs = read_bytes(task.tid, iov, iovlen * 16)?;
     let stream = is_stream(sock);
     let mut data = Vec::new();
+    let limit = SEND_MAX.min(budget);
     for i in 0..iovlen {
         let (base, len) = (word(&iovs, i * 16), word(&iovs, i * 16 + 8) as usize);
-        let room = SEND_MAX - data.len();
+        let room = limit - data.len();
         if len > room && !stream {
-            return Err(libc::EMSGSIZE);
+            return Err(if room < SEND_MAX - data.len() {
+                libc::EAGAIN
+            } else {
+                libc::EMSGSIZE
+            });
         }
         data.extend(read_bytes(task.tid, base, len.min(room))?);
-        if data.len() == SEND_MAX {
+        if data.len() == limit {
             break;
         }
     }
@@ -393,8 +437,9 @@ fn rewrite_control(task: &Task, control: &mut [u8]) -> Result<Vec<OwnedFd>, i32>
     let mut fds = Vec::new();
     let mut at = 0;
     while at + HDR <= control.len() {
-        let len = word(control, at) as usize;
-        if len < HDR || at + len > control.len() {
+        let len = usize::try_from(word(control, at)).map_err(|_| libc::EINVAL)?;
+        let end = at.checked_add(len).ok_or(libc::EINVAL)?;
+        if len < HDR || end > control.len() {
             return Err(libc::EINVAL);
         }
         let level = i32::from_ne_bytes(control[at + 8..at + 12].try_into().unwrap_or([0; 4]));
@@ -427,8 +472,12 @@ fn rewrite_control(task: &Task, control: &mut [u8]) -> Result<Vec<OwnedFd>, i32>
             if Some(field(0)) != own || field(1) != uid || field(2) != gid {
                 return Err(libc::EPERM);
             }
+        } else if level == libc::SOL_SOCKET {
+            // SO_MARK, SO_PRIORITY and the like: settings a task sets on its
+            // own socket with its own privileges, not with dsh-exec's.
+            return Err(libc::EPERM);
         }
-        at += (len + 7) & !7;
+        at = end.checked_add(7).ok_or(libc::EINVAL)? & !7;
     }
     Ok(fds)
 }
@@ -460,10 +509,12 @@ fn send_message(sock: &OwnedFd, m: &mut Message, flags: i32) -> Result<i64, i32>
 
 fn sendmsg(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32> {
     let sock = task.take_fd(a[0])?;
-    let mut m = read_message(task, &sock, a[1], "sendmsg", policy)?;
+    let mut m = read_message(task, &sock, a[1], "sendmsg", policy, SEND_MAX)?;
+    let held = InFlight::reserve(m.data.len())?;
     let flags = a[2] as i32;
     task.check()?;
     Ok(Outcome::Blocking(Box::new(move || {
+        let _held = held;
         send_message(&sock, &mut m, flags)
     })))
 }
@@ -476,24 +527,52 @@ fn sendmmsg(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i
     let sock = task.take_fd(a[0])?;
     let vlen = (a[2] as usize).min(UIO_MAXIOV);
     let flags = a[3] as i32;
+    // All the messages together carry at most SEND_MAX: those past it are
+    // not sent (sendmmsg(2) may send fewer than asked).
     let mut messages = Vec::with_capacity(vlen);
+    let mut copied = 0;
     for i in 0..vlen {
-        messages.push(read_message(
+        if copied == SEND_MAX && i > 0 {
+            break;
+        }
+        let m = read_message(
             task,
             &sock,
             a[1] + 64 * i as u64,
             "sendmmsg",
             policy,
-        )?);
+            SEND_MAX - copied,
+        );
+        match m {
+            Ok(m) => {
+                copied += m.data.len();
+                messages.push(m);
+            }
+            // One that does not fit what is left waits for the next call.
+            Err(libc::EAGAIN) if i > 0 => break,
+            Err(e) => return Err(e),
+        }
     }
+    let held = InFlight::reserve(copied)?;
+    // The counts are written back through the task's memory as it is now:
+    // /proc/TID/mem is bound to this address space, so a write after the
+    // task has died goes nowhere, never into a process that took its id
+    // (proc(5)); opened before the check that the task is still the caller.
+    let mem = std::fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/proc/{}/mem", task.tid))
+        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     task.check()?;
-    let (tid, base) = (task.tid, a[1]);
+    let base = a[1];
     Ok(Outcome::Blocking(Box::new(move || {
+        use std::os::unix::fs::FileExt;
+        let _held = held;
         let mut sent = 0i64;
         for (i, m) in messages.iter_mut().enumerate() {
             match send_message(&sock, m, flags) {
                 Ok(n) => {
-                    let _ = write_bytes(tid, base + 64 * i as u64 + 56, &(n as u32).to_ne_bytes());
+                    let at = base + 64 * i as u64 + 56;
+                    let _ = mem.write_all_at(&(n as u32).to_ne_bytes(), at);
                     sent += 1;
                 }
                 Err(e) if sent == 0 => return Err(e),

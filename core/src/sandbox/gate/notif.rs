@@ -215,25 +215,6 @@ pub(crate) fn read_bytes(tid: i32, addr: u64, len: usize) -> Result<Vec<u8>, i32
     Ok(out)
 }
 
-/// Writes `bytes` at `addr` of task `tid` (process_vm_writev(2)): the
-/// results a call returns through its arguments (`sendmmsg`'s counts).
-pub(crate) fn write_bytes(tid: i32, addr: u64, bytes: &[u8]) -> Result<(), i32> {
-    let local = libc::iovec {
-        iov_base: bytes.as_ptr() as *mut libc::c_void,
-        iov_len: bytes.len(),
-    };
-    let remote = libc::iovec {
-        iov_base: addr as *mut libc::c_void,
-        iov_len: bytes.len(),
-    };
-    // SAFETY: reads from our buffer, writes the task's range it asked for.
-    let n = unsafe { libc::process_vm_writev(tid, &local, 1, &remote, 1, 0) };
-    if n as usize != bytes.len() {
-        return Err(libc::EFAULT);
-    }
-    Ok(())
-}
-
 /// Copies the NUL-terminated string at `addr` of task `tid` (at most
 /// `max` bytes, NUL excluded), reading page by page so that a string that
 /// ends just before an unmapped page is still read. Errors with

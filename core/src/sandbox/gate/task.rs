@@ -62,6 +62,43 @@ fn open_at(dirfd: RawFd, path: &[u8], flags: libc::c_int) -> Result<OwnedFd, i32
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// `RESOLVE_NO_MAGICLINKS` and `RESOLVE_IN_ROOT` (openat2(2)).
+const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+const RESOLVE_IN_ROOT: u64 = 0x10;
+
+/// Opens `path` relative to `dirfd` with openat2(2) and `resolve`
+/// (close-on-exec added); errors with the errno.
+fn open_at2(dirfd: RawFd, path: &[u8], flags: libc::c_int, resolve: u64) -> Result<OwnedFd, i32> {
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let c = CString::new(path).map_err(|_| libc::EINVAL)?;
+    let how = OpenHow {
+        flags: (flags | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve,
+    };
+    // SAFETY: a NUL-terminated path and an open_how we own; the result is a
+    // new descriptor.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dirfd,
+            c.as_ptr(),
+            &how,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        return Err(errno());
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
 /// The current errno.
 pub(crate) fn errno() -> i32 {
     std::io::Error::last_os_error()
@@ -193,6 +230,11 @@ impl Task {
             return self.base(dirfd, false);
         }
         let absolute = path.first() == Some(&b'/');
+        if absolute && let Some(fd) = self.own_fd_link(path)? {
+            // /proc/self/fd/N and the like: the task's descriptor N (what
+            // gnulib's chmod of "/proc/self/fd/N" means).
+            return self.base(fd, false);
+        }
         let base = self.base(dirfd, absolute)?;
         let rel: &[u8] = if absolute {
             let trimmed = &path[path.iter().take_while(|b| **b == b'/').count()..];
@@ -200,8 +242,42 @@ impl Task {
         } else {
             path
         };
+        // No magic link is followed on the way (/proc/PID/fd/N, /cwd,
+        // /root: resolved here they would name dsh-exec's, or jump out of
+        // the task's view), and an absolute path stays in the task's root,
+        // its symlinks included (openat2(2), Linux 5.6).
+        let resolve = RESOLVE_NO_MAGICLINKS | if absolute { RESOLVE_IN_ROOT } else { 0 };
         let flags = libc::O_PATH | if follow { 0 } else { libc::O_NOFOLLOW };
-        open_at(base.as_raw_fd(), rel, flags)
+        open_at2(base.as_raw_fd(), rel, flags, resolve)
+    }
+
+    /// The descriptor `path` names when it is the task's own descriptor
+    /// link: `/proc/self/fd/N`, `/proc/thread-self/fd/N`, `/proc/PID/fd/N`
+    /// or `/proc/PID/task/TID/fd/N` with the task's own ids (`.` and
+    /// repeated slashes allowed). `None` for any other path.
+    fn own_fd_link(&self, path: &[u8]) -> Result<Option<i32>, i32> {
+        let parts: Vec<&[u8]> = path
+            .split(|b| *b == b'/')
+            .filter(|p| !p.is_empty() && *p != b".")
+            .collect();
+        let number = |p: &[u8]| std::str::from_utf8(p).ok()?.parse::<i32>().ok();
+        let tid = self.tid;
+        let owner = match parts.as_slice() {
+            [b"proc", b"self", b"fd", _] | [b"proc", b"thread-self", b"fd", _] => true,
+            [b"proc", pid, b"fd", _] => {
+                number(pid).is_some_and(|p| p == tid || Some(p) == self.tgid())
+            }
+            [b"proc", pid, b"task", t, b"fd", _] => {
+                number(t) == Some(tid)
+                    && number(pid).is_some_and(|p| p == tid || Some(p) == self.tgid())
+            }
+            _ => false,
+        };
+        if !owner {
+            return Ok(None);
+        }
+        let fd = parts.last().and_then(|p| number(p)).ok_or(libc::ENOENT)?;
+        Ok(Some(fd))
     }
 
     /// The task's thread-group id (its process), from `/proc/TID/status`.
