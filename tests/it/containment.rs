@@ -223,6 +223,75 @@ s = socket.socket(socket.AF_UNIX); s.connect("\0{name}"); print(s.recv(7))
 }
 
 #[test]
+fn a_server_outside_listening_in_a_writable_root_is_not_reached() {
+    // The temp dir is a writable root; a server outside listens there (as
+    // tmux, X11 and ssh-agent do in /tmp).
+    let d = dirs();
+    let sock = d.tmp.join("daemon.sock");
+    let ready = d.outside.join("ready");
+    let server = r#"
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(5)
+open(sys.argv[2], "w").close()
+while True:
+    c, _ = s.accept(); c.sendall(b"outside"); c.close()
+"#;
+    let _server = python_server(server, &[p(&sock), p(&ready)], &ready);
+    let client = format!(
+        r#"python3 -c '
+import socket
+s = socket.socket(socket.AF_UNIX); s.connect("{}"); print(s.recv(7))
+'"#,
+        p(&sock)
+    );
+    for tier in tiers() {
+        let out = confined_in(tier, &d, "workspace-write", &["--json"], &client);
+        let v = out.json();
+        assert!(
+            v["stderr"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("PermissionError"),
+            "{tier:?}: {v}"
+        );
+        assert_eq!(v["exit_code"], 1, "{tier:?}: {v}");
+    }
+}
+
+#[test]
+fn a_pathname_socket_named_like_an_abstract_one_is_no_decoy() {
+    // A socket bound at the relative path "@NAME" prints in /proc/net/unix
+    // exactly like the abstract "\0NAME" an outside server listens on.
+    let d = dirs();
+    let ready = d.outside.join("ready");
+    let name = format!("dsh-exec-decoy-{}", std::process::id());
+    let server = r#"
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind("\0" + sys.argv[1]); s.listen(5)
+open(sys.argv[2], "w").close()
+while True:
+    c, _ = s.accept(); c.sendall(b"outside"); c.close()
+"#;
+    let _server = python_server(server, &[&name, p(&ready)], &ready);
+    let client = format!(
+        r#"python3 -c '
+import socket
+decoy = socket.socket(socket.AF_UNIX); decoy.bind("@{name}"); decoy.listen(1)
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("\0{name}"); print(s.recv(7))
+except OSError as e:
+    print("refused", e.errno)
+'"#
+    );
+    let out = confined(&d, "workspace-write", &["--network", "deny"], &client);
+    assert_eq!(
+        out.stdout,
+        "refused 13\n[sandbox: workspace-write; a write was denied]\n[exit code: 0]\n"
+    );
+}
+
+#[test]
 fn metadata_outside_the_roots_stays_as_it_was() {
     let d = dirs();
     let file = d.outside.join("f");
@@ -571,6 +640,127 @@ fn a_writable_root_swapped_for_a_symlink_while_runs_start_grants_nothing_outside
         .map(|e| e.file_name())
         .collect();
     assert!(written.is_empty(), "written outside: {written:?}");
+}
+
+#[test]
+fn under_i_the_terminal_and_redirected_files_keep_their_owner_and_mode() {
+    let d = dirs();
+    let target = d.outside.join("target");
+    for tier in tiers() {
+        std::fs::write(&target, "").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let attack = "python3 -c '
+import os
+for fd in (0, 1, 2):
+    for what, call in ((\"chmod\", lambda: os.fchmod(fd, 0o666)), (\"chown\", lambda: os.fchown(fd, 65534, 65534))):
+        try:
+            call(); os.write(2, b\"%s %d ok\\n\" % (what.encode(), fd))
+        except OSError as e:
+            os.write(2, b\"%s %d %d\\n\" % (what.encode(), fd, e.errno))
+'";
+        let prefix = match tier {
+            Tier::MountNamespace => String::new(),
+            Tier::Gate => "setpriv --bounding-set=-sys_admin ".into(),
+        };
+        // stdin and stderr are the terminal, stdout a file outside.
+        let outer = format!(
+            "stat -c %a:%u $(tty); {prefix}{bin} -i -s read-only -- \"$0\" >> {t}; stat -c %a:%u $(tty)",
+            bin = bin().display(),
+            t = p(&target)
+        );
+        let screen = crate::support::pty::Pty::new("/bin/bash")
+            .args(["-c", &outer, attack])
+            .run();
+        let lines: Vec<&str> = screen.text.lines().map(str::trim_end).collect();
+        assert_eq!(
+            lines.first(),
+            lines.last(),
+            "{tier:?}: the terminal changed: {}",
+            screen.text
+        );
+        for fd in 0..3 {
+            for what in ["chmod", "chown"] {
+                assert!(
+                    !screen.text.contains(&format!("{what} {fd} ok")),
+                    "{tier:?}: {}",
+                    screen.text
+                );
+            }
+        }
+        let m = std::fs::metadata(&target).unwrap();
+        assert_eq!(
+            (m.mode() & 0o777, m.uid()),
+            (0o644, nix::unistd::getuid().as_raw()),
+            "{tier:?}"
+        );
+    }
+}
+
+#[test]
+fn a_malformed_or_huge_send_neither_stalls_the_gate_nor_swells_dsh_exec() {
+    let d = dirs();
+    // An ancillary length of 2^64 - 16 once wrapped the gate's walk into a
+    // loop; 1,024 messages of 4 MiB each were all copied at once.
+    let script = r#"python3 - <<'EOF'
+import ctypes, socket, mmap
+libc = ctypes.CDLL(None, use_errno=True)
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+class msghdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32), ("iov", ctypes.POINTER(iovec)),
+                ("iovlen", ctypes.c_size_t), ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+data = ctypes.create_string_buffer(b"x")
+iov = iovec(ctypes.cast(data, ctypes.c_void_p), 1)
+control = (ctypes.c_uint64 * 4)(2**64 - 16, 1, 0, 0)
+m = msghdr(None, 0, ctypes.pointer(iov), 1, ctypes.cast(control, ctypes.c_void_p), 32, 0)
+print("wrapped", libc.sendmsg(a.fileno(), ctypes.byref(m), 0), ctypes.get_errno())
+m.control, m.controllen = None, 0
+print("plain", libc.sendmsg(a.fileno(), ctypes.byref(m), 0))
+# 1024 messages of 4 MiB of untouched pages, on a stream socket
+big = mmap.mmap(-1, 4 << 20)
+class mmsghdr(ctypes.Structure):
+    _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint32)]
+c, d = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+c.setblocking(False)
+addr = ctypes.addressof(ctypes.c_char.from_buffer(big))
+biov = iovec(addr, 4 << 20)
+msgs = (mmsghdr * 1024)()
+for i in range(1024):
+    msgs[i].hdr = msghdr(None, 0, ctypes.pointer(biov), 1, None, 0, 0)
+n = libc.sendmmsg(c.fileno(), msgs, 1024, 0)
+print("sendmmsg", n <= 1, ctypes.get_errno() if n < 0 else 0)
+EOF"#;
+    // dsh-exec's peak RSS, as the wrapper that waits for it sees it
+    // (getrusage(RUSAGE_CHILDREN), in KiB).
+    let wrapper = "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True); \
+        sys.stdout.write(r.stdout.decode()); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)";
+    let t0 = std::time::Instant::now();
+    let out = Command::new("python3")
+        .args(["-c", wrapper])
+        .arg(bin())
+        .args([
+            "--timeout",
+            "20s",
+            "-s",
+            "workspace-write",
+            "-C",
+            p(&d.ws),
+            "--",
+            script,
+        ])
+        .env("TMPDIR", &d.tmp)
+        .output()
+        .unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.starts_with("wrapped -1 22\nplain 1\nsendmmsg True"),
+        "{text}"
+    );
+    let rss_kib: u64 = text.lines().last().unwrap().trim().parse().unwrap();
+    assert!(rss_kib < 128 * 1024, "peak RSS {rss_kib} KiB: {text}");
 }
 
 #[test]

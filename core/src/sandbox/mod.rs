@@ -579,7 +579,11 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
     // The kernel bounds metadata changes where every mount outside the
     // writable roots is read-only; elsewhere the gate does.
     let read_only_tree = confining && privileged && mount_setattr_available();
-    let gated_metadata = if read_only_tree {
+    // Not under -i: the command then inherits the caller's descriptors
+    // (a redirected stdout), opened through the host's writable mounts,
+    // which a metadata change through the descriptor, or through its
+    // /proc/self/fd link (/dev/stdout), would reach.
+    let gated_metadata = if read_only_tree && !run.interactive {
         seccomp::GatedMetadata::SetId
     } else {
         seccomp::GatedMetadata::All

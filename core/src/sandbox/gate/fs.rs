@@ -311,12 +311,15 @@ fn decide_and_change(
         Target::Fd(n) => {
             let fd = task.take_fd(n)?;
             let (mode, id) = stat(&fd)?;
-            if mode & libc::S_IFMT == libc::S_IFREG && open_for_writing(&fd) {
-                // Landlock let the command open this regular file for
-                // writing: it lies under a writable root (its only other
-                // source, a descriptor passed over a socket, is gated
-                // too). tar and cp -a change metadata through exactly such
-                // descriptors, so no path lookup is spent on them.
+            if mode & libc::S_IFMT == libc::S_IFREG
+                && open_for_writing(&fd)
+                && real_path(&fd).is_ok_and(|r| policy.under_writable(&r))
+            {
+                // A regular file open for writing under a writable root
+                // (tar and cp -a change metadata through exactly such
+                // descriptors): no lookup of the path is spent on it. Being
+                // open for writing alone proves nothing: under -i the
+                // command inherits the caller's redirections.
                 return fast_change(task, fd, mode, id, change, policy);
             }
             Pinned {
@@ -341,6 +344,12 @@ fn decide_and_change(
     let anonymous = !pinned.real.is_absolute();
     if !anonymous && let Err(why) = policy.may_change(&pinned.real, pinned.id) {
         return refuse(libc::EPERM, why);
+    }
+    if anonymous
+        && pinned.mode & libc::S_IFMT == libc::S_IFSOCK
+        && matches!(change, Change::Owner(..))
+    {
+        return refuse(libc::EPERM, Refusal::SocketOwner);
     }
     match &change {
         Change::Mode(m) if m & libc::S_ISUID != 0 => return refuse(libc::EPERM, Refusal::SetUid),

@@ -17,6 +17,7 @@
 //! path. A refusal is recorded ([`Denial`]) with the operation, the path
 //! and the errno, for the run's facts.
 
+pub(crate) mod diag;
 pub(crate) mod fs;
 pub(crate) mod net;
 pub(crate) mod notif;
@@ -51,9 +52,12 @@ pub enum Refusal {
     SetGidFile,
     /// An extended attribute outside `user.*` and the POSIX ACLs.
     XattrNamespace,
-    /// A Unix socket outside the writable roots and `--allow-unix-socket`,
-    /// or an abstract socket the run does not hold.
+    /// A Unix socket (pathname or abstract) the run does not hold, and not
+    /// one of `--allow-unix-socket`.
     OutsideSocket,
+    /// A change of a socket's owner (it would change the uid the network
+    /// stack attributes the socket's traffic to).
+    SocketOwner,
 }
 
 /// One call the gate refused.
@@ -145,7 +149,7 @@ impl GatePolicy {
         self.denials.lock().map(|d| d.clone()).unwrap_or_default()
     }
 
-    fn under_writable(&self, real: &Path) -> bool {
+    pub(crate) fn under_writable(&self, real: &Path) -> bool {
         self.writable.iter().any(|root| real.starts_with(root))
     }
 
@@ -167,46 +171,47 @@ impl GatePolicy {
         Ok(())
     }
 
-    /// Whether the socket file at `real` (device and inode `id`) may be
-    /// reached.
-    pub(crate) fn socket_allowed(&self, real: &Path, id: (u64, u64)) -> bool {
-        self.sockets.iter().any(|(s, _)| *s == id)
-            || (self.under_writable(real) && !self.protected(real, id))
+    /// Whether the socket file with device and inode `id` may be reached:
+    /// it is one of `--allow-unix-socket`, or a process of the run holds
+    /// the socket bound to it (sock_diag(7): the socket behind the file,
+    /// whoever made the file, and wherever it lies: a socket an outside
+    /// server listens on in a writable root such as /tmp is not the run's).
+    pub(crate) fn socket_file_reachable(&self, id: (u64, u64)) -> bool {
+        if self.sockets.iter().any(|(s, _)| *s == id) {
+            return true;
+        }
+        match diag::bound_unix_sockets() {
+            Ok(all) => self.run_holds(&diag::bound_to_file(&all, id)),
+            Err(_) => false,
+        }
     }
 
     /// Whether a process of the run holds a socket bound to the abstract
-    /// name `name` (its first byte the NUL), as the network namespace of
-    /// task `tid` lists them (`/proc/TID/net/unix`, where the name shows
-    /// with `@` for each NUL).
-    pub(crate) fn abstract_held_by_run(&self, tid: i32, name: &[u8]) -> bool {
-        let shown: String = name
-            .iter()
-            .map(|b| if *b == 0 { '@' } else { *b as char })
-            .collect();
-        let Ok(table) = std::fs::read_to_string(format!("/proc/{tid}/net/unix")) else {
-            return false;
-        };
-        let inodes: Vec<String> = table
-            .lines()
-            .skip(1)
-            .filter_map(|l| {
-                let f: Vec<&str> = l.split_whitespace().collect();
-                (f.len() >= 8 && f[7..].join(" ") == shown).then(|| f[6].to_string())
-            })
-            .collect();
+    /// name `name` (its first byte the NUL), compared byte for byte with
+    /// what the kernel lists (sock_diag(7)), in dsh-exec's network
+    /// namespace, which is the command's (it cannot make another: no user
+    /// namespaces, no CAP_SYS_ADMIN).
+    pub(crate) fn abstract_held_by_run(&self, name: &[u8]) -> bool {
+        match diag::bound_unix_sockets() {
+            Ok(all) => self.run_holds(&diag::bound_to_name(&all, name)),
+            Err(_) => false,
+        }
+    }
+
+    /// Whether a live process of the run has one of the sockets `inodes`
+    /// open (`/proc/PID/fd/N` reading `socket:[INODE]`).
+    fn run_holds(&self, inodes: &[u32]) -> bool {
         if inodes.is_empty() {
             return false;
         }
+        let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
         self.tree.live().iter().any(|p| {
             std::fs::read_dir(format!("/proc/{}/fd", p.pid))
                 .into_iter()
                 .flatten()
                 .flatten()
                 .filter_map(|e| std::fs::read_link(e.path()).ok())
-                .any(|link| {
-                    let link = link.to_string_lossy();
-                    inodes.iter().any(|i| link == format!("socket:[{i}]"))
-                })
+                .any(|link| wanted.iter().any(|w| link.as_os_str() == w.as_str()))
         })
     }
 

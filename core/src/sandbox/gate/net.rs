@@ -10,13 +10,16 @@
 //! never reads them again.
 //!
 //! - A pathname Unix socket is reached only when the socket file, resolved
-//!   as the task would resolve it and pinned with `O_PATH`, lies under a
-//!   writable root (which covers the sockets the command makes itself), or
-//!   is one of `--allow-unix-socket`; the call then goes to exactly the
-//!   pinned inode (`/proc/self/fd/PIN`). Everything else gets EACCES.
+//!   as the task would resolve it and pinned with `O_PATH`, is one of
+//!   `--allow-unix-socket`, or is bound to a socket a process of the run
+//!   holds (sock_diag(7), [`super::diag`]): the sockets the command makes
+//!   itself, never a server's outside the run, wherever its file lies (a
+//!   tmux or X11 socket in /tmp, a writable root). The call then goes to
+//!   exactly the pinned inode (`/proc/self/fd/PIN`). Everything else gets
+//!   EACCES.
 //! - An abstract Unix socket is reached only when the run's own processes
-//!   hold the listening socket (`/proc/net/unix` and their descriptors),
-//!   the rule Landlock's abstract-socket scope (ABI 6) applies to the
+//!   hold the socket bound to that name, byte for byte as the kernel lists
+//!   it: the rule Landlock's abstract-socket scope (ABI 6) applies to the
 //!   task's own calls; after a connect, the peer's credentials
 //!   (`SO_PEERCRED`) are checked again, and a peer outside the run is
 //!   disconnected at once (ECONNREFUSED).
@@ -38,7 +41,7 @@ use std::path::PathBuf;
 use nix::libc;
 
 use super::notif::read_bytes;
-use super::task::{Task, errno, pin_path, real_path, stat};
+use super::task::{Task, errno, pin_path, stat};
 use super::{GatePolicy, Outcome, Refusal};
 
 /// The largest socket address (`struct sockaddr_storage`): 128 bytes.
@@ -169,7 +172,7 @@ fn judge(
         None => plain(addr),
         Some(0) => {
             // Abstract: the name is every byte given (trailing NULs included).
-            if policy.abstract_held_by_run(task.tid, path) {
+            if policy.abstract_held_by_run(path) {
                 Ok(Dest {
                     bytes: addr,
                     _pin: None,
@@ -200,8 +203,7 @@ fn judge(
             if mode & libc::S_IFMT != libc::S_IFSOCK {
                 return Err(libc::ECONNREFUSED);
             }
-            let real = real_path(&pin)?;
-            if !policy.socket_allowed(&real, id) {
+            if !policy.socket_file_reachable(id) {
                 policy.record(op, Some(shown), libc::EACCES, Refusal::OutsideSocket);
                 return Err(libc::EACCES);
             }
