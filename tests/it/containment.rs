@@ -566,6 +566,109 @@ fn repositories_directly_in_the_temp_dir_are_protected_deeper_ones_are_not_searc
     assert_eq!(std::fs::read(clone.join(".git/config")).unwrap(), config);
 }
 
+/// A directory outside with files in it, and a listing to compare.
+fn victim(dir: &Path) -> Vec<String> {
+    for sub in ["git", "fish", "dsh-exec", "hooks"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        std::fs::write(dir.join(sub).join("important"), "keep\n").unwrap();
+    }
+    std::fs::write(dir.join("config"), "[user]\n\tname = victim\n").unwrap();
+    listing(dir)
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = e.path();
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            out.push(format!("{} {text}", path.display()));
+            if e.file_type().unwrap().is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn undoing_a_run_follows_no_symlink_it_planted() {
+    // A created protected path below a symlink the run put in place
+    // ($HOME/.config -> outside) is removed as the symlink, never through it.
+    let d = dirs();
+    let home = d.ws.join("home");
+    std::fs::create_dir(&home).unwrap();
+    let outside = d.outside.join("victim");
+    let before = victim(&outside);
+    for tier in tiers() {
+        let out = Test::in_tier(tier)
+            .env("TMPDIR", &d.tmp)
+            .env("HOME", &home)
+            .args(["-s", "workspace-write", "--json", "-C", p(&d.ws), "--"])
+            .arg(format!("ln -s {} home/.config", p(&outside)))
+            .run();
+        let v = out.json();
+        assert_eq!(listing(&outside), before, "{tier:?}: {v}");
+        assert!(
+            !home.join(".config").exists(),
+            "{tier:?}: the planted symlink stayed"
+        );
+        let changes = v["sandbox"]["protected_changes"].as_array().unwrap();
+        assert!(
+            changes.iter().any(|c| c["path"] == p(&home.join(".config"))
+                && c["change"] == "replaced"
+                && c["restored"] == true),
+            "{tier:?}: {v}"
+        );
+    }
+}
+
+#[test]
+fn restoring_protected_files_without_a_mount_namespace_follows_no_symlink() {
+    if !have("git") {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    if !tiers().contains(&Tier::Gate) {
+        eprintln!("skipped: needs a run without a mount namespace (setpriv)");
+        return;
+    }
+    let d = dirs();
+    repository(&d.ws);
+    let config = std::fs::read(d.ws.join(".git/config")).unwrap();
+    let outside = d.outside.join("victim");
+    let before = victim(&outside);
+    for attack in [
+        format!(
+            "mv .git/hooks .git/hooks.orig && ln -s {}/hooks .git/hooks",
+            p(&outside)
+        ),
+        format!("mv .git .git.real && ln -s {} .git", p(&outside)),
+    ] {
+        let out = confined_in(Tier::Gate, &d, "workspace-write", &["--json"], &attack);
+        let v = out.json();
+        assert_eq!(v["exit_code"], 0, "{attack}: {v}");
+        assert_eq!(listing(&outside), before, "{attack}: {v}");
+        let git = std::fs::symlink_metadata(d.ws.join(".git")).unwrap();
+        assert!(git.is_dir(), "{attack}: .git is not the directory again");
+        assert!(
+            d.ws.join(".git/hooks").symlink_metadata().unwrap().is_dir(),
+            "{attack}"
+        );
+        assert_eq!(
+            std::fs::read(d.ws.join(".git/config")).unwrap(),
+            config,
+            "{attack}"
+        );
+        assert!(
+            !d.ws.join(".git/hooks.orig").exists() && !d.ws.join(".git.real").exists(),
+            "{attack}"
+        );
+    }
+}
+
 #[test]
 fn shell_start_up_files_in_a_writable_home_stay_as_they_were() {
     let d = dirs();

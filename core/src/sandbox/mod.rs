@@ -20,6 +20,7 @@ pub(crate) mod gate;
 pub(crate) mod landlock;
 pub mod protect;
 pub(crate) mod seccomp;
+pub(crate) mod undo;
 
 use std::fmt;
 use std::os::fd::OwnedFd;
@@ -362,7 +363,7 @@ pub struct Prepared {
 #[derive(Debug, Default)]
 pub(crate) struct AfterRun {
     pub(crate) snapshot: Option<protect::Snapshot>,
-    pub(crate) absent: Vec<PathBuf>,
+    pub(crate) absent: Vec<undo::Anchor>,
 }
 
 impl AfterRun {
@@ -532,7 +533,7 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
     let after_run = AfterRun {
         snapshot: (!privileged && !protection.protected.is_empty())
             .then(|| protect::Snapshot::take(&protection)),
-        absent: protection.absent.clone(),
+        absent: protect::anchors(&protection.absent, &protection.roots),
     };
     if !privileged && !protection.protected.is_empty() {
         enforcement.missing.push(Unenforced::ProtectedPaths);

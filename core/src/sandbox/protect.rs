@@ -36,10 +36,13 @@
 //! protected inode.
 
 use std::collections::BTreeSet;
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::gate::ProtectedPath;
+use super::undo::{self, Anchor};
 
 /// Start-up files protected in `$HOME` when a writable root contains it.
 pub const HOME_FILES: [&str; 16] = [
@@ -100,6 +103,8 @@ pub struct Protection {
     pub absent: Vec<PathBuf>,
     /// Notes for `explain`: a search that stopped early, a path skipped.
     pub notes: Vec<String>,
+    /// The writable roots (real paths) the plan was made for.
+    pub(crate) roots: Vec<PathBuf>,
 }
 
 impl Protection {
@@ -268,6 +273,7 @@ pub(crate) fn plan(roots: &[PathBuf], inputs: &Inputs) -> Protection {
     // Outermost first: a bind mount hides what was mounted below it before.
     mounts.sort_by_key(|(path, _)| path.components().count());
     p.mounts = mounts;
+    p.roots = roots.to_vec();
     p
 }
 
@@ -275,22 +281,32 @@ pub(crate) fn plan(roots: &[PathBuf], inputs: &Inputs) -> Protection {
 const SNAPSHOT_FILE_MAX: u64 = 1 << 20;
 const SNAPSHOT_FILES_MAX: usize = 256;
 
-/// One file as it was before the run.
+/// One protected path as it was before the run.
 #[derive(Debug)]
-struct Kept {
-    path: PathBuf,
-    bytes: Vec<u8>,
-    mode: u32,
+enum Kept {
+    /// A regular file: its bytes and mode.
+    File {
+        anchor: Anchor,
+        bytes: Vec<u8>,
+        mode: u32,
+    },
+    /// A directory: its mode, the names it held, and its regular files one
+    /// level down (name, bytes, mode).
+    Dir {
+        anchor: Anchor,
+        mode: u32,
+        names: BTreeSet<OsString>,
+        files: Vec<(OsString, Vec<u8>, u32)>,
+    },
 }
 
 /// The protected files of a run without a mount namespace, as they were
-/// before it, to restore after it.
+/// before it, to restore after it ([`super::undo`]: never through a
+/// symlink or a directory the run put in place).
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    files: Vec<Kept>,
-    /// Protected directories and the names they held.
-    dirs: Vec<(PathBuf, BTreeSet<std::ffi::OsString>)>,
-    absent: Vec<PathBuf>,
+    kept: Vec<Kept>,
+    absent: Vec<Anchor>,
     /// Notes: what could not be kept.
     pub notes: Vec<String>,
 }
@@ -306,89 +322,154 @@ pub struct ProtectedChange {
     pub restored: bool,
 }
 
-fn keep_file(path: &Path, files: &mut Vec<Kept>, notes: &mut Vec<String>) {
-    let Ok(m) = std::fs::symlink_metadata(path) else {
-        return;
-    };
+/// The bytes and mode of the regular file at `path`, if it is one small
+/// enough to keep.
+fn read_kept(path: &Path, count: &mut usize, notes: &mut Vec<String>) -> Option<(Vec<u8>, u32)> {
+    let m = std::fs::symlink_metadata(path).ok()?;
     if !m.is_file() {
-        return;
+        return None;
     }
-    if m.len() > SNAPSHOT_FILE_MAX || files.len() >= SNAPSHOT_FILES_MAX {
+    if m.len() > SNAPSHOT_FILE_MAX || *count >= SNAPSHOT_FILES_MAX {
         notes.push(format!("{} is too large to snapshot", path.display()));
-        return;
+        return None;
     }
-    if let Ok(bytes) = std::fs::read(path) {
-        files.push(Kept {
-            path: path.to_path_buf(),
-            bytes,
-            mode: m.permissions().mode() & 0o7777,
-        });
-    }
+    let bytes = std::fs::read(path).ok()?;
+    *count += 1;
+    Some((bytes, m.permissions().mode() & 0o7777))
+}
+
+/// The anchors of `paths`, each from the writable root it lies under.
+pub(crate) fn anchors(paths: &[PathBuf], roots: &[PathBuf]) -> Vec<Anchor> {
+    paths
+        .iter()
+        .filter_map(|p| Anchor::record(under_any(p, roots)?, p))
+        .collect()
 }
 
 impl Snapshot {
     /// Takes the snapshot of `protection`'s paths: files whole, and each
     /// protected directory's regular files one level down.
     pub(crate) fn take(protection: &Protection) -> Snapshot {
+        let roots = &protection.roots;
         let mut s = Snapshot {
-            absent: protection.absent.clone(),
+            absent: anchors(&protection.absent, roots),
             ..Snapshot::default()
         };
+        let mut count = 0;
         for p in &protection.protected {
+            let Some(anchor) = under_any(&p.path, roots).and_then(|r| Anchor::record(r, &p.path))
+            else {
+                continue;
+            };
             if p.dir {
-                let names: BTreeSet<_> = std::fs::read_dir(&p.path)
+                let Ok(m) = std::fs::symlink_metadata(&p.path) else {
+                    continue;
+                };
+                let names: BTreeSet<OsString> = std::fs::read_dir(&p.path)
                     .into_iter()
                     .flatten()
                     .flatten()
                     .map(|e| e.file_name())
                     .collect();
-                for n in &names {
-                    keep_file(&p.path.join(n), &mut s.files, &mut s.notes);
-                }
-                s.dirs.push((p.path.clone(), names));
-            } else {
-                keep_file(&p.path, &mut s.files, &mut s.notes);
+                let files = names
+                    .iter()
+                    .filter_map(|n| {
+                        let (bytes, mode) = read_kept(&p.path.join(n), &mut count, &mut s.notes)?;
+                        Some((n.clone(), bytes, mode))
+                    })
+                    .collect();
+                s.kept.push(Kept::Dir {
+                    anchor,
+                    mode: m.permissions().mode() & 0o7777,
+                    names,
+                    files,
+                });
+            } else if let Some((bytes, mode)) = read_kept(&p.path, &mut count, &mut s.notes) {
+                s.kept.push(Kept::File {
+                    anchor,
+                    bytes,
+                    mode,
+                });
             }
         }
         s
     }
 
-    /// Compares with the snapshot and undoes the run's changes: modified or
-    /// removed files are written back (never through a symlink: one put in
-    /// their place is removed first), files new in a protected directory
-    /// and protected files the run created are removed.
+    /// Compares with the snapshot and undoes the run's changes: a directory
+    /// on the way or a protected directory replaced is put back; modified
+    /// or removed files are written back; files new in a protected
+    /// directory and protected paths the run created are removed.
     pub fn restore(&self) -> Vec<ProtectedChange> {
         let mut changes = Vec::new();
-        for k in &self.files {
-            let now = std::fs::symlink_metadata(&k.path);
-            let same = now
-                .as_ref()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o7777 == k.mode)
-                && std::fs::read(&k.path).is_ok_and(|b| b == k.bytes);
-            if same {
-                continue;
-            }
-            let change = if now.is_err() { "removed" } else { "modified" };
-            if now.as_ref().is_ok_and(|m| !m.is_file()) {
-                let _ = std::fs::remove_file(&k.path).or_else(|_| std::fs::remove_dir_all(&k.path));
-            }
-            let restored = write_back(k).is_ok();
-            changes.push(ProtectedChange {
-                path: k.path.clone(),
-                change,
-                restored,
-            });
-        }
-        for (dir, names) in &self.dirs {
-            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-                if !names.contains(&e.file_name()) {
-                    let path = e.path();
-                    let restored = remove_any(&path);
-                    changes.push(ProtectedChange {
-                        path,
-                        change: "created",
-                        restored,
-                    });
+        for k in &self.kept {
+            match k {
+                Kept::File {
+                    anchor,
+                    bytes,
+                    mode,
+                } => {
+                    let Some(parent) = anchor.reach_parent(&mut changes) else {
+                        continue;
+                    };
+                    restore_file(
+                        &parent,
+                        anchor.name(),
+                        bytes,
+                        *mode,
+                        &anchor.path,
+                        &mut changes,
+                    );
+                }
+                Kept::Dir {
+                    anchor,
+                    mode,
+                    names,
+                    files,
+                } => {
+                    let Some(parent) = anchor.reach_parent(&mut changes) else {
+                        continue;
+                    };
+                    let Some(id) = anchor.id() else { continue };
+                    let dir = match undo::directory_at(parent.as_raw_fd(), anchor.name(), id, *mode)
+                    {
+                        Ok((dir, replaced)) => {
+                            if replaced {
+                                changes.push(ProtectedChange {
+                                    path: anchor.path.clone(),
+                                    change: "replaced",
+                                    restored: true,
+                                });
+                            }
+                            dir
+                        }
+                        Err(_) => {
+                            changes.push(ProtectedChange {
+                                path: anchor.path.clone(),
+                                change: "replaced",
+                                restored: false,
+                            });
+                            continue;
+                        }
+                    };
+                    for (name, bytes, mode) in files {
+                        restore_file(
+                            &dir,
+                            name,
+                            bytes,
+                            *mode,
+                            &anchor.path.join(name),
+                            &mut changes,
+                        );
+                    }
+                    for name in undo::names(dir.as_raw_fd()) {
+                        if !names.contains(&name) {
+                            changes.push(ProtectedChange {
+                                path: anchor.path.join(&name),
+                                change: "created",
+                                restored: undo::remove_at(dir.as_raw_fd(), &name),
+                            });
+                        }
+                    }
                 }
             }
         }
@@ -397,48 +478,67 @@ impl Snapshot {
     }
 }
 
-/// Removes the protected paths in `absent` that now exist (the run
-/// created them).
-pub(crate) fn remove_created(absent: &[PathBuf]) -> Vec<ProtectedChange> {
-    absent
-        .iter()
-        .filter(|a| std::fs::symlink_metadata(a).is_ok())
-        .map(|a| ProtectedChange {
-            path: a.clone(),
-            change: "created",
-            restored: remove_any(a),
-        })
-        .collect()
-}
-
-fn remove_any(path: &Path) -> bool {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path).is_ok(),
-        Ok(_) => std::fs::remove_file(path).is_ok(),
-        Err(_) => true,
-    }
-}
-
-/// Writes a kept file back: a new file beside it, then rename(2) over the
-/// path, so that nothing the run left there (a symlink) is written through.
-fn write_back(k: &Kept) -> std::io::Result<()> {
-    use std::io::Write;
+/// Puts the kept file `name` in `dir` back if it differs; what it did goes
+/// into `changes` (`path` names it).
+fn restore_file(
+    dir: &OwnedFd,
+    name: &OsStr,
+    bytes: &[u8],
+    mode: u32,
+    path: &Path,
+    changes: &mut Vec<ProtectedChange>,
+) {
+    use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    let tmp = k.path.with_file_name(format!(
-        ".{}.dsh-exec-restore",
-        k.path
-            .file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default()
-    ));
-    let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(k.mode)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(&tmp)?;
-    f.write_all(&k.bytes)?;
-    f.set_permissions(std::fs::Permissions::from_mode(k.mode))?;
-    std::fs::rename(&tmp, &k.path)
+    let at = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd())).join(name);
+    let now = std::fs::symlink_metadata(&at);
+    let same = now
+        .as_ref()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o7777 == mode)
+        && std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&at)
+            .and_then(|mut f| {
+                let mut b = Vec::new();
+                f.read_to_end(&mut b).map(|_| b)
+            })
+            .is_ok_and(|b| b == bytes);
+    if same {
+        return;
+    }
+    let change = match &now {
+        Err(_) => "removed",
+        Ok(m) if !m.is_file() => "replaced",
+        Ok(_) => "modified",
+    };
+    if now.as_ref().is_ok_and(|m| !m.is_file()) {
+        undo::remove_at(dir.as_raw_fd(), name);
+    }
+    changes.push(ProtectedChange {
+        path: path.to_path_buf(),
+        change,
+        restored: undo::write_at(dir.as_raw_fd(), name, bytes, mode).is_ok(),
+    });
+}
+
+/// Removes the protected paths of `absent` that now exist (the run created
+/// them), reaching each from its writable root without following a
+/// symlink: a symlink the run put on the way is itself what is removed.
+pub(crate) fn remove_created(absent: &[Anchor]) -> Vec<ProtectedChange> {
+    let mut changes = Vec::new();
+    for a in absent {
+        let Some(parent) = a.reach_parent(&mut changes) else {
+            continue;
+        };
+        let at = PathBuf::from(format!("/proc/self/fd/{}", parent.as_raw_fd())).join(a.name());
+        if std::fs::symlink_metadata(&at).is_ok() {
+            changes.push(ProtectedChange {
+                path: a.path.clone(),
+                change: "created",
+                restored: undo::remove_at(parent.as_raw_fd(), a.name()),
+            });
+        }
+    }
+    changes
 }
