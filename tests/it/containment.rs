@@ -515,6 +515,86 @@ fn a_planted_git_config_or_hook_does_not_reach_the_next_git_run() {
 }
 
 #[test]
+fn a_commondir_or_a_registered_submodule_plants_nothing_either() {
+    if !have("git") {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let git_status = |dir: &Path| {
+        let out = Command::new("git")
+            .args(["status", "--short"])
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    for tier in tiers() {
+        let d = dirs();
+        repository(&d.ws);
+        let ran = d.outside.join("ran");
+        // .git/commondir would make git read config and hooks elsewhere.
+        let commondir = format!(
+            "mkdir -p .git/evil && cp -r .git/objects .git/refs .git/HEAD .git/evil/ && cat .git/config > .git/evil/config \
+             && printf '[core]\\n\\tfsmonitor = \"touch {ran}; false #\"\\n' >> .git/evil/config && echo evil > .git/commondir; true",
+            ran = p(&ran)
+        );
+        let out = confined_in(
+            tier,
+            &d,
+            "workspace-write",
+            &["--no-temp-write"],
+            &commondir,
+        );
+        assert_eq!(out.status, 0, "{tier:?}: {}", out.stdout);
+        assert!(
+            !d.ws.join(".git/commondir").exists(),
+            "{tier:?}: commondir stayed"
+        );
+        git_status(&d.ws);
+        assert!(!ran.exists(), "{tier:?}: the commondir config ran");
+        // A new repository with its own fsmonitor, added to the index as a
+        // gitlink: git status recurses into it.
+        let submodule = format!(
+            "mkdir evil && cd evil && git init -q && git config core.fsmonitor 'touch {ran}; false #' \
+             && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m x && cd .. \
+             && printf '[submodule \"evil\"]\\n\\tpath = evil\\n\\turl = ./evil\\n' > .gitmodules \
+             && git update-index --add --cacheinfo 160000,$(git -C evil rev-parse HEAD),evil",
+            ran = p(&ran)
+        );
+        let out = confined_in(
+            tier,
+            &d,
+            "workspace-write",
+            &[
+                "--json",
+                "--no-temp-write",
+                "-e",
+                "GIT_CONFIG_GLOBAL=/dev/null",
+            ],
+            &submodule,
+        );
+        let v = out.json();
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        let changes = v["sandbox"]["protected_changes"].as_array().unwrap();
+        assert!(
+            changes
+                .iter()
+                .any(|c| c["path"] == p(&d.ws.join("evil/.git/config"))
+                    && c["change"] == "quarantined"
+                    && c["restored"] == true),
+            "{tier:?}: {v}"
+        );
+        git_status(&d.ws);
+        assert!(!ran.exists(), "{tier:?}: the submodule's fsmonitor ran");
+    }
+}
+
+#[test]
 fn repositories_directly_in_the_temp_dir_are_protected_deeper_ones_are_not_searched() {
     if !have("git") {
         eprintln!("skipped: git is not installed");

@@ -17,6 +17,7 @@
 
 pub(crate) mod denial;
 pub(crate) mod gate;
+pub(crate) mod gitcheck;
 pub(crate) mod landlock;
 pub mod protect;
 pub(crate) mod seccomp;
@@ -364,6 +365,9 @@ pub struct Prepared {
 pub(crate) struct AfterRun {
     pub(crate) snapshot: Option<protect::Snapshot>,
     pub(crate) absent: Vec<undo::Anchor>,
+    /// The indexes of the protected repositories, for the submodules a
+    /// run may register in them (`gitcheck`).
+    pub(crate) indexes: Vec<gitcheck::IndexWatch>,
 }
 
 impl AfterRun {
@@ -373,6 +377,7 @@ impl AfterRun {
             Some(s) => s.restore(),
             None => protect::remove_created(&self.absent),
         };
+        changes.extend(self.indexes.iter().flat_map(gitcheck::IndexWatch::check));
         changes.dedup_by(|a, b| a.path == b.path);
         changes
     }
@@ -534,6 +539,11 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         snapshot: (!privileged && !protection.protected.is_empty())
             .then(|| protect::Snapshot::take(&protection)),
         absent: protect::anchors(&protection.absent, &protection.roots),
+        indexes: protection
+            .repositories
+            .iter()
+            .map(|r| gitcheck::IndexWatch::record(r))
+            .collect(),
     };
     if !privileged && !protection.protected.is_empty() {
         enforcement.missing.push(Unenforced::ProtectedPaths);

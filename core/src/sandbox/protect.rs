@@ -6,8 +6,11 @@
 //! outside run its code. So inside every writable root these stay
 //! read-only:
 //! - of every repository found ([`find_repositories`]): `.git/config`,
-//!   `.git/hooks/`, and `.git` when it is a file (a worktree or submodule
-//!   pointer);
+//!   `.git/hooks/`, `.git/config.worktree`, `.git/commondir`, the same in
+//!   the git directories of its submodules (`.git/modules/...`) and linked
+//!   worktrees (`.git/worktrees/*`), and `.git` when it is a file (a
+//!   worktree or submodule pointer); the submodules a run registers in its
+//!   index are checked after the run ([`super::gitcheck`]);
 //! - `dsh-exec`'s own configuration file and state directory (jobs, private
 //!   spill files), wherever they are;
 //! - when a writable root contains `$HOME`: the shell start-up files,
@@ -75,7 +78,7 @@ const SKIP_DIRS: [&str; 7] = [
     ".tox",
 ];
 
-/// Directory entries the repository search reads per writable root.
+/// Directories the repository search looks at per writable root.
 pub const SCAN_BUDGET: usize = 4096;
 
 /// How deep below a writable root repositories are looked for (the root
@@ -105,6 +108,8 @@ pub struct Protection {
     pub notes: Vec<String>,
     /// The writable roots (real paths) the plan was made for.
     pub(crate) roots: Vec<PathBuf>,
+    /// The worktrees of the repositories found with a `.git` directory.
+    pub(crate) repositories: Vec<PathBuf>,
 }
 
 impl Protection {
@@ -161,6 +166,12 @@ pub(crate) fn find_repositories(
                 continue;
             };
             for e in entries.flatten() {
+                // Only directories count (the entry's type comes with the
+                // listing): a run that fills a root with files does not
+                // use up the next run's search.
+                if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
                 if budget == 0 {
                     break;
                 }
@@ -169,16 +180,14 @@ pub(crate) fn find_repositories(
                 if SKIP_DIRS.iter().any(|s| name == *s) {
                     continue;
                 }
-                if e.file_type().is_ok_and(|t| t.is_dir()) {
-                    next.push(e.path());
-                }
+                next.push(e.path());
             }
         }
         level = next;
     }
     if budget == 0 {
         notes.push(format!(
-            "repository search in {} stopped after {SCAN_BUDGET} entries",
+            "repository search in {} stopped after {SCAN_BUDGET} directories",
             root.display()
         ));
     }
@@ -190,6 +199,42 @@ pub(crate) fn find_repositories(
         }
     }
     found.into_iter().collect()
+}
+
+/// The files of a git directory through which git runs commands or finds
+/// another config (gitrepository-layout(5)): `config`, `hooks/`,
+/// `config.worktree` (read with `extensions.worktreeConfig`) and
+/// `commondir` (where a worktree's config, hooks and objects are).
+fn git_dir_files(git: &Path) -> [PathBuf; 4] {
+    ["config", "hooks", "config.worktree", "commondir"].map(|f| git.join(f))
+}
+
+/// The git directories below `.git/modules` (submodules, whose names may
+/// hold slashes: three levels are looked at) and `.git/worktrees/*`.
+fn nested_git_dirs(git: &Path) -> Vec<PathBuf> {
+    let dirs = |d: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect()
+    };
+    let mut found = dirs(&git.join("worktrees"));
+    let mut level = dirs(&git.join("modules"));
+    for _ in 0..3 {
+        let mut next = Vec::new();
+        for d in level {
+            if d.join("HEAD").exists() {
+                found.push(d);
+            } else {
+                next.extend(dirs(&d));
+            }
+        }
+        level = next;
+    }
+    found
 }
 
 /// The protection of a run whose writable roots (real paths) are `roots`.
@@ -207,9 +252,16 @@ pub(crate) fn plan(roots: &[PathBuf], inputs: &Inputs) -> Protection {
             let git = repo.join(".git");
             match std::fs::symlink_metadata(&git) {
                 Ok(m) if m.is_dir() => {
+                    p.repositories.push(repo.clone());
                     anchors.insert(git.clone());
-                    wanted.push(git.join("config"));
-                    wanted.push(git.join("hooks"));
+                    wanted.extend(git_dir_files(&git));
+                    // The git directories of its submodules and linked
+                    // worktrees: their own config and hooks, and the
+                    // pointer back (commondir) that says where git finds
+                    // the config a worktree outside would run.
+                    for sub in nested_git_dirs(&git) {
+                        wanted.extend(git_dir_files(&sub));
+                    }
                 }
                 Ok(m) if m.is_file() => wanted.push(git),
                 _ => p

@@ -70,8 +70,12 @@ fn is_dir(st: &libc::stat) -> bool {
     st.st_mode & libc::S_IFMT == libc::S_IFDIR
 }
 
+/// What a directory the run put in place of a protected one is renamed to
+/// (with `.N` when taken).
+const REPLACED: &str = ".dsh-exec-replaced";
+
 /// The directory `name` in `dir`, not following a symlink.
-fn open_dir_at(dir: RawFd, name: &OsStr) -> io::Result<OwnedFd> {
+pub(crate) fn open_dir_at(dir: RawFd, name: &OsStr) -> io::Result<OwnedFd> {
     let c = cstr(name)?;
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     // SAFETY: openat with our C string; the result is checked.
@@ -127,12 +131,12 @@ pub(crate) fn remove_at(dir: RawFd, name: &OsStr) -> bool {
     }
 }
 
-/// Renames `name` in `dir` to a free `NAME.dsh-exec-replaced[.N]`.
-fn rename_aside(dir: RawFd, name: &OsStr) -> io::Result<OsString> {
+/// Renames `name` in `dir` to a free `NAME SUFFIX[.N]`.
+pub(crate) fn rename_aside(dir: RawFd, name: &OsStr, suffix: &str) -> io::Result<OsString> {
     let from = cstr(name)?;
     for n in 0..100 {
         let mut aside = name.to_os_string();
-        aside.push(".dsh-exec-replaced");
+        aside.push(suffix);
         if n > 0 {
             aside.push(format!(".{n}"));
         }
@@ -245,7 +249,7 @@ impl Anchor {
             // Replaced: a symlink (or file) is taken away; a directory of
             // the run's is renamed aside.
             let taken = if is_dir(&st) {
-                rename_aside(fd, name).is_ok()
+                rename_aside(fd, name, REPLACED).is_ok()
             } else {
                 remove_at(fd, name)
             };
@@ -347,7 +351,7 @@ pub(crate) fn directory_at(
     }
     if let Ok(st) = now {
         if is_dir(&st) {
-            rename_aside(dir, name)?;
+            rename_aside(dir, name, REPLACED)?;
         } else if !remove_at(dir, name) {
             return Err(io::Error::from_raw_os_error(libc::EPERM));
         }
