@@ -777,6 +777,42 @@ fn shell_start_up_files_in_a_writable_home_stay_as_they_were() {
 }
 
 #[test]
+fn a_writable_root_reached_through_a_symlink_on_the_way_grants_nothing() {
+    // An earlier run planted ws/cache -> outside; a later run is asked for
+    // --writable-root ws/cache/sub.
+    let d = dirs();
+    std::fs::create_dir(d.outside.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&d.outside, d.ws.join("cache")).unwrap();
+    let asked = d.ws.join("cache/sub");
+    let out = confined(
+        &d,
+        "workspace-write",
+        &["--json", "--writable-root", p(&asked)],
+        &format!("touch {}/x", p(&asked)),
+    );
+    let v = out.json();
+    assert!(!d.outside.join("sub/x").exists(), "written outside: {v}");
+    let explained = Test::new()
+        .env("TMPDIR", &d.tmp)
+        .args(["explain", "--json", "-s", "workspace-write", "-C", p(&d.ws)])
+        .args(["--writable-root", p(&asked), "--", "true"])
+        .run()
+        .json();
+    let skipped = explained["sandbox"]["skipped"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        skipped.iter().any(|s| s["path"] == p(&asked)
+            && s["reason"]
+                .as_str()
+                .unwrap()
+                .contains("reached through a symlink")),
+        "{explained}"
+    );
+}
+
+#[test]
 fn a_writable_root_swapped_for_a_symlink_while_runs_start_grants_nothing_outside() {
     use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
     let d = dirs();
@@ -944,6 +980,37 @@ EOF"#;
     );
     let rss_kib: u64 = text.lines().last().unwrap().trim().parse().unwrap();
     assert!(rss_kib < 128 * 1024, "peak RSS {rss_kib} KiB: {text}");
+}
+
+#[test]
+fn under_i_no_other_terminal_can_be_read() {
+    if !has_sys_admin() {
+        eprintln!(
+            "skipped: without a mount namespace /dev/pts cannot be narrowed (issue: read rules)"
+        );
+        return;
+    }
+    // Another terminal of the user's, made here: it must not even be seen.
+    let other = nix::pty::openpty(None, None).unwrap();
+    let other_tty = nix::unistd::ttyname(&other.slave).unwrap();
+    let script = format!(
+        "ls /dev/pts | wc -l; test -e {o} && echo seen; head -c1 {o} </dev/null; echo rc=$?; tty",
+        o = other_tty.display()
+    );
+    let outer = format!("{} -i -s read-only -- \"$0\"", bin().display());
+    let screen = crate::support::pty::Pty::new("/bin/bash")
+        .args(["-c", &outer, &script])
+        .run();
+    let lines: Vec<&str> = screen.text.lines().map(str::trim_end).collect();
+    assert_eq!(lines[0], "1", "{}", screen.text);
+    assert!(!screen.text.contains("seen"), "{}", screen.text);
+    assert!(screen.text.contains("rc=1"), "{}", screen.text);
+    assert!(
+        lines.iter().any(|l| l.starts_with("/dev/pts/")),
+        "{}",
+        screen.text
+    );
+    drop(other);
 }
 
 #[test]

@@ -640,6 +640,79 @@ unsafe fn read_only_tree(m: &ChildMounts) -> Result<(), Step> {
     result
 }
 
+/// Under `-i` with a read-only tree: `/dev/pts` shows the command's own
+/// terminal only, so that it can neither read nor write another terminal
+/// of the user's (reads are allowed everywhere else): a small tmpfs over
+/// `/dev/pts` holding one empty file, the terminal's node bind-mounted on
+/// it (taken with `O_PATH` before the tmpfs hid it). A terminal outside
+/// `/dev/pts` (a console) is left as it is.
+///
+/// # Safety
+/// Only in the child, in its new mount namespace, between clone and
+/// execve; `m.tty` is a C string.
+unsafe fn own_terminal_only(m: &ChildMounts) -> Result<(), Step> {
+    // SAFETY: open, mount and close with the parent's C string and literals.
+    unsafe {
+        let prefix = b"/dev/pts/";
+        let path = std::ffi::CStr::from_ptr(m.tty).to_bytes();
+        if !path.starts_with(prefix) || path[prefix.len()..].contains(&b'/') {
+            return Ok(());
+        }
+        let node = libc::open(m.tty, libc::O_PATH | libc::O_CLOEXEC);
+        if node < 0 {
+            return Err(Step::Terminal);
+        }
+        let none = std::ptr::null::<c_char>();
+        let flags = libc::MS_NOSUID | libc::MS_NOEXEC;
+        let done = libc::mount(
+            c"tmpfs".as_ptr(),
+            c"/dev/pts".as_ptr(),
+            c"tmpfs".as_ptr(),
+            flags,
+            c"mode=0755,size=16k".as_ptr().cast(),
+        ) == 0
+            && {
+                let fd = libc::open(
+                    m.tty,
+                    libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+                    0o600,
+                );
+                fd >= 0 && libc::close(fd) == 0
+            }
+            && {
+                // "/proc/self/fd/" and up to 10 digits, NUL-terminated.
+                let mut source = *b"/proc/self/fd/\0\0\0\0\0\0\0\0\0\0\0";
+                let mut digits = [0u8; 10];
+                let (mut n, mut len) = (node as u32, 0);
+                loop {
+                    digits[len] = b'0' + (n % 10) as u8;
+                    len += 1;
+                    n /= 10;
+                    if n == 0 {
+                        break;
+                    }
+                }
+                for i in 0..len {
+                    source[14 + i] = digits[len - 1 - i];
+                }
+                libc::mount(
+                    source.as_ptr().cast(),
+                    m.tty,
+                    none,
+                    libc::MS_BIND,
+                    std::ptr::null(),
+                ) == 0
+            };
+        let errno = *libc::__errno_location();
+        libc::close(node);
+        if !done {
+            *libc::__errno_location() = errno;
+            return Err(Step::Terminal);
+        }
+    }
+    Ok(())
+}
+
 /// The mount namespace (needs CAP_SYS_ADMIN, so before the capabilities
 /// go; and before Landlock, which forbids changing mounts): a new
 /// namespace; with a read-only tree, its mounts private (mount changes on
@@ -702,6 +775,9 @@ unsafe fn enter_mount_namespace(c: &ChildConfine) -> Result<(), Step> {
             if b.read_only && libc::mount(none, b.path, none, ro, std::ptr::null()) == -1 {
                 return Err(Step::BindMount);
             }
+        }
+        if !m.tty.is_null() {
+            own_terminal_only(m)?;
         }
         if m.private_devpts {
             let pts = c"/dev/pts".as_ptr();

@@ -233,33 +233,74 @@ impl Roots {
     }
 }
 
-/// Opens `path` as a directory with `O_PATH` (following symlinks), and
-/// returns the descriptor with the real path it names.
+/// Opens `path` as a directory with `O_PATH`, and returns the descriptor
+/// with the real path it names. With `follow` false, no symlink is
+/// followed anywhere on the path (openat2(2), `RESOLVE_NO_SYMLINKS`): a
+/// directory on the way that an earlier run could have replaced with a
+/// symlink (it was in a writable root) would otherwise grant its target.
 fn open_dir(path: &Path, follow: bool) -> Result<Root, PathProblem> {
     use nix::fcntl::{OFlag, open};
-    let nofollow = if follow {
-        OFlag::empty()
+    let fd = if follow {
+        open(
+            path,
+            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        )
+        .map_err(|e| match e {
+            nix::errno::Errno::ENOTDIR => PathProblem::NotADirectory,
+            other => PathProblem::Io(other.into()),
+        })?
     } else {
-        OFlag::O_NOFOLLOW
+        open_no_symlinks(path).map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => {
+                let real = std::fs::canonicalize(path).unwrap_or_default();
+                PathProblem::Io(std::io::Error::other(format!(
+                    "reached through a symlink (to {}): not followed; give the real directory",
+                    real.display()
+                )))
+            }
+            Some(libc::ENOTDIR) => PathProblem::NotADirectory,
+            _ => PathProblem::Io(e),
+        })?
     };
-    let fd = open(
-        path,
-        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC | nofollow,
-        nix::sys::stat::Mode::empty(),
-    )
-    .map_err(|e| match e {
-        nix::errno::Errno::ENOTDIR if !follow && path.is_symlink() => {
-            let target = std::fs::read_link(path).unwrap_or_default();
-            PathProblem::Io(std::io::Error::other(format!(
-                "a symlink (to {}): not followed; give the real directory",
-                target.display()
-            )))
-        }
-        nix::errno::Errno::ENOTDIR => PathProblem::NotADirectory,
-        other => PathProblem::Io(other.into()),
-    })?;
     let real = crate::exec::fd_path(&fd).map_err(PathProblem::Io)?;
     Ok(Root { path: real, fd })
+}
+
+/// `path` opened as a directory with `O_PATH`, following no symlink on the
+/// way (openat2(2), `RESOLVE_NO_SYMLINKS`, Linux 5.6): ELOOP when one is.
+fn open_no_symlinks(path: &Path) -> std::io::Result<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: RESOLVE_NO_SYMLINKS,
+    };
+    // SAFETY: openat2 with our C string and open_how; the result is checked.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            &how,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// Opens the writable roots of `policy`, each once: a root that is missing
@@ -271,9 +312,19 @@ fn open_dir(path: &Path, follow: bool) -> Result<Root, PathProblem> {
 /// added when it exists (silently left out otherwise: nobody named it).
 pub fn open_roots(policy: &Policy) -> Roots {
     let mut roots = Roots::default();
-    if let Some(t) = &policy.temp_dir {
-        roots.temp_dir = open_dir(t, true).ok().map(|r| r.path);
+    // The temp dir follows no symlink either: TMPDIR may name a directory
+    // in a writable root of an earlier run.
+    let temp = policy.temp_dir.as_ref().map(|t| (t, open_dir(t, false)));
+    if let Some((t, Err(problem))) = &temp
+        && t.exists()
+    {
+        roots.warnings.push(format!(
+            "the temp dir {} is not writable: {problem}",
+            t.display()
+        ));
     }
+    let temp = temp.and_then(|(_, r)| r.ok());
+    roots.temp_dir = temp.as_ref().map(|r| r.path.clone());
     for path in &policy.unix_sockets {
         use std::os::unix::fs::{FileTypeExt, MetadataExt};
         match std::fs::metadata(path) {
@@ -317,8 +368,7 @@ pub fn open_roots(policy: &Policy) -> Roots {
             }),
         }
     }
-    if let Some(t) = &policy.temp_dir
-        && let Ok(root) = open_dir(t, true)
+    if let Some(root) = temp
         && !roots.writable.iter().any(|r| r.path == root.path)
     {
         roots.writable.push(root);
