@@ -146,7 +146,10 @@ impl Ambient {
             .rev()
             .find(|(k, _)| k == "HOME")
             .map(|(_, v)| PathBuf::from(v))
-            .filter(|h| h.is_absolute());
+            .filter(|h| h.is_absolute())
+            // Real, as the writable roots are, so that "a root contains
+            // it" compares like with like.
+            .map(|h| std::fs::canonicalize(&h).unwrap_or(h));
         Ok(Ambient {
             cwd,
             state_dir: state_dir(&env, &temp_dir),

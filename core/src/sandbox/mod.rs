@@ -373,6 +373,19 @@ pub fn open_roots(policy: &Policy) -> Roots {
     {
         roots.writable.push(root);
     }
+    if let Some(home) = &policy.home
+        && let Some(root) = roots
+            .writable
+            .iter()
+            .find(|r| home.starts_with(&r.path) && r.path != Path::new("/"))
+    {
+        roots.warnings.push(format!(
+            "the writable root {} contains $HOME: its start-up files and the configs of \
+             git, ssh, cargo, npm, pip and others stay read-only, but not everything in it \
+             that later runs code (~/.local/bin, Python's user site-packages)",
+            root.path.display()
+        ));
+    }
     if roots.writable.iter().any(|r| r.path == Path::new("/")) {
         roots
             .warnings

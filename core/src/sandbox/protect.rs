@@ -47,12 +47,19 @@ use std::path::{Path, PathBuf};
 use super::gate::ProtectedPath;
 use super::undo::{self, Anchor};
 
-/// Start-up files protected in `$HOME` when a writable root contains it.
-pub const HOME_FILES: [&str; 16] = [
+/// Files protected in `$HOME` when a writable root contains it: those a
+/// later program run outside reads as instructions (start-up files, and
+/// configs that name commands to run or places to fetch code from). Not
+/// everything in a home that runs code can be listed (`~/.local/bin` early
+/// in `PATH`, Python's user site-packages): a writable root that contains
+/// `$HOME` is warned about.
+pub const HOME_FILES: [&str; 40] = [
+    // shells
     ".bashrc",
     ".bash_profile",
     ".bash_login",
     ".bash_logout",
+    ".bash_aliases",
     ".profile",
     ".zshrc",
     ".zshenv",
@@ -60,10 +67,38 @@ pub const HOME_FILES: [&str; 16] = [
     ".zlogin",
     ".zlogout",
     ".inputrc",
+    ".config/fish",
+    ".pam_environment",
+    ".config/environment.d",
+    // sessions and services
+    ".xinitrc",
+    ".xprofile",
+    ".config/autostart",
+    ".config/systemd/user",
+    // git and ssh
     ".gitconfig",
     ".config/git",
-    ".config/fish",
     ".ssh",
+    ".gnupg",
+    // tools that run what their config names, or fetch code from where it says
+    ".cargo/env",
+    ".cargo/config.toml",
+    ".cargo/config",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".config/pip",
+    ".pip",
+    ".kube/config",
+    ".aws/config",
+    ".docker/config.json",
+    // editors
+    ".vimrc",
+    ".config/nvim",
+    ".emacs",
+    ".emacs.d/init.el",
+    ".tmux.conf",
+    // dsh-exec's own configuration
     ".config/dsh-exec",
 ];
 
