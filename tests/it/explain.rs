@@ -113,6 +113,28 @@ fn explain_names_the_gate_the_protected_paths_and_where_spill_files_go() {
     std::fs::create_dir(&tmp).unwrap();
     let home = root.path().join("home");
     std::fs::create_dir(&home).unwrap();
+    for tier in tiers() {
+        let out = Test::in_tier(tier)
+            .env("TMPDIR", &tmp)
+            .env("HOME", &home)
+            .args(["explain", "--json", "-s", "workspace-write", "-C"])
+            .arg(&ws)
+            .args(["--", "true"])
+            .run();
+        let sb = &out.json()["sandbox"];
+        let (calls, metadata) = match tier {
+            Tier::MountNamespace => (
+                "connect, sendto, sendmsg, sendmmsg; chmod setting set-user-ID or set-group-ID",
+                "read-only mounts outside the writable roots (EROFS)",
+            ),
+            Tier::Gate => (
+                "connect, sendto, sendmsg, sendmmsg; chmod, chown, utime, xattr",
+                "the gate (no read-only mount tree without CAP_SYS_ADMIN)",
+            ),
+        };
+        assert_eq!(sb["gate"]["calls"], calls, "{tier:?}");
+        assert_eq!(sb["metadata"], metadata, "{tier:?}");
+    }
     let out = Test::new()
         .env("TMPDIR", &tmp)
         .env("HOME", &home)
@@ -121,10 +143,6 @@ fn explain_names_the_gate_the_protected_paths_and_where_spill_files_go() {
         .args(["--", "true"])
         .run();
     let sb = &out.json()["sandbox"];
-    assert_eq!(
-        sb["gate"]["calls"],
-        "connect, sendto, sendmsg, sendmmsg; chmod, chown, utime, xattr"
-    );
     let paths = sb["protected"]["paths"].as_array().unwrap();
     for p in [".git/config", ".git/hooks"] {
         let want = ws.join(p);

@@ -74,6 +74,7 @@ struct Applied {
     roots: Roots,
     protection: Protection,
     mount_namespace: bool,
+    read_only_tree: bool,
     spill_dir: (PathBuf, bool),
 }
 
@@ -85,6 +86,7 @@ fn applied(spec: &Spec, policy: &Policy) -> Applied {
         roots,
         protection,
         mount_namespace: sandbox::has_mount_namespace(),
+        read_only_tree: sandbox::read_only_tree_available(),
         spill_dir,
     }
 }
@@ -99,8 +101,29 @@ fn full_enforcement(policy: &Policy, abi: i32, a: &Applied) -> crate::sandbox::E
     e
 }
 
-/// What the gate decides, for `explain`.
-const GATE_CALLS: &str = "connect, sendto, sendmsg, sendmmsg; chmod, chown, utime, xattr";
+/// What the gate decides, for `explain`: with a read-only mount tree (and
+/// not under `-i`) the socket calls and the mode changes that set
+/// set-user-ID or set-group-ID; otherwise every metadata change too.
+fn gate_calls(spec: &Spec, a: &Applied) -> &'static str {
+    if a.read_only_tree && !spec.interactive {
+        "connect, sendto, sendmsg, sendmmsg; chmod setting set-user-ID or set-group-ID"
+    } else {
+        "connect, sendto, sendmsg, sendmmsg; chmod, chown, utime, xattr"
+    }
+}
+
+/// What bounds metadata changes (mode, owner, times, xattrs) to the
+/// writable roots.
+fn metadata_mechanism(spec: &Spec, a: &Applied) -> &'static str {
+    match (a.read_only_tree, spec.interactive) {
+        (true, false) => "read-only mounts outside the writable roots (EROFS)",
+        (true, true) => "the gate (under -i the command holds the caller's descriptors)",
+        (false, _) => "the gate (no read-only mount tree without CAP_SYS_ADMIN)",
+    }
+}
+
+/// How Unix sockets are decided, for `explain`.
+const PATHNAME_SOCKETS: &str = "pathname: the run's own sockets (the gate, by sock_diag)";
 
 fn terminals(spec: &Spec, a: &Applied) -> &'static str {
     if spec.interactive {
@@ -133,7 +156,8 @@ fn sandbox_json(spec: &Spec) -> Value {
     };
     let confining = policy.mode.value.confines();
     json!({
-        "gate": confining.then_some(json!({"calls": GATE_CALLS, "mechanism": "seccomp user notification"})),
+        "gate": confining.then(|| json!({"calls": gate_calls(spec, &a), "mechanism": "seccomp user notification"})),
+        "metadata": confining.then(|| metadata_mechanism(spec, &a)),
         "unix_sockets": confining.then(|| json!({
             "mechanism": "gate",
             "allowed": roots.unix_sockets.iter().map(|(_, p)| lossy(p)).collect::<Vec<_>>(),
@@ -204,8 +228,13 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
         ));
     }
     if policy.mode.value.confines() {
-        rows.push(("gate".into(), GATE_CALLS.into(), String::new()));
-        let mut sockets = vec!["pathname: under the writable roots (the gate)".to_string()];
+        rows.push(("gate".into(), gate_calls(spec, &a).into(), String::new()));
+        rows.push((
+            "metadata".into(),
+            metadata_mechanism(spec, &a).into(),
+            String::new(),
+        ));
+        let mut sockets = vec![PATHNAME_SOCKETS.to_string()];
         sockets.extend(
             roots
                 .unix_sockets

@@ -501,6 +501,13 @@ pub fn has_mount_namespace() -> bool {
 /// (capabilities(7)): dropped under `--network deny` in `full-access`.
 const NETWORK_CAPABILITIES: [u32; 4] = [10, 11, 12, 13];
 
+/// Whether a confined run gets a read-only mount tree (CAP_SYS_ADMIN and
+/// mount_setattr(2)): metadata changes outside the writable roots are then
+/// refused by the kernel rather than decided by the gate.
+pub fn read_only_tree_available() -> bool {
+    has_mount_namespace() && mount_setattr_available()
+}
+
 /// CAP_CHOWN and CAP_FOWNER (capabilities(7)).
 const CAP_CHOWN: u32 = 0;
 const CAP_FOWNER: u32 = 3;
