@@ -5,12 +5,12 @@
 //! `.git/config`, or a hook into `.git/hooks/`, makes the next `git status`
 //! outside run its code. So inside every writable root these stay
 //! read-only:
-//! - of every repository found ([`find_repositories`]): `.git/config`,
+//! - of every repository found (`find_repositories`): `.git/config`,
 //!   `.git/hooks/`, `.git/config.worktree`, `.git/commondir`, the same in
 //!   the git directories of its submodules (`.git/modules/...`) and linked
 //!   worktrees (`.git/worktrees/*`), and `.git` when it is a file (a
 //!   worktree or submodule pointer); the submodules a run registers in its
-//!   index are checked after the run ([`super::gitcheck`]);
+//!   index are checked after the run (`gitcheck`);
 //! - `dsh-exec`'s own configuration file and state directory (jobs, private
 //!   spill files), wherever they are;
 //! - when a writable root contains `$HOME`: the shell start-up files,
@@ -20,7 +20,7 @@
 //! Mechanism, where the supervisor may create a mount namespace
 //! (CAP_SYS_ADMIN): the child enters a new mount namespace before Landlock
 //! and bind-mounts each protected path read-only over itself
-//! ([`Protection::mounts`]); every directory between a writable root and a
+//! (`Protection::mounts`); every directory between a writable root and a
 //! protected path (and `.git` itself) is bind-mounted over itself
 //! read-write, so that it is a mount point and cannot be renamed away and
 //! replaced by one with a planted config (rename(2): EBUSY), and a hard
@@ -35,7 +35,7 @@
 //! ([`Snapshot`]); `enforcement` is then `partial`, and what was restored
 //! is reported.
 //!
-//! The gate ([`super::gate`]) also refuses metadata changes to every
+//! The gate (`gate`) also refuses metadata changes to every
 //! protected inode.
 
 use std::collections::BTreeSet;
@@ -388,7 +388,7 @@ enum Kept {
 }
 
 /// The protected files of a run without a mount namespace, as they were
-/// before it, to restore after it ([`super::undo`]: never through a
+/// before it, to restore after it (`undo`: never through a
 /// symlink or a directory the run put in place).
 #[derive(Debug, Default)]
 pub struct Snapshot {
