@@ -35,6 +35,7 @@ mod library;
 mod load;
 mod output_budget;
 mod parse_status;
+mod real_work;
 mod sandbox;
 mod sandbox_hardening;
 mod session;

@@ -77,6 +77,7 @@ pub(crate) enum Step {
     WritableRoot,
     ReadOnlyTree,
     Terminal,
+    ShmMount,
 }
 
 impl Step {
@@ -109,6 +110,7 @@ impl Step {
             24 => Step::WritableRoot,
             25 => Step::ReadOnlyTree,
             26 => Step::Terminal,
+            27 => Step::ShmMount,
             _ => Step::None,
         }
     }
@@ -143,6 +145,7 @@ impl Step {
             Step::WritableRoot => "open_tree/move_mount of a writable root",
             Step::ReadOnlyTree => "mount_setattr(MOUNT_ATTR_RDONLY)",
             Step::Terminal => "re-opening the terminal in the mount namespace",
+            Step::ShmMount => "mount(tmpfs, /dev/shm)",
         }
     }
 
@@ -166,7 +169,8 @@ impl Step {
             | Step::LandlockRule
             | Step::WritableRoot
             | Step::ReadOnlyTree
-            | Step::Terminal => true,
+            | Step::Terminal
+            | Step::ShmMount => true,
             Step::None
             | Step::Setsid
             | Step::Pdeathsig
@@ -245,6 +249,9 @@ pub(crate) struct ChildMounts {
     pub(crate) pts_access: u64,
     /// A proc mounted for the new PID namespace the child leads.
     pub(crate) fresh_proc: bool,
+    /// A private tmpfs over `/dev/shm`, granted with these Landlock rights
+    /// (0: none).
+    pub(crate) shm_access: u64,
 }
 
 /// Everything the child reads, prepared by the parent. The child writes only
@@ -778,6 +785,28 @@ unsafe fn enter_mount_namespace(c: &ChildConfine) -> Result<(), Step> {
         }
         if !m.tty.is_null() {
             own_terminal_only(m)?;
+        }
+        if m.shm_access != 0 {
+            // POSIX shared memory and semaphores (Python's multiprocessing)
+            // live here: the command's own, none of the host's. A system
+            // without /dev/shm gets none.
+            let shm = c"/dev/shm".as_ptr();
+            let flags = libc::MS_NOSUID | libc::MS_NODEV;
+            let opts = c"mode=1777";
+            if libc::mount(
+                c"tmpfs".as_ptr(),
+                shm,
+                c"tmpfs".as_ptr(),
+                flags,
+                opts.as_ptr().cast(),
+            ) == 0
+            {
+                if c.ruleset_fd >= 0 {
+                    grant(c.ruleset_fd, b"/dev/shm\0", m.shm_access)?;
+                }
+            } else if *libc::__errno_location() != libc::ENOENT {
+                return Err(Step::ShmMount);
+            }
         }
         if m.private_devpts {
             let pts = c"/dev/pts".as_ptr();

@@ -71,6 +71,19 @@ impl Prepared {
     }
 }
 
+/// Names `dir` as the temp dir in `env`: `TMPDIR` (set), and `TMP`, `TEMP`
+/// and `TEMPDIR` where present (some tools read those first).
+fn point_temp_at(env: &mut Vec<(OsString, OsString)>, dir: &std::path::Path) {
+    let value = dir.as_os_str().to_os_string();
+    for (k, v) in env.iter_mut() {
+        if ["TMP", "TEMP", "TEMPDIR"].iter().any(|n| k == n) {
+            *v = value.clone();
+        }
+    }
+    env.retain(|(k, _)| k != "TMPDIR");
+    env.push(("TMPDIR".into(), value));
+}
+
 /// Checks and opens everything the run of `spec` needs.
 ///
 /// Errors with [`Error::WorkdirUnusable`], [`Error::ShellNotFound`],
@@ -89,7 +102,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
             .map_err(|e| unusable(PathProblem::NotSearchable(e)))?,
         Err(e) => return Err(unusable(PathProblem::Io(e))),
     }
-    let env = spec.env.child_env();
+    let mut env = spec.env.child_env();
     let shell = find_shell(&env).ok_or(Error::ShellNotFound)?;
     let stdin = match &spec.stdin.value {
         StdinSource::Closed => None,
@@ -116,6 +129,9 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         .as_ref()
         .map(|policy| sandbox::prepare(policy, run))
         .transpose()?;
+    if let Some(scratch) = sandbox.as_ref().and_then(|s| s.roots.scratch.as_ref()) {
+        point_temp_at(&mut env, scratch);
+    }
     let (spill_parent, moved) = spill_parent(spec, sandbox.as_ref())?;
     let spill_dir = SpillDir::new(&spill_parent)?;
     let mut warnings = Vec::new();

@@ -42,6 +42,9 @@ pub(crate) struct MountPlan {
     pub(crate) pts_access: u64,
     /// A fresh proc (the child leads a new PID namespace).
     pub(crate) fresh_proc: bool,
+    /// A private tmpfs over `/dev/shm`, granted to Landlock with
+    /// `shm_access` (0: none).
+    pub(crate) shm_access: u64,
     /// Every mount read-only but these writable roots (outermost ones, at
     /// most [`MAX_TREE_ROOTS`]): real path, and the (device, inode) the
     /// parent's descriptor had. `None`: no read-only tree.
@@ -227,6 +230,7 @@ fn child_mounts(
             private_devpts: false,
             pts_access: 0,
             fresh_proc: false,
+            shm_access: 0,
         },
         Some(p) => ChildMounts {
             enabled: true,
@@ -244,6 +248,7 @@ fn child_mounts(
             private_devpts: p.private_devpts,
             pts_access: p.pts_access,
             fresh_proc: p.fresh_proc,
+            shm_access: p.shm_access,
         },
     }
 }

@@ -122,6 +122,25 @@ fn metadata_mechanism(spec: &Spec, a: &Applied) -> &'static str {
     }
 }
 
+/// The scratch directory a run gets (`read-only`, `--no-temp-write`).
+fn scratch(parent: &std::path::Path) -> String {
+    format!(
+        "a private directory in {}, made for the run (0700) and removed after it; $TMPDIR names it",
+        parent.display()
+    )
+}
+
+/// What the command gets of `/dev/shm` (POSIX shared memory).
+fn shm(a: &Applied) -> &'static str {
+    if a.mount_namespace {
+        "a private tmpfs"
+    } else if a.roots.shm_shared {
+        "the shared one, writable (no mount namespace without CAP_SYS_ADMIN)"
+    } else {
+        "the shared one, read-only (no mount namespace without CAP_SYS_ADMIN)"
+    }
+}
+
 /// How Unix sockets are decided, for `explain`.
 const PATHNAME_SOCKETS: &str = "pathname: the run's own sockets (the gate, by sock_diag)";
 
@@ -158,6 +177,8 @@ fn sandbox_json(spec: &Spec) -> Value {
     json!({
         "gate": confining.then(|| json!({"calls": gate_calls(spec, &a), "mechanism": "seccomp user notification"})),
         "metadata": confining.then(|| metadata_mechanism(spec, &a)),
+        "shm": confining.then(|| shm(&a)),
+        "scratch": policy.scratch_parent.as_deref().map(scratch),
         "unix_sockets": confining.then(|| json!({
             "mechanism": "gate",
             "allowed": roots.unix_sockets.iter().map(|(_, p)| lossy(p)).collect::<Vec<_>>(),
@@ -234,6 +255,10 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
             metadata_mechanism(spec, &a).into(),
             String::new(),
         ));
+        rows.push(("/dev/shm".into(), shm(&a).into(), String::new()));
+        if let Some(parent) = &policy.scratch_parent {
+            rows.push(("scratch".into(), scratch(parent), String::new()));
+        }
         let mut sockets = vec![PATHNAME_SOCKETS.to_string()];
         sockets.extend(
             roots

@@ -306,6 +306,10 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
         return None;
     }
     let mode = Sourced::pick(req.sandbox, config_mode, || Mode::FullAccess);
+    // read-only, and workspace-write without the temp dir, get a private
+    // scratch directory: no temp dir at all breaks pytest, heredocs and sort.
+    let scratch =
+        mode.value == Mode::ReadOnly || (mode.value == Mode::WorkspaceWrite && req.no_temp_write);
     // Flags replace the configuration file's list, as for every other value.
     let writable_roots = match (&req.writable_roots[..], &req.config) {
         ([], Some(c)) => c.defaults.writable_roots.clone(),
@@ -353,6 +357,7 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
             .or_else(|| config::location(&ambient.env).map(|(p, _)| p))
             .map(|p| absolute(&ambient.cwd, p)),
         state_dir: ambient.state_dir.clone(),
+        scratch_parent: scratch.then(|| absolute(&ambient.cwd, ambient.temp_dir.clone())),
     })
 }
 

@@ -29,7 +29,7 @@ use landlock::{
 use nix::libc;
 use serde::Serialize;
 
-use super::{Mode, Network, Policy, Roots, WRITABLE_DEVICES};
+use super::{Network, Policy, Roots, WRITABLE_DEVICES};
 use crate::error::SandboxProblem;
 use crate::result::{EnforcementLevel, NetworkEnforcement};
 
@@ -164,6 +164,13 @@ pub(crate) fn device_access(abi: i32) -> u64 {
     (AccessFs::from_file(ABI::from(abi)) & !AccessFs::Execute).bits()
 }
 
+/// The rights on a writable root, as bits of `landlock_path_beneath_attr`:
+/// everything but making devices (a private /dev/shm granted in the
+/// child).
+pub(crate) fn writable_access(abi: i32) -> u64 {
+    (AccessFs::from_all(ABI::from(abi)) & !(AccessFs::MakeChar | AccessFs::MakeBlock)).bits()
+}
+
 /// The enforcement a policy gets on a kernel with Landlock ABI `abi`.
 pub fn enforcement(policy: &Policy, abi: i32) -> Enforcement {
     let deny = policy.network.value == Network::Deny;
@@ -262,7 +269,8 @@ pub fn build(
                 .map_err(SandboxProblem::Ruleset)?;
         }
     }
-    if policy.mode.value == Mode::WorkspaceWrite {
+    // In read-only the writable roots are the run's scratch directory alone.
+    if confining {
         for root in &roots.writable {
             created = created
                 .add_rule(PathBeneath::new(&root.fd, writable_rights))

@@ -183,6 +183,12 @@ pub struct Policy {
     /// `dsh-exec`'s state directory (jobs, private spill files): protected.
     #[serde(with = "crate::serde_paths::exact_path")]
     pub state_dir: PathBuf,
+    /// Where the command's private scratch directory is made (the caller's
+    /// temp dir), when it gets one: in `read-only`, and with
+    /// `--no-temp-write`. Made 0700 for the run, writable by it, named by
+    /// `$TMPDIR`, removed after it.
+    #[serde(default, with = "crate::serde_paths::exact_opt_path")]
+    pub scratch_parent: Option<PathBuf>,
 }
 
 /// A path given as writable that cannot be used: skipped, with a warning.
@@ -224,6 +230,12 @@ pub struct Roots {
     /// The `--allow-unix-socket` sockets that exist: (device, inode) and
     /// real path, as stat(2) saw them when the run was prepared.
     pub unix_sockets: Vec<((u64, u64), PathBuf)>,
+    /// The shared `/dev/shm` is a writable root (no mount namespace for a
+    /// private one).
+    pub shm_shared: bool,
+    /// The run's private scratch directory, also among `writable` (only
+    /// when a run is prepared, not for `explain`).
+    pub scratch: Option<PathBuf>,
 }
 
 impl Roots {
@@ -373,6 +385,16 @@ pub fn open_roots(policy: &Policy) -> Roots {
     {
         roots.writable.push(root);
     }
+    // POSIX shared memory and semaphores (Python's multiprocessing): with a
+    // mount namespace the command gets a private /dev/shm; without one the
+    // shared one is writable, as the temp dir is.
+    if !has_mount_namespace()
+        && let Ok(root) = open_dir(Path::new(SHM_DIR), false)
+        && !roots.writable.iter().any(|r| r.path == root.path)
+    {
+        roots.shm_shared = true;
+        roots.writable.push(root);
+    }
     if let Some(home) = &policy.home
         && let Some(root) = roots
             .writable
@@ -393,6 +415,48 @@ pub fn open_roots(policy: &Policy) -> Roots {
     }
     roots
 }
+
+/// Makes the run's scratch directory in `parent` (0700, a fresh name) and
+/// adds it to `roots` as a writable root; a warning when it cannot be made
+/// (the run then has none).
+fn add_scratch(roots: &mut Roots, parent: &Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    let mut made = Err(std::io::Error::from_raw_os_error(libc::EEXIST));
+    for _ in 0..8 {
+        let dir = parent.join(format!(
+            ".dsh-exec-scratch-{}",
+            crate::capture::random_suffix()
+        ));
+        // mkdir(2) with a fresh name: made here, or an error (never an
+        // existing directory, whoever made it).
+        made = std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map(|()| dir);
+        if !made
+            .as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::AlreadyExists)
+        {
+            break;
+        }
+    }
+    let opened = made
+        .map_err(PathProblem::Io)
+        .and_then(|dir| open_dir(&dir, false).inspect_err(|_| undo::remove_dir(&dir)));
+    match opened {
+        Ok(root) => {
+            roots.scratch = Some(root.path.clone());
+            roots.writable.push(root);
+        }
+        Err(problem) => roots.warnings.push(format!(
+            "no scratch directory in {}: {problem}",
+            parent.display()
+        )),
+    }
+}
+
+/// Where POSIX shared memory lives (shm_overview(7)).
+pub const SHM_DIR: &str = "/dev/shm";
 
 /// Character devices that stay writable in every confining mode. Terminals
 /// are not among them: the command gets its own under `-i` (and
@@ -428,6 +492,8 @@ pub struct Prepared {
 pub(crate) struct AfterRun {
     pub(crate) snapshot: Option<protect::Snapshot>,
     pub(crate) absent: Vec<undo::Anchor>,
+    /// The run's scratch directory, removed after it.
+    pub(crate) scratch: Option<PathBuf>,
     /// The indexes of the protected repositories, for the submodules a
     /// run may register in them (`gitcheck`).
     pub(crate) indexes: Vec<gitcheck::IndexWatch>,
@@ -441,6 +507,9 @@ impl AfterRun {
             None => protect::remove_created(&self.absent),
         };
         changes.extend(self.indexes.iter().flat_map(gitcheck::IndexWatch::check));
+        if let Some(scratch) = &self.scratch {
+            undo::remove_dir(scratch);
+        }
         changes.dedup_by(|a, b| a.path == b.path);
         changes
     }
@@ -508,9 +577,32 @@ pub fn read_only_tree_available() -> bool {
     has_mount_namespace() && mount_setattr_available()
 }
 
-/// CAP_CHOWN and CAP_FOWNER (capabilities(7)).
-const CAP_CHOWN: u32 = 0;
-const CAP_FOWNER: u32 = 3;
+/// The capabilities a confined command keeps (of those `dsh-exec` holds:
+/// as root, so that a CI checkout or an archive of another uid's files is
+/// as usable confined as unconfined). Each is kept only where something
+/// else already bounds every effect it has (capabilities(7)):
+///
+/// - CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (bits 1, 2): reading,
+///   writing and searching files whatever their mode. Landlock bounds every
+///   write (and, with read rules, every read) to the writable roots whatever
+///   the caller's capabilities: its checks come after the mode bits and do
+///   not consult them. What CAP_DAC_READ_SEARCH adds beyond mode bits,
+///   open_by_handle_at(2) (a file by its handle, no path walked), is refused
+///   by the filter.
+///
+/// Dropped: every other one, among them CAP_SYS_ADMIN (mounts, namespaces),
+/// CAP_SYS_PTRACE, CAP_NET_ADMIN and CAP_NET_RAW, CAP_MKNOD, CAP_SYS_MODULE,
+/// CAP_SYS_RAWIO, CAP_SETUID/CAP_SETGID, CAP_SETFCAP (file capabilities),
+/// CAP_FSETID (a write by root would keep a set-user-ID bit), CAP_KILL.
+const KEPT_ALWAYS: u64 = (1 << 1) | (1 << 2);
+
+/// Kept too where the read-only mount tree bounds them: CAP_CHOWN (bit 0)
+/// and CAP_FOWNER (bit 3), chown and the owner-only changes (chmod,
+/// utimes, ACLs, and removing others' files in a sticky directory) of files
+/// of any owner: outside the writable roots every such change fails with
+/// EROFS, and set-user-ID bits are refused by the filter and the gate.
+/// Without the tree the gate makes these changes on the command's behalf.
+const KEPT_WITH_TREE: u64 = (1 << 0) | (1 << 3);
 
 /// Whether the kernel has mount_setattr(2) (Linux 5.12), which a read-only
 /// mount tree needs: called with a descriptor that cannot be valid, it
@@ -596,7 +688,10 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         kernel_abi().unwrap_or(0)
     };
     let mut enforcement = landlock::enforcement(policy, abi);
-    let roots = open_roots(policy);
+    let mut roots = open_roots(policy);
+    if let Some(parent) = &policy.scratch_parent {
+        add_scratch(&mut roots, parent);
+    }
     if policy.mode.value == Mode::WorkspaceWrite {
         // Created before the run, so that it exists to be protected.
         let _ = std::fs::DirBuilder::new()
@@ -609,6 +704,7 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         snapshot: (!privileged && !protection.protected.is_empty())
             .then(|| protect::Snapshot::take(&protection)),
         absent: protect::anchors(&protection.absent, &protection.roots),
+        scratch: roots.scratch.clone(),
         indexes: protection
             .repositories
             .iter()
@@ -695,6 +791,11 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         private_devpts,
         pts_access: landlock::device_access(abi),
         fresh_proc: run.pid_namespace,
+        shm_access: if confining {
+            landlock::writable_access(abi)
+        } else {
+            0
+        },
         tree_roots: read_only_tree.then(|| tree_roots(&roots)),
         terminal: (read_only_tree && run.interactive)
             .then(|| terminal.as_deref().and_then(terminal_fds))
@@ -711,15 +812,8 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
             crate::exec::MAX_TREE_ROOTS
         )));
     }
-    let keep_capabilities = if read_only_tree {
-        // Bounded by the read-only tree: chown and the owner-only changes
-        // (chmod, utimes, ACLs) of files of any owner, which only reach
-        // inodes inside the writable roots (a CI checkout, a `tar -xp` of
-        // another uid's files). CAP_FSETID stays dropped: with it a write
-        // to a set-user-ID file would keep the bit.
-        (1u64 << CAP_CHOWN) | (1u64 << CAP_FOWNER)
-    } else if confining {
-        0
+    let keep_capabilities = if confining {
+        KEPT_ALWAYS | if read_only_tree { KEPT_WITH_TREE } else { 0 }
     } else {
         NETWORK_CAPABILITIES
             .iter()

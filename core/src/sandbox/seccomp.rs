@@ -16,8 +16,13 @@
 //!   system-call filter sees), `file_setattr` and the inode-flag and
 //!   project ioctls (`chattr`), the terminal-injection ioctls (`TIOCSTI`,
 //!   `TIOCLINUX`), the keyrings (`keyctl`, `add_key`, `request_key`: keys
-//!   are shared with processes outside), and `prlimit64` on any process
-//!   but itself.
+//!   are shared with processes outside), `prlimit64` on any process but
+//!   itself, open_by_handle_at(2), user namespaces (`unshare`/`clone` with
+//!   `CLONE_NEWUSER`), and creating a file with a set-user-ID or
+//!   set-group-ID mode (`open`, `openat`, `creat` with `O_CREAT` or
+//!   `O_TMPFILE`, `mknod`).
+//! - [`enosys_filter`] makes `openat2` and `clone3` fail with ENOSYS, so
+//!   that callers fall back to the calls whose flags a filter can read.
 //! - [`gate_filter`] sends to the supervisor's gate (seccomp user
 //!   notification, [`super::gate`]) what only a look at the arguments'
 //!   memory can decide: `connect`, `sendto` with an address, `sendmsg`,
@@ -118,6 +123,9 @@ pub(crate) fn confining_filter() -> Result<Vec<libc::sock_filter>, String> {
         libc::SYS_io_uring_enter,
         libc::SYS_io_uring_register,
         SYS_FILE_SETATTR,
+        // A file by its handle: no path walked, so nothing a path rule
+        // could judge (and the way out of chroots with CAP_DAC_READ_SEARCH).
+        libc::SYS_open_by_handle_at,
     ]
     .into_iter()
     .chain(KEYRING_CALLS)

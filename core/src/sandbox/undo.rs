@@ -131,6 +131,18 @@ pub(crate) fn remove_at(dir: RawFd, name: &OsStr) -> bool {
     }
 }
 
+/// Removes the directory `path` and everything in it, reached from its
+/// parent without following a symlink on the way (the parent is not
+/// writable by the run: the caller's temp dir in `read-only`).
+pub(crate) fn remove_dir(path: &Path) {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    if let Ok(dir) = open_root(parent) {
+        remove_at(dir.as_raw_fd(), name);
+    }
+}
+
 /// Renames `name` in `dir` to a free `NAME SUFFIX[.N]`.
 pub(crate) fn rename_aside(dir: RawFd, name: &OsStr, suffix: &str) -> io::Result<OsString> {
     let from = cstr(name)?;
