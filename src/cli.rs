@@ -293,6 +293,9 @@ pub struct RunArgs {
     /// Keep the temp directory read-only in workspace-write.
     #[arg(long)]
     pub no_temp_write: bool,
+    /// Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made for the run).
+    #[arg(long)]
+    pub allow_caches: bool,
     /// A Unix socket outside the writable roots that a confined command may connect to (repeatable).
     #[arg(long = "allow-unix-socket", value_name = "PATH")]
     pub allow_unix_sockets: Vec<PathBuf>,
@@ -347,6 +350,7 @@ impl RunArgs {
             allow_unix_sockets: self.allow_unix_sockets,
             protect: self.protect,
             no_temp_write: self.no_temp_write,
+            allow_caches: self.allow_caches,
             interactive: self.interactive,
             background: self.background || self.detach_after.is_some(),
             config: None,

@@ -135,8 +135,20 @@ pub struct SandboxFacts {
     /// `read-only`, `workspace-write` or `full-access`.
     #[schemars(with = "String")]
     pub mode: Mode,
-    /// True when the command failed and its output shows a denied write.
+    /// True when anything was refused: `denials` is not empty (kept for
+    /// readers of earlier results).
     pub denied: bool,
+    /// What was refused, the first 100 (see `denials_more`): each refusal
+    /// of the gate, and each refused write the command's output names (a
+    /// failed run only; see the README, "denied").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub denials: Vec<crate::sandbox::denial::DenialFact>,
+    /// How many more refusals there were than `denials` lists.
+    #[serde(default)]
+    pub denials_more: u64,
+    /// True when a network socket was refused under `--network deny`.
+    #[serde(default)]
+    pub network_denied: bool,
     /// `full` or `partial`: how completely the kernel enforced the mode.
     #[schemars(with = "String")]
     pub enforcement: EnforcementLevel,

@@ -287,7 +287,7 @@ except OSError as e:
     let out = confined(&d, "workspace-write", &["--network", "deny"], &client);
     assert_eq!(
         out.stdout,
-        "refused 13\n[sandbox: workspace-write; a write was denied]\n[exit code: 0]\n"
+        format!("refused 13\n[sandbox: denied connect to @{name}]\n[exit code: 0]\n")
     );
 }
 
@@ -358,7 +358,7 @@ fn ordinary_metadata_work_inside_the_workspace_works() {
         let out = confined_in(tier, &d, "workspace-write", &[], script);
         assert_eq!(
             out.stdout,
-            "755 a\n755 b\n644 copy/f\n644 out/src/f\nsetuid=1\n[stderr]\nchmod: changing permissions of 'a': Operation not permitted\n[sandbox: workspace-write; a write was denied]\n[exit code: 0]\n",
+            "755 a\n755 b\n644 copy/f\n644 out/src/f\nsetuid=1\n[stderr]\nchmod: changing permissions of 'a': Operation not permitted\n[sandbox: denied chmod of a]\n[exit code: 0]\n",
             "{tier:?}"
         );
         let copied = std::fs::metadata(d.ws.join("copy/f")).unwrap();
@@ -591,6 +591,51 @@ fn a_commondir_or_a_registered_submodule_plants_nothing_either() {
         );
         git_status(&d.ws);
         assert!(!ran.exists(), "{tier:?}: the submodule's fsmonitor ran");
+        // The same through a `.git` file naming a git directory elsewhere
+        // in the workspace, and through one reached by a symlink.
+        for (name, gitdir, quarantined) in [
+            ("evil2", "../hidden2.git", "hidden2.git/config"),
+            ("evil3", "../link3/hidden3.git", "evil3/.git"),
+        ] {
+            let planted = format!(
+                "mkdir -p {name} real3 && git init -q --separate-git-dir {real} {name} \
+                 && git -C {name} config core.fsmonitor 'touch {ran}; false #' \
+                 && git -C {name} -c user.email=a@b -c user.name=a commit -q --allow-empty -m x \
+                 && {link} printf 'gitdir: {gitdir}\\n' > {name}/.git \
+                 && git update-index --add --cacheinfo 160000,$(git -C {name} rev-parse HEAD),{name}",
+                real = gitdir.trim_start_matches("../").replace("link3/", "real3/"),
+                link = if name == "evil3" {
+                    "ln -s real3 link3 &&"
+                } else {
+                    ""
+                },
+                ran = p(&ran)
+            );
+            let out = confined_in(
+                tier,
+                &d,
+                "workspace-write",
+                &[
+                    "--json",
+                    "--no-temp-write",
+                    "-e",
+                    "GIT_CONFIG_GLOBAL=/dev/null",
+                ],
+                &planted,
+            );
+            let v = out.json();
+            assert_eq!(v["exit_code"], 0, "{tier:?} {name}: {v}");
+            let want = d.ws.join(quarantined);
+            let changes = v["sandbox"]["protected_changes"].as_array().unwrap();
+            assert!(
+                changes.iter().any(|c| c["path"] == p(&want)
+                    && c["change"] == "quarantined"
+                    && c["restored"] == true),
+                "{tier:?} {name}: {v}"
+            );
+            git_status(&d.ws);
+            assert!(!ran.exists(), "{tier:?}: {name}'s fsmonitor ran");
+        }
     }
 }
 
@@ -1057,7 +1102,8 @@ for proto in (0, 16, 12):
     let out = Test::new().args(["--network", "deny", "--", netlink]).run();
     assert_eq!(
         out.stdout,
-        "0 ok\n16 Permission denied\n12 Permission denied\n[exit code: 0]\n"
+        "0 ok\n16 Permission denied\n12 Permission denied\n\
+         [sandbox: network denied: socket(AF_NETLINK) (2 times)]\n[exit code: 0]\n"
     );
     if !is_root() || !Path::new("/dev/net/tun").exists() {
         eprintln!("skipped the tun check: needs root and /dev/net/tun");

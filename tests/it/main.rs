@@ -21,6 +21,7 @@ mod color;
 mod config;
 mod containment;
 mod deadline;
+mod denials;
 mod environment;
 mod exit_status;
 mod explain;

@@ -60,7 +60,8 @@ fn read_only_reads_and_writes_devices_but_no_files() {
     assert_eq!((status, v["stdout"]["text"].as_str()), (0, Some("ok\n")));
     assert_eq!(
         v["sandbox"],
-        json!({"mode": "read-only", "denied": false, "enforcement": "full", "runner_failed": false,
+        json!({"mode": "read-only", "denied": false, "denials_more": 0, "network_denied": false,
+               "enforcement": "full", "runner_failed": false,
                "network": "allow", "network_enforcement": "none"})
     );
     let (v, status) = sandboxed(&d, &["-s", "read-only"], &format!("touch {}/f", p(&d.ws)));
@@ -82,7 +83,9 @@ fn the_rendered_text_names_a_denial() {
             .args(["-s", "read-only", "-C", p(&d.ws), "--", "touch f"])
             .run()
             .expect_stdout(&format!(
-                "[stderr]\ntouch: cannot touch 'f': {why}\n[sandbox: read-only; a write was denied]\n[exit code: 1]\n",
+                "[stderr]\ntouch: cannot touch 'f': {why}\n\
+                 [sandbox: denied write to {ws}/f; try --sandbox workspace-write]\n[exit code: 1]\n",
+                ws = p(&d.ws)
             ));
     }
 }

@@ -234,6 +234,11 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
             timeout: spec.timeout.value,
             capped: spec.capped_notes(),
             sandbox,
+            denial_context: prepared
+                .sandbox
+                .as_ref()
+                .zip(spec.sandbox.as_ref())
+                .map(|(s, policy)| s.denial_context(policy, &spec.workdir.value)),
             after_run: prepared
                 .sandbox
                 .as_mut()

@@ -23,7 +23,7 @@ use crate::capture::Delta;
 use crate::error::Error;
 use crate::result::{RunResult, SandboxFacts};
 use crate::sandbox::AfterRun;
-use crate::sandbox::denial::looks_denied;
+use crate::sandbox::denial::{self, DenialFact, MAX_DENIALS};
 use crate::sandbox::gate::Gate;
 
 /// The facts of a run known before it starts, for its result.
@@ -38,6 +38,32 @@ pub(crate) struct Report {
     pub(crate) sandbox: Option<SandboxFacts>,
     /// What to check and undo of protected paths once the tree is gone.
     pub(crate) after_run: Option<AfterRun>,
+    /// What judging the output's refusals needs.
+    pub(crate) denial_context: Option<denial::Context>,
+}
+
+/// A refusal of the gate, as the result reports it.
+fn gate_fact(d: &crate::sandbox::gate::Denial, ctx: Option<&denial::Context>) -> DenialFact {
+    use crate::sandbox::gate::Refusal;
+    let network = d.why == Refusal::Network;
+    let hint = match d.why {
+        Refusal::OutsideSocket => d
+            .path
+            .as_ref()
+            .filter(|p| p.is_absolute())
+            .map(|p| format!("--allow-unix-socket {}", p.display())),
+        Refusal::OutsideRoots => ctx.zip(d.path.as_ref()).and_then(|(c, p)| c.hint(p)),
+        _ => None,
+    };
+    DenialFact {
+        op: d.op.into(),
+        path: d.path.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        errno: denial::errno_name(d.errno),
+        source: "gate".into(),
+        network,
+        hint,
+        count: d.count,
+    }
 }
 
 /// A running (or finished) command and its output captures.
@@ -159,19 +185,29 @@ impl Execution {
             spill_dir.remove_if_empty();
         }
         let report = self.report;
-        let gate_denied = self
-            .gate
-            .as_ref()
-            .is_some_and(|g| !g.denials().kept.is_empty());
+        let gate_denials = self.gate.as_ref().map(|g| g.denials()).unwrap_or_default();
         // The tree is gone: nothing can change the protected paths now.
         let protected_changes = report
             .after_run
             .as_ref()
             .map(AfterRun::undo)
             .unwrap_or_default();
+        let failed = exit_code != Some(0);
         let sandbox = report.sandbox.map(|mut facts| {
-            facts.denied =
-                gate_denied || looks_denied(facts.mode, exit_code != Some(0), &out.text, &err.text);
+            let mut denials: Vec<DenialFact> = gate_denials
+                .kept
+                .iter()
+                .map(|d| gate_fact(d, report.denial_context.as_ref()))
+                .collect();
+            if let Some(ctx) = &report.denial_context {
+                denials.extend(denial::from_output(ctx, failed, &out.text, &err.text));
+            }
+            let extra = denials.len().saturating_sub(MAX_DENIALS) as u64;
+            denials.truncate(MAX_DENIALS);
+            facts.network_denied = denials.iter().any(|d| d.network);
+            facts.denials_more = gate_denials.more + extra;
+            facts.denied = !denials.is_empty() || facts.denials_more > 0;
+            facts.denials = denials;
             facts.protected_changes = protected_changes
                 .into_iter()
                 .map(|c| crate::result::ProtectedChangeFact {

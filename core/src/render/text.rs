@@ -8,6 +8,9 @@
 //! [stderr]                                                         (when stderr is not empty)
 //! [stderr truncated: N earlier bytes omitted; full stream: PATH]   (when truncated)
 //! ...stderr text...
+//! [sandbox: denied write to PATH; try FLAG]                        (each of the first 3 denials)
+//! [sandbox: network denied: socket(AF_INET)]
+//! [sandbox: N more denied; --json lists them]
 //! [timed out after D]                                              (when timed out)
 //! [aborted by SIGNAME]                                             (when aborted)
 //! [exit code: N] | [killed by signal: SIGNAME]                     (always, last)
@@ -27,7 +30,7 @@ pub fn notices(result: &RunResult) -> Vec<String> {
         if sb.runner_failed {
             lines.push(format!("[sandbox: {}; the sandbox runner failed]", sb.mode));
         } else if sb.denied {
-            lines.push(format!("[sandbox: {}; a write was denied]", sb.mode));
+            lines.extend(denial_lines(sb));
         }
     }
     if result.timed_out {
@@ -39,6 +42,46 @@ pub fn notices(result: &RunResult) -> Vec<String> {
     }
     if let Some(sig) = &result.aborted_by {
         lines.push(format!("[aborted by {sig}]"));
+    }
+    lines
+}
+
+/// How many denials the text names; the rest are counted.
+const DENIALS_SHOWN: usize = 3;
+
+/// The sandbox's denial notices: one line for each of the first
+/// [`DENIALS_SHOWN`] denials, with a hint where one helps, then a count.
+fn denial_lines(sb: &crate::result::SandboxFacts) -> Vec<String> {
+    let mut lines = Vec::new();
+    for d in sb.denials.iter().take(DENIALS_SHOWN) {
+        let what = match (&d.path, d.network) {
+            (Some(family), true) => format!("network denied: {}({family})", d.op),
+            (None, true) => format!("network denied: {}", d.op),
+            (Some(path), false) => {
+                let prep = if d.op == "write" || d.op == "connect" || d.op.starts_with("send") {
+                    "to"
+                } else {
+                    "of"
+                };
+                format!("denied {} {prep} {path}", d.op)
+            }
+            (None, false) => format!("{}; a write was denied", sb.mode),
+        };
+        let what = match d.count {
+            0 | 1 => what,
+            n => format!("{what} ({n} times)"),
+        };
+        match &d.hint {
+            Some(h) => lines.push(format!("[sandbox: {what}; try {h}]")),
+            None => lines.push(format!("[sandbox: {what}]")),
+        }
+    }
+    let more = sb.denials.len().saturating_sub(DENIALS_SHOWN) as u64 + sb.denials_more;
+    if more > 0 {
+        lines.push(format!("[sandbox: {more} more denied; --json lists them]"));
+    }
+    if lines.is_empty() {
+        lines.push(format!("[sandbox: {}; a write was denied]", sb.mode));
     }
     lines
 }

@@ -17,6 +17,7 @@
 //! writable_roots = ["/srv/cache"]
 //! allow_unix_sockets = ["/run/postgresql/.s.PGSQL.5432"]
 //! protect = ["/srv/cache/trusted"]
+//! allow_caches = true        # as --allow-caches
 //!
 //! [caps]
 //! max_timeout = "1h"
@@ -76,6 +77,10 @@ pub struct Defaults {
     /// ones (added to `--protect`, not replaced by it).
     #[serde(default)]
     pub protect: Vec<PathBuf>,
+    /// Make the package caches writable in `workspace-write`
+    /// (`--allow-caches`); `--allow-caches` on the command line adds to it.
+    #[serde(default)]
+    pub allow_caches: Option<bool>,
 }
 
 /// The `[caps]` table.

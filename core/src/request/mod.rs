@@ -67,6 +67,9 @@ pub struct Request {
     pub protect: Vec<PathBuf>,
     /// Keep the temp directory read-only in `workspace-write`.
     pub no_temp_write: bool,
+    /// Make the package caches that exist writable roots too
+    /// (`--allow-caches`; see [`cache_dirs`]).
+    pub allow_caches: bool,
     /// Attach the command to this terminal, uncaptured.
     pub interactive: bool,
     /// Show the output live while capturing it.
@@ -299,6 +302,97 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
     })
 }
 
+/// The package caches `--allow-caches` makes writable, as each tool finds
+/// its own, from the caller's environment `env` and home, each with the
+/// programs that use it:
+///
+/// | tool | directory |
+/// |---|---|
+/// | cargo | `$CARGO_HOME/registry` and `$CARGO_HOME/git` (`~/.cargo`) |
+/// | npm | `$npm_config_cache` (`~/.npm`) |
+/// | yarn | `$YARN_CACHE_FOLDER` (`$XDG_CACHE_HOME/yarn`) |
+/// | pip | `$PIP_CACHE_DIR` (`$XDG_CACHE_HOME/pip`) |
+/// | uv | `$UV_CACHE_DIR` (`$XDG_CACHE_HOME/uv`) |
+/// | go | `$GOMODCACHE` (`$GOPATH/pkg/mod`, `~/go/pkg/mod`) and `$GOCACHE` (`$XDG_CACHE_HOME/go-build`) |
+/// | gradle | `$GRADLE_USER_HOME/caches` and `/wrapper` (`~/.gradle`) |
+/// | maven | `~/.m2/repository` |
+///
+/// `$XDG_CACHE_HOME` defaults to `~/.cache`. Only caches: not the tools'
+/// configs (`~/.cargo/config.toml`, `~/.npmrc`), nor their `bin`
+/// directories. Relative values are ignored, as the tools ignore them.
+pub fn cache_dirs(
+    env: &[(OsString, OsString)],
+    home: Option<&Path>,
+) -> Vec<(PathBuf, &'static [&'static str])> {
+    let get = |name: &str| {
+        env.iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| PathBuf::from(v))
+            .filter(|p| p.is_absolute())
+    };
+    let Some(home) = home else {
+        return Vec::new();
+    };
+    let xdg_cache = get("XDG_CACHE_HOME").unwrap_or_else(|| home.join(".cache"));
+    let cargo = get("CARGO_HOME").unwrap_or_else(|| home.join(".cargo"));
+    let gradle = get("GRADLE_USER_HOME").unwrap_or_else(|| home.join(".gradle"));
+    let gopath = get("GOPATH").unwrap_or_else(|| home.join("go"));
+    const CARGO: &[&str] = &["cargo"];
+    const NPM: &[&str] = &["npm", "npx"];
+    const PIP: &[&str] = &["pip", "pip3"];
+    const GO: &[&str] = &["go"];
+    const GRADLE: &[&str] = &["gradle"];
+    vec![
+        (cargo.join("registry"), CARGO),
+        (cargo.join("git"), CARGO),
+        (
+            get("npm_config_cache")
+                .or_else(|| get("NPM_CONFIG_CACHE"))
+                .unwrap_or_else(|| home.join(".npm")),
+            NPM,
+        ),
+        (
+            get("YARN_CACHE_FOLDER").unwrap_or_else(|| xdg_cache.join("yarn")),
+            &["yarn"],
+        ),
+        (
+            get("PIP_CACHE_DIR").unwrap_or_else(|| xdg_cache.join("pip")),
+            PIP,
+        ),
+        (
+            get("UV_CACHE_DIR").unwrap_or_else(|| xdg_cache.join("uv")),
+            &["uv"],
+        ),
+        (
+            get("GOMODCACHE").unwrap_or_else(|| gopath.join("pkg").join("mod")),
+            GO,
+        ),
+        (
+            get("GOCACHE").unwrap_or_else(|| xdg_cache.join("go-build")),
+            GO,
+        ),
+        (gradle.join("caches"), GRADLE),
+        (gradle.join("wrapper"), GRADLE),
+        (home.join(".m2").join("repository"), &["mvn"]),
+    ]
+}
+
+/// Whether a program named `name` is an executable file in one of the
+/// absolute directories of `$PATH` in `env`.
+fn on_path(env: &[(OsString, OsString)], name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let Some((_, path)) = env.iter().rev().find(|(k, _)| k == "PATH") else {
+        return false;
+    };
+    std::env::split_paths(path)
+        .filter(|d| d.is_absolute())
+        .any(|d| {
+            std::fs::metadata(d.join(name))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
 /// The sandbox policy of a request, paths made absolute.
 fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<Policy> {
     let config_mode = req.config.as_ref().and_then(|c| c.defaults.sandbox);
@@ -314,6 +408,22 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
     let writable_roots = match (&req.writable_roots[..], &req.config) {
         ([], Some(c)) => c.defaults.writable_roots.clone(),
         (flags, _) => flags.to_vec(),
+    };
+    let allow_caches = req.allow_caches
+        || req
+            .config
+            .as_ref()
+            .is_some_and(|c| c.defaults.allow_caches == Some(true));
+    // The caches that exist, and those of the tools on $PATH (made when the
+    // run starts, as the tool would make them).
+    let caches: Vec<PathBuf> = if allow_caches && mode.value == Mode::WorkspaceWrite {
+        cache_dirs(&ambient.env, ambient.home.as_deref())
+            .into_iter()
+            .filter(|(dir, tools)| dir.is_dir() || tools.iter().any(|t| on_path(&ambient.env, t)))
+            .map(|(dir, _)| dir)
+            .collect()
+    } else {
+        Vec::new()
     };
     let unix_sockets = match (&req.allow_unix_sockets[..], &req.config) {
         ([], Some(c)) => c.defaults.allow_unix_sockets.clone(),
@@ -340,6 +450,7 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
             .into_iter()
             .map(|p| absolute(&ambient.cwd, p))
             .collect(),
+        caches,
         temp_dir: (!req.no_temp_write).then(|| absolute(&ambient.cwd, ambient.temp_dir.clone())),
         unix_sockets: unix_sockets
             .into_iter()
@@ -469,6 +580,7 @@ mod tests {
             allow_unix_sockets: vec![odd()],
             protect: vec![odd()],
             no_temp_write: false,
+            allow_caches: false,
             interactive: false,
             stream: None,
             background: true,

@@ -1,56 +1,534 @@
-//! Whether a confined run's failure looks like the sandbox's doing.
+//! What a confined run was refused, exactly where it can be known.
 //!
-//! A conservative classification from the command's output: true only when
-//! a confining mode was active, the command failed, and its output shows a
-//! permission, read-only-file-system or operation-not-permitted failure.
+//! Two sources, and the result says which each denial came from:
+//! - **the gate** ([`super::gate`]): every call it refuses is known
+//!   exactly: the operation, the path or socket, the errno; and under
+//!   `--network deny`, every network socket refused;
+//! - **the output** ([`from_output`]): a write Landlock or the read-only
+//!   mount tree refused is never seen by `dsh-exec`, only its message. A
+//!   message counts only when the command failed, it says what a refused
+//!   write says (`Read-only file system`, `Permission denied`, `EACCES`,
+//!   `EROFS`, `Operation not permitted`, sqlite's `attempt to write a
+//!   readonly database`), and it names a path the sandbox is the cause
+//!   for: outside every writable root (and writable by `dsh-exec`'s user,
+//!   or the sandbox is not why), or a protected path. A path inside a
+//!   writable root is never the sandbox's doing; neither is a shell that
+//!   could not run a file without an execute bit. A `Read-only file
+//!   system` with no path counts too: outside the sandbox's mounts it is
+//!   rare.
+//!
+//! Each file denial carries a hint where one helps: `--allow-caches` for a
+//! package cache, `--writable-root DIR` for a directory in the home,
+//! `--sandbox workspace-write` for the workspace in `read-only`.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
 
 use super::Mode;
 
-/// Output substrings (compared in lower case) that show a denied write.
-pub const DENIAL_MARKERS: [&str; 3] = [
-    "permission denied",
+/// Output substrings (compared in lower case) that show a refused write.
+pub const DENIAL_MARKERS: [&str; 7] = [
     "read-only file system",
+    "permission denied",
     "operation not permitted",
+    "eacces",
+    "erofs",
+    "eperm",
+    "attempt to write a readonly database",
 ];
 
-/// The conservative denial classification (see the module documentation).
-pub fn looks_denied(mode: Mode, failed: bool, stdout: &str, stderr: &str) -> bool {
-    if !mode.confines() || !failed {
-        return false;
+/// The most denials a result lists; the rest are counted.
+pub const MAX_DENIALS: usize = 100;
+
+/// One refusal, as the result reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DenialFact {
+    /// What was refused: `write` (from the output), `chmod`, `chown`,
+    /// `utime`, `xattr`, `connect`, `sendto`, `sendmsg`, `sendmmsg`,
+    /// `socket`, `socketpair`.
+    pub op: String,
+    /// The path (as named; `@name` for an abstract socket), or the address
+    /// family of a network socket (`AF_INET`); absent when not known.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// The errno the command got, by name (`EACCES`, `EROFS`, `EPERM`, ...).
+    pub errno: String,
+    /// `gate` (known exactly) or `output` (read from the command's output).
+    pub source: String,
+    /// True for a network socket refused under `--network deny`.
+    #[serde(default)]
+    pub network: bool,
+    /// What would allow it, when something would: a flag to add.
+    #[serde(default)]
+    pub hint: Option<String>,
+    /// How many times this same refusal happened (1 or more).
+    #[serde(default = "one")]
+    pub count: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// What judging a path needs to know about the run.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// The mode.
+    pub mode: Option<Mode>,
+    /// The working directory (relative paths in messages are taken from it).
+    pub workdir: PathBuf,
+    /// The writable roots, real paths.
+    pub writable: Vec<PathBuf>,
+    /// The protected paths (existing and not), real paths.
+    pub protected: Vec<PathBuf>,
+    /// The package caches `--allow-caches` would grant.
+    pub caches: Vec<PathBuf>,
+    /// The caller's home.
+    pub home: Option<PathBuf>,
+    /// The run has the read-only mount tree: a write it refuses outside
+    /// `/dev`, `/proc` and `/sys` fails with EROFS (the mount is checked
+    /// before Landlock: mnt_want_write(9) comes first in every path-based
+    /// write), so a message with another errno is not the sandbox's.
+    /// Without it, Landlock refuses with EACCES (or EXDEV for a rename),
+    /// never EROFS.
+    pub read_only_tree: bool,
+}
+
+/// The name of an errno, for a denial.
+pub fn errno_name(errno: i32) -> String {
+    use nix::libc;
+    match errno {
+        libc::EACCES => "EACCES".into(),
+        libc::EPERM => "EPERM".into(),
+        libc::EROFS => "EROFS".into(),
+        libc::ENOENT => "ENOENT".into(),
+        libc::EXDEV => "EXDEV".into(),
+        libc::ENOSYS => "ENOSYS".into(),
+        libc::EAGAIN => "EAGAIN".into(),
+        libc::ECONNREFUSED => "ECONNREFUSED".into(),
+        other => format!("errno {other}"),
     }
-    [stdout, stderr].iter().any(|text| {
-        let lower = text.to_lowercase();
-        DENIAL_MARKERS.iter().any(|m| lower.contains(m))
-    })
+}
+
+/// `path` without `.` and `..` components, taken from `base` when
+/// relative (lexically: a refused path may not exist).
+fn normalize(base: &Path, path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in base.join(path).components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The real path of `path` as far as it exists: its longest existing
+/// ancestor made real, the rest appended.
+fn real(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = path.to_path_buf();
+    loop {
+        if let Ok(r) = std::fs::canonicalize(&at) {
+            let mut r = r;
+            for part in rest.iter().rev() {
+                r.push(part);
+            }
+            return r;
+        }
+        match (at.file_name().map(|n| n.to_os_string()), at.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                at = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// Whether this process's user could write `path` (or create it in its
+/// longest existing ancestor), as access(2) judges: when not, the sandbox
+/// is not why a write there failed.
+fn caller_could_write(path: &Path) -> bool {
+    let mut at = Some(path);
+    while let Some(p) = at {
+        if p.exists() {
+            return nix::unistd::access(p, nix::unistd::AccessFlags::W_OK).is_ok();
+        }
+        at = p.parent();
+    }
+    false
+}
+
+impl Context {
+    fn under_writable(&self, p: &Path) -> bool {
+        self.writable.iter().any(|r| p.starts_with(r))
+    }
+
+    fn protected(&self, p: &Path) -> bool {
+        self.protected.iter().any(|x| p.starts_with(x))
+    }
+
+    /// What would allow a write to `path` (real), if a flag would.
+    pub fn hint(&self, path: &Path) -> Option<String> {
+        if self.protected(path) {
+            return None;
+        }
+        if let Some(cache) = self.caches.iter().find(|c| path.starts_with(c)) {
+            return Some(format!(
+                "--allow-caches (or --writable-root {})",
+                cache.display()
+            ));
+        }
+        if self.mode == Some(Mode::ReadOnly)
+            && (path.starts_with(&self.workdir) || path == self.workdir)
+        {
+            return Some("--sandbox workspace-write".into());
+        }
+        // A directory in the home: the first one below it (~/.npm, ~/.config/x).
+        let home = self.home.as_ref()?;
+        let rel = path.strip_prefix(home).ok()?;
+        let mut parts = rel.components();
+        let first = parts.next()?;
+        let mut dir = home.join(first);
+        if [".config", ".cache", ".local"].contains(&first.as_os_str().to_str().unwrap_or(""))
+            && let Some(second) = parts.next()
+        {
+            dir.push(second);
+        }
+        if parts.next().is_none() && !dir.is_dir() {
+            return None; // a file directly in the home
+        }
+        Some(format!("--writable-root {}", dir.display()))
+    }
+
+    /// A file denial of `path` (as the message named it), if the sandbox is
+    /// why it was refused.
+    fn judge(&self, path: &str, errno: &str) -> Option<DenialFact> {
+        let named = Path::new(path);
+        let p = real(&normalize(&self.workdir, named));
+        let protected = self.protected(&p);
+        if !protected && (self.under_writable(&p) || !caller_could_write(&p)) {
+            return None;
+        }
+        let pseudo = ["/dev", "/proc", "/sys"].iter().any(|d| p.starts_with(d));
+        let possible = match (self.read_only_tree && !pseudo, errno) {
+            (true, e) => e == "EROFS" || e == "ENOENT",
+            (false, e) => e != "EROFS",
+        };
+        if !possible {
+            return None;
+        }
+        Some(DenialFact {
+            op: "write".into(),
+            path: Some(p.to_string_lossy().into_owned()),
+            errno: errno.into(),
+            source: "output".into(),
+            network: false,
+            hint: self.hint(&p),
+            count: 1,
+        })
+    }
+}
+
+/// The errno a refusal message names.
+fn errno_in(lower: &str) -> &'static str {
+    if lower.contains("read-only file system") || lower.contains("erofs") {
+        "EROFS"
+    } else if lower.contains("operation not permitted") || lower.contains("eperm") {
+        "EPERM"
+    } else {
+        "EACCES"
+    }
+}
+
+/// The paths a line names: quoted ('...', "...", ‘...’, `...`), or
+/// bare words that look like paths (start with `/`, `./`, `../` or `~/`),
+/// colons and trailing punctuation trimmed.
+fn paths_in(line: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (open, close) in [('\'', '\''), ('"', '"'), ('‘', '’'), ('`', '\'')] {
+        let mut rest = line;
+        while let Some(a) = rest.find(open) {
+            let after = &rest[a + open.len_utf8()..];
+            let Some(b) = after.find(close) else { break };
+            let inner = &after[..b];
+            // A quoted word is taken as a path ('f' in "cannot touch 'f'").
+            if !inner.is_empty() && !inner.contains(char::is_whitespace) {
+                found.push(inner.to_string());
+            }
+            rest = &after[b + close.len_utf8()..];
+        }
+    }
+    if found.is_empty() {
+        for word in line.split(|c: char| c.is_whitespace() || c == ',' || c == '=') {
+            let w = word
+                .trim_end_matches([':', ',', ';', '.', ')'])
+                .trim_start_matches('(');
+            if w.starts_with('/')
+                || w.starts_with("./")
+                || w.starts_with("../")
+                || w.starts_with("~/")
+            {
+                found.push(w.to_string());
+            }
+        }
+    }
+    found
+}
+
+/// Whether `line` is a shell's "cannot run this" (`bash: ./x: Permission
+/// denied` for a file in the working directory without an execute bit):
+/// an exec failure, not the sandbox's (Landlock allows executing
+/// everywhere). The same words follow a refused redirection into such a
+/// file; in the working directory that one goes unreported (where the
+/// read-only tree refuses it, it says `Read-only file system` instead).
+fn shell_exec_failure(ctx: &Context, line: &str, path: &str, errno: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let shell = ["bash:", "sh:", "zsh:", "dash:"]
+        .iter()
+        .any(|s| line.trim_start().starts_with(s));
+    let p = normalize(&ctx.workdir, Path::new(path));
+    shell
+        && errno == "EACCES"
+        && p.starts_with(&ctx.workdir)
+        && std::fs::metadata(&p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 == 0)
+}
+
+/// The denials a failed confined run's output shows (see the module
+/// documentation). Nothing for a run that did not fail, or in
+/// `full-access`.
+pub fn from_output(ctx: &Context, failed: bool, stdout: &str, stderr: &str) -> Vec<DenialFact> {
+    let mut found: Vec<DenialFact> = Vec::new();
+    if !failed || !ctx.mode.is_some_and(Mode::confines) {
+        return found;
+    }
+    for text in [stderr, stdout] {
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let lower = line.to_lowercase();
+            if lower.contains("mkdir")
+                && (lower.contains("enoent") || lower.contains("no such file or directory"))
+            {
+                // Node's recursive mkdir reports a refused mkdir as ENOENT
+                // (`ENOENT: no such file or directory, mkdir '/root/.npm'`).
+                // A directory that is absent in a parent that exists cannot
+                // fail so on its own.
+                for path in paths_in(line) {
+                    let p = normalize(&ctx.workdir, Path::new(&path));
+                    let absent_in_existing = !p.exists() && p.parent().is_some_and(Path::is_dir);
+                    if absent_in_existing
+                        && let Some(d) = ctx.judge(&path, "ENOENT")
+                        && !found.iter().any(|f| f.path == d.path)
+                    {
+                        found.push(d);
+                    }
+                }
+                continue;
+            }
+            if !DENIAL_MARKERS.iter().any(|m| lower.contains(m)) {
+                continue;
+            }
+            let errno = errno_in(&lower);
+            let mut paths = paths_in(line);
+            if paths.is_empty() {
+                // npm and others print the path on a line of its own
+                // nearby: `npm error path /root/.npm/_cacache/tmp/x`.
+                let near = lines[i.saturating_sub(5)..(i + 6).min(lines.len())].iter();
+                paths = near
+                    .filter_map(|l| {
+                        let l = l.trim();
+                        let at = l.find(" path ")?;
+                        Some(l[at + 6..].trim().to_string())
+                    })
+                    .filter(|p| p.starts_with('/'))
+                    .collect();
+            }
+            if paths.is_empty() && errno == "EROFS" {
+                found.push(DenialFact {
+                    op: "write".into(),
+                    path: None,
+                    errno: errno.into(),
+                    source: "output".into(),
+                    network: false,
+                    hint: None,
+                    count: 1,
+                });
+                continue;
+            }
+            for path in paths {
+                if shell_exec_failure(ctx, line, &path, errno) {
+                    continue;
+                }
+                let path = match (path.strip_prefix("~/"), &ctx.home) {
+                    (Some(rest), Some(home)) => home.join(rest).to_string_lossy().into_owned(),
+                    _ => path,
+                };
+                if let Some(d) = ctx.judge(&path, errno)
+                    && !found.iter().any(|f| f.path == d.path)
+                {
+                    found.push(d);
+                }
+            }
+        }
+    }
+    found
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn ctx(mode: Mode) -> Context {
+        Context {
+            mode: Some(mode),
+            workdir: PathBuf::from("/nonexistent-ws"),
+            writable: vec![PathBuf::from("/nonexistent-ws"), PathBuf::from("/tmp")],
+            protected: vec![PathBuf::from("/nonexistent-ws/.git/config")],
+            caches: vec![PathBuf::from("/root/.npm")],
+            home: Some(PathBuf::from("/root")),
+            read_only_tree: false,
+        }
+    }
+
     #[test]
-    fn denial_is_conservative() {
-        let ws = Mode::WorkspaceWrite;
-        assert!(looks_denied(
-            ws,
+    fn an_errno_the_sandbox_cannot_give_is_not_a_denial() {
+        // With the read-only tree a refused write is EROFS; without it,
+        // Landlock's EACCES.
+        let mut c = ctx(Mode::ReadOnly);
+        let eacces = "cp: cannot create '/etc/x': Permission denied\n";
+        let erofs = "cp: cannot create '/etc/x': Read-only file system\n";
+        assert_eq!(from_output(&c, true, "", eacces).len(), 1);
+        assert!(from_output(&c, true, "", erofs).is_empty());
+        c.read_only_tree = true;
+        assert!(from_output(&c, true, "", eacces).is_empty());
+        assert_eq!(from_output(&c, true, "", erofs).len(), 1);
+    }
+
+    #[test]
+    fn a_printed_permission_denied_with_no_path_is_not_a_denial() {
+        let c = ctx(Mode::WorkspaceWrite);
+        assert!(from_output(&c, true, "Permission denied\n", "").is_empty());
+        assert!(
+            from_output(
+                &c,
+                false,
+                "",
+                "touch: cannot touch '/etc/x': Permission denied"
+            )
+            .is_empty()
+        );
+        assert!(
+            from_output(
+                &ctx(Mode::FullAccess),
+                true,
+                "",
+                "touch: cannot touch '/etc/x': Read-only file system"
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_file_the_shell_cannot_run_is_not_a_denial() {
+        let ws = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(ws.path()).unwrap();
+        std::fs::write(ws.join("build.sh"), "echo hi\n").unwrap();
+        let mut c = ctx(Mode::ReadOnly);
+        c.workdir = ws.clone();
+        c.writable.clear();
+        let out = from_output(
+            &c,
             true,
             "",
-            "touch: cannot touch '/x': Permission denied\n"
-        ));
-        assert!(looks_denied(
-            Mode::ReadOnly,
+            "bash: line 1: ./build.sh: Permission denied\n",
+        );
+        assert!(out.is_empty(), "{out:?}");
+        // A write refused there is one.
+        let out = from_output(&c, true, "", "touch: cannot touch 'f': Permission denied\n");
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].hint.as_deref(), Some("--sandbox workspace-write"));
+    }
+
+    #[test]
+    fn a_path_inside_a_writable_root_is_not_the_sandbox() {
+        let c = ctx(Mode::WorkspaceWrite);
+        let out = from_output(
+            &c,
             true,
             "",
-            "bash: /f: Read-only file system"
-        ));
-        assert!(!looks_denied(ws, false, "", "Permission denied"));
-        assert!(!looks_denied(
-            Mode::FullAccess,
+            "cp: cannot create regular file '/tmp/x/y': Permission denied\n",
+        );
+        assert!(out.is_empty(), "{out:?}");
+    }
+
+    #[test]
+    fn outside_and_protected_paths_are_denials_with_their_errno() {
+        // Outside every root, in a directory this user can write.
+        let outside = tempfile::tempdir().unwrap();
+        let outside = std::fs::canonicalize(outside.path()).unwrap();
+        let mut c = ctx(Mode::WorkspaceWrite);
+        c.writable.retain(|w| !outside.starts_with(w));
+        c.read_only_tree = true;
+        let x = outside.join("x");
+        let out = from_output(
+            &c,
             true,
             "",
-            "Permission denied"
-        ));
-        assert!(!looks_denied(ws, true, "", ""));
-        assert!(!looks_denied(ws, true, "/tmp/x/sandbox/package.json\n", ""));
+            &format!(
+                "touch: cannot touch '{}': Read-only file system\n\
+                 error: could not lock config file /nonexistent-ws/.git/config: Read-only file system\n",
+                x.display()
+            ),
+        );
+        let paths: Vec<_> = out
+            .iter()
+            .map(|d| (d.path.clone().unwrap(), d.errno.clone()))
+            .collect();
+        assert_eq!(
+            paths,
+            vec![
+                (x.to_string_lossy().into_owned(), "EROFS".to_string()),
+                (
+                    "/nonexistent-ws/.git/config".to_string(),
+                    "EROFS".to_string()
+                )
+            ]
+        );
+    }
+
+    #[test]
+    fn npm_s_path_line_is_found_and_a_cache_gets_its_hint() {
+        let home = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(home.path()).unwrap();
+        let npm = home.join(".npm");
+        std::fs::create_dir(&npm).unwrap();
+        let mut c = ctx(Mode::WorkspaceWrite);
+        c.writable.retain(|w| !home.starts_with(w));
+        c.home = Some(home.clone());
+        c.caches = vec![npm.clone()];
+        let stderr = format!(
+            "npm error code EACCES\nnpm error syscall mkdtemp\n\
+             npm error path {}/_cacache/tmp/jn915J\nnpm error errno -13\n",
+            npm.display()
+        );
+        let out = from_output(&c, true, "", &stderr);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(
+            out[0].path.as_deref(),
+            Some(npm.join("_cacache/tmp/jn915J").to_str().unwrap())
+        );
+        assert_eq!(
+            out[0].hint,
+            Some(format!(
+                "--allow-caches (or --writable-root {})",
+                npm.display()
+            ))
+        );
     }
 }

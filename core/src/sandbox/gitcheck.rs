@@ -9,15 +9,20 @@
 //! gitlink (mode 160000). `git status` in the protected repository then
 //! runs git inside the submodule, with that config. So when a run changed a
 //! protected repository's index, every gitlink in it whose worktree holds a
-//! repository of its own (a `.git` directory; a `.git` file points into the
-//! protected `.git/modules`) is checked, and a config that names a command
-//! or a hook that could run is renamed aside (`config.dsh-exec-quarantined`,
-//! `hooks.dsh-exec-quarantined`) and reported.
+//! repository of its own is checked: a `.git` directory, or the directory a
+//! `.git` file (`gitdir: PATH`, gitrepository-layout(5)) names, unless that
+//! lies in the protected repository's own `.git/modules`. A config that
+//! names a command or a hook that could run is renamed aside
+//! (`config.dsh-exec-quarantined`, `hooks.dsh-exec-quarantined`) and
+//! reported. A `.git` file whose directory cannot be checked safely (a
+//! symlink on the way to it, a `commondir` of its own, a path that is not
+//! UTF-8-clean) is itself renamed aside: git then sees no repository there.
 //!
 //! The index format is git's documented one (gitformat-index(5), versions 2
 //! to 4); the keys that run commands are those git-config(1) documents as
 //! taking a command or a program.
 
+use nix::libc;
 use std::ffi::{OsStr, OsString};
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
@@ -274,11 +279,112 @@ fn quarantine(worktree: &Path, link: &[u8], changes: &mut Vec<ProtectedChange>) 
     let Some(dir) = anchor.reach_parent(&mut ignored) else {
         return;
     };
-    let Ok(git) = super::undo::open_dir_at(dir.as_raw_fd(), OsStr::new(".git")) else {
-        return; // a .git file, or none: nothing of its own to run
-    };
-    let base = PathBuf::from(format!("/proc/self/fd/{}", git.as_raw_fd()));
     let shown = worktree.join(rel).join(".git");
+    let git = match super::undo::open_dir_at(dir.as_raw_fd(), OsStr::new(".git")) {
+        Ok(git) => git,
+        Err(_) => match gitfile_target(worktree, rel, dir.as_raw_fd()) {
+            GitFile::None | GitFile::Protected => return,
+            GitFile::Dir(git, path) => {
+                check_repo(&git, &path, changes);
+                return;
+            }
+            GitFile::Unsafe => {
+                let moved = super::undo::rename_aside(
+                    dir.as_raw_fd(),
+                    OsStr::new(".git"),
+                    ".dsh-exec-quarantined",
+                );
+                changes.push(ProtectedChange {
+                    path: shown,
+                    change: "quarantined",
+                    restored: moved.is_ok(),
+                });
+                return;
+            }
+        },
+    };
+    check_repo(&git, &shown, changes);
+}
+
+/// What a gitlink's `.git` file leads to.
+enum GitFile {
+    /// No `.git` file (or not one git accepts: git runs nothing there).
+    None,
+    /// A directory in the protected repository's `.git/modules`.
+    Protected,
+    /// The directory it names, opened with no symlink on the way, and its
+    /// path for the report.
+    Dir(std::os::fd::OwnedFd, PathBuf),
+    /// A directory that cannot be checked safely.
+    Unsafe,
+}
+
+/// The directory the `.git` file in `dir` (the gitlink `rel` of
+/// `worktree`) names. Read once, from a descriptor opened with
+/// `O_NOFOLLOW`; the first line must be `gitdir: PATH`, PATH relative to
+/// the file's directory when not absolute (gitrepository-layout(5)).
+fn gitfile_target(worktree: &Path, rel: &Path, dir: std::os::fd::RawFd) -> GitFile {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+    // SAFETY: openat with a literal C string; the result is checked.
+    let fd = unsafe { libc::openat(dir, c".git".as_ptr(), flags) };
+    if fd < 0 {
+        return GitFile::None;
+    }
+    // SAFETY: a fresh descriptor we own.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return GitFile::None;
+    }
+    let mut text = String::new();
+    if (&mut file).take(4096).read_to_string(&mut text).is_err() {
+        return GitFile::Unsafe;
+    }
+    let Some(named) = text.lines().next().and_then(|l| l.strip_prefix("gitdir: ")) else {
+        return GitFile::None;
+    };
+    let here = worktree.join(rel);
+    let mut target = PathBuf::new();
+    for c in here.join(named.trim_end()).components() {
+        match c {
+            std::path::Component::ParentDir => {
+                target.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => target.push(other),
+        }
+    }
+    let Ok(git) = super::undo::open_root(&target) else {
+        // Missing: git finds no repository and runs nothing. Anything else
+        // (a symlink on the way): not checked, so not left.
+        return match std::fs::symlink_metadata(&target) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !has_symlink(&target) => {
+                GitFile::None
+            }
+            _ => GitFile::Unsafe,
+        };
+    };
+    if target.starts_with(worktree.join(".git").join("modules")) {
+        return GitFile::Protected;
+    }
+    let base = PathBuf::from(format!("/proc/self/fd/{}", git.as_raw_fd()));
+    if std::fs::symlink_metadata(base.join("commondir")).is_ok() {
+        return GitFile::Unsafe;
+    }
+    GitFile::Dir(git, target)
+}
+
+/// Whether a symlink is on the way to `path` (in its existing part).
+fn has_symlink(path: &Path) -> bool {
+    path.ancestors()
+        .any(|a| std::fs::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink()))
+}
+
+/// Quarantines the config and hooks of the git directory `git` (shown as
+/// `shown`) when they could run commands.
+fn check_repo(git: &std::os::fd::OwnedFd, shown: &Path, changes: &mut Vec<ProtectedChange>) {
+    let base = PathBuf::from(format!("/proc/self/fd/{}", git.as_raw_fd()));
     let config = std::fs::read_to_string(base.join("config")).unwrap_or_default();
     let mut put_aside = |name: &str| {
         let moved =

@@ -162,6 +162,11 @@ pub struct Policy {
     /// in the order given.
     #[serde(with = "crate::serde_paths::exact_paths")]
     pub writable_roots: Vec<PathBuf>,
+    /// The package caches `--allow-caches` makes writable roots (absolute;
+    /// see `request::cache_dirs`): those that exist, and those of the tools
+    /// on `$PATH`, which [`make_caches`] makes when the run starts.
+    #[serde(default, with = "crate::serde_paths::exact_paths")]
+    pub caches: Vec<PathBuf>,
     /// The temp directory (absolute); `None` with `--no-temp-write`.
     #[serde(with = "crate::serde_paths::exact_opt_path")]
     pub temp_dir: Option<PathBuf>,
@@ -378,6 +383,13 @@ pub fn open_roots(policy: &Policy) -> Roots {
                 path: path.clone(),
                 reason: problem.to_string(),
             }),
+        }
+    }
+    // A cache that does not exist (yet: `explain`) is no writable root.
+    let caches = policy.caches.iter().filter_map(|c| open_dir(c, false).ok());
+    for root in caches {
+        if !roots.writable.iter().any(|r| r.path == root.path) {
+            roots.writable.push(root);
         }
     }
     if let Some(root) = temp
@@ -671,6 +683,20 @@ fn own_terminal() -> Option<PathBuf> {
     nix::unistd::ttyname(std::io::stdin()).ok()
 }
 
+/// Makes the `--allow-caches` directories that do not exist yet, as the
+/// tool would on first use (mode 0777 less the umask, parents included).
+/// Outside the sandbox, before the command runs. mkdir(2) never follows a
+/// final symlink; a symlink on the way (planted by an earlier run in a home
+/// that was writable) could at most get an empty directory made where it
+/// points, and the cache is then no writable root: `open_roots` refuses
+/// any symlink on the way to a cache (openat2(2) `RESOLVE_NO_SYMLINKS`).
+/// A cache that cannot be made is no writable root either.
+pub(crate) fn make_caches(policy: &Policy) {
+    for dir in &policy.caches {
+        let _ = std::fs::DirBuilder::new().recursive(true).create(dir);
+    }
+}
+
 /// Checks the kernel, opens the writable roots, finds the protected paths,
 /// and builds the Landlock ruleset, the seccomp filters and the mount plan.
 ///
@@ -688,6 +714,7 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         kernel_abi().unwrap_or(0)
     };
     let mut enforcement = landlock::enforcement(policy, abi);
+    make_caches(policy);
     let mut roots = open_roots(policy);
     if let Some(parent) = &policy.scratch_parent {
         add_scratch(&mut roots, parent);
@@ -770,14 +797,14 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         programs.push(seccomp::enosys_filter().map_err(unavailable)?);
         programs.push(seccomp::gate_filter(gated_metadata).map_err(unavailable)?);
     }
-    let program = seccomp::chain(programs).map_err(unavailable)?;
-    // With a gate the one program is the gate's, loaded last with its
-    // listener; without one (full-access with --network deny) a filter.
-    let (filters, gate) = if confining {
-        (Vec::new(), Some(program))
-    } else {
-        (vec![program], None)
-    };
+    if deny {
+        programs.push(seccomp::deny_ip_sockets_gated().map_err(unavailable)?);
+    }
+    // The one program is the gate's, loaded last with its listener.
+    let (filters, gate) = (
+        Vec::new(),
+        Some(seccomp::chain(programs).map_err(unavailable)?),
+    );
     let mounts = (privileged && (confining || run.pid_namespace)).then(|| crate::exec::MountPlan {
         binds: protection
             .mounts
@@ -838,6 +865,33 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
 }
 
 impl Prepared {
+    /// What judging the run's refusals from its output needs.
+    pub(crate) fn denial_context(&self, policy: &Policy, workdir: &Path) -> denial::Context {
+        let env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+        denial::Context {
+            mode: Some(policy.mode.value),
+            workdir: std::fs::canonicalize(workdir).unwrap_or_else(|_| workdir.to_path_buf()),
+            writable: self.roots.writable.iter().map(|r| r.path.clone()).collect(),
+            protected: self
+                .protection
+                .protected
+                .iter()
+                .map(|p| p.path.clone())
+                .chain(self.protection.absent.iter().cloned())
+                .collect(),
+            caches: crate::request::cache_dirs(&env, policy.home.as_deref())
+                .into_iter()
+                .map(|(dir, _)| dir)
+                .collect(),
+            home: policy.home.clone(),
+            read_only_tree: self
+                .confinement
+                .as_ref()
+                .and_then(|c| c.mounts.as_ref())
+                .is_some_and(|m| m.tree_roots.is_some()),
+        }
+    }
+
     /// What the gate of the run allows, with `tree` the run's processes;
     /// `None` when the run has no gate.
     pub(crate) fn gate_policy(
@@ -871,6 +925,9 @@ pub(crate) fn facts(
         },
         runner_failed,
         protected_changes: Vec::new(),
+        denials: Vec::new(),
+        denials_more: 0,
+        network_denied: false,
         network: policy.network.value,
         network_enforcement: match policy.network.value {
             Network::Deny => NetworkEnforcement::Full,

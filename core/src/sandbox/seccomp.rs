@@ -28,11 +28,12 @@
 //!   memory can decide: `connect`, `sendto` with an address, `sendmsg`,
 //!   `sendmmsg`, and every change of file metadata (mode, owner, times,
 //!   extended attributes).
-//! - [`deny_ip_sockets`] (`--network deny`): socket(2) and socketpair(2)
-//!   with `AF_INET`, `AF_INET6`, `AF_VSOCK` (a virtual machine's way to its
-//!   host) or `AF_PACKET` fail with EACCES, io_uring too, and netlink
+//! - [`deny_ip_sockets`] and [`deny_ip_sockets_gated`] (`--network deny`):
+//!   socket(2) and socketpair(2) with `AF_INET`, `AF_INET6`, `AF_VSOCK` (a
+//!   virtual machine's way to its host) or `AF_PACKET` go to the gate, which
+//!   refuses them with EACCES and records a network denial; so do netlink
 //!   sockets but for the families ordinary tools read ([`ALLOWED_NETLINK`]);
-//!   Unix domain sockets keep working. Landlock's TCP rules
+//!   io_uring fails with EACCES; Unix domain sockets keep working. Landlock's TCP rules
 //!   ([`super::landlock`]) add a second layer where the ABI has them.
 //! - [`x32_guard`] (x86_64): system calls of the x32 ABI (numbers with bit
 //!   30 set) fail with ENOSYS, since the filters above match x86_64
@@ -285,20 +286,7 @@ pub(crate) fn gate_filter(metadata: GatedMetadata) -> Result<Vec<libc::sock_filt
             .map_err(|e| e.to_string())?,
         ],
     );
-    let mut program = compile(rules, SeccompAction::Trace(GATE_MARK))?;
-    const BPF_RET_K: u16 = 0x06;
-    let marked = libc::SECCOMP_RET_TRACE | GATE_MARK;
-    let mut replaced = 0;
-    for insn in &mut program {
-        if insn.code == BPF_RET_K && insn.k == marked {
-            insn.k = libc::SECCOMP_RET_USER_NOTIF;
-            replaced += 1;
-        }
-    }
-    if replaced == 0 {
-        return Err("gate filter: no gated return in the compiled program".into());
-    }
-    Ok(program)
+    notify(compile(rules, SeccompAction::Trace(GATE_MARK))?)
 }
 
 /// Netlink families that stay open under `--network deny`: route (read by
@@ -411,11 +399,33 @@ fn target_arch() -> Result<TargetArch, String> {
     }
 }
 
-/// The compiled filter, as the `sock_filter` instructions prctl(2) takes.
+/// `--network deny`, the part a filter decides alone: io_uring, which can
+/// make sockets without socket(2), fails with EACCES.
 ///
 /// Errors with a message when the architecture is not supported or the
 /// filter cannot be compiled.
 pub(crate) fn deny_ip_sockets() -> Result<Vec<libc::sock_filter>, String> {
+    let mut rules = BTreeMap::new();
+    for nr in [
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+    ] {
+        rules.insert(nr, vec![]);
+    }
+    compile(rules, SeccompAction::Errno(libc::EACCES as u32))
+}
+
+/// `--network deny`, the part the gate answers: socket(2) and
+/// socketpair(2) with `AF_INET`, `AF_INET6`, `AF_VSOCK` (a virtual
+/// machine's way to its host) or `AF_PACKET`, and netlink sockets but for
+/// the families ordinary tools read ([`ALLOWED_NETLINK`]), go to the gate,
+/// which refuses them with EACCES, as a filter would, and records each as
+/// a network denial.
+///
+/// Errors with a message when the architecture is not supported or the
+/// filter cannot be compiled.
+pub(crate) fn deny_ip_sockets_gated() -> Result<Vec<libc::sock_filter>, String> {
     let family_is = |family: i32| -> Result<SeccompRule, String> {
         let cond =
             SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, family as u64)
@@ -451,15 +461,25 @@ pub(crate) fn deny_ip_sockets() -> Result<Vec<libc::sock_filter>, String> {
     socket_rules.push(SeccompRule::new(netlink).map_err(|e| e.to_string())?);
     rules.insert(libc::SYS_socket, socket_rules);
     rules.insert(libc::SYS_socketpair, ip_families()?);
-    // io_uring can create sockets without socket(2).
-    for nr in [
-        libc::SYS_io_uring_setup,
-        libc::SYS_io_uring_enter,
-        libc::SYS_io_uring_register,
-    ] {
-        rules.insert(nr, vec![]);
+    notify(compile(rules, SeccompAction::Trace(GATE_MARK))?)
+}
+
+/// Turns the gate's mark in a compiled program into
+/// `SECCOMP_RET_USER_NOTIF`; errors when there is none.
+fn notify(mut program: Vec<libc::sock_filter>) -> Result<Vec<libc::sock_filter>, String> {
+    const BPF_RET_K: u16 = 0x06;
+    let marked = libc::SECCOMP_RET_TRACE | GATE_MARK;
+    let mut replaced = 0;
+    for insn in &mut program {
+        if insn.code == BPF_RET_K && insn.k == marked {
+            insn.k = libc::SECCOMP_RET_USER_NOTIF;
+            replaced += 1;
+        }
     }
-    compile(rules, SeccompAction::Errno(libc::EACCES as u32))
+    if replaced == 0 {
+        return Err("gate filter: no gated return in the compiled program".into());
+    }
+    Ok(program)
 }
 
 /// Compiles `rules` into a filter that allows everything else and gives the

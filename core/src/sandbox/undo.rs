@@ -82,9 +82,10 @@ pub(crate) fn open_dir_at(dir: RawFd, name: &OsStr) -> io::Result<OwnedFd> {
     owned(unsafe { libc::openat(dir, c.as_ptr(), flags) })
 }
 
-/// A writable root, opened without following a symlink anywhere on its
-/// (real) path (openat2(2), `RESOLVE_NO_SYMLINKS`).
-fn open_root(root: &Path) -> io::Result<OwnedFd> {
+/// A directory (a writable root, a submodule's git directory), opened
+/// without following a symlink anywhere on its path (openat2(2),
+/// `RESOLVE_NO_SYMLINKS`): ELOOP when one is on the way.
+pub(crate) fn open_root(root: &Path) -> io::Result<OwnedFd> {
     #[repr(C)]
     struct OpenHow {
         flags: u64,

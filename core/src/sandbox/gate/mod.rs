@@ -58,6 +58,8 @@ pub enum Refusal {
     /// A change of a socket's owner (it would change the uid the network
     /// stack attributes the socket's traffic to).
     SocketOwner,
+    /// A network socket under `--network deny`.
+    Network,
 }
 
 /// One call the gate refused.
@@ -73,6 +75,9 @@ pub struct Denial {
     pub errno: i32,
     /// Why.
     pub why: Refusal,
+    /// How many times the same call on the same path was refused (1 or
+    /// more): a command that retries is one entry, not a hundred.
+    pub count: u64,
 }
 
 /// The most denials kept per run; the rest are only counted.
@@ -131,12 +136,19 @@ impl GatePolicy {
     /// Records a refusal.
     pub(crate) fn record(&self, op: &'static str, path: Option<PathBuf>, errno: i32, why: Refusal) {
         if let Ok(mut d) = self.denials.lock() {
-            if d.kept.len() < MAX_DENIALS {
+            if let Some(same) = d
+                .kept
+                .iter_mut()
+                .find(|k| k.op == op && k.path == path && k.errno == errno && k.why == why)
+            {
+                same.count += 1;
+            } else if d.kept.len() < MAX_DENIALS {
                 d.kept.push(Denial {
                     op,
                     path,
                     errno,
                     why,
+                    count: 1,
                 });
             } else {
                 d.more += 1;

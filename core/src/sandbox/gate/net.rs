@@ -249,9 +249,39 @@ pub(crate) fn handle(task: &Task, nr: i64, a: &[u64; 6], policy: &GatePolicy) ->
         libc::SYS_sendto => sendto(task, a, policy),
         libc::SYS_sendmsg => sendmsg(task, a, policy),
         libc::SYS_sendmmsg => sendmmsg(task, a, policy),
+        libc::SYS_socket | libc::SYS_socketpair => {
+            // Only what --network deny refuses comes here (the filter
+            // decides by the family and protocol in the registers): refused,
+            // and recorded as a network denial.
+            let family = a[0] as i32;
+            let op = if nr == libc::SYS_socket {
+                "socket"
+            } else {
+                "socketpair"
+            };
+            policy.record(
+                op,
+                Some(PathBuf::from(family_name(family))),
+                libc::EACCES,
+                Refusal::Network,
+            );
+            Err(libc::EACCES)
+        }
         _ => return None,
     };
     Some(outcome.unwrap_or_else(|e| Outcome::Done(Err(e))))
+}
+
+/// The name of an address family, for a denial (`AF_INET`, ...).
+fn family_name(family: i32) -> String {
+    match family {
+        libc::AF_INET => "AF_INET".into(),
+        libc::AF_INET6 => "AF_INET6".into(),
+        libc::AF_VSOCK => "AF_VSOCK".into(),
+        libc::AF_PACKET => "AF_PACKET".into(),
+        libc::AF_NETLINK => "AF_NETLINK".into(),
+        other => format!("family {other}"),
+    }
 }
 
 fn read_addr(task: &Task, addr: u64, len: u64) -> Result<Vec<u8>, i32> {

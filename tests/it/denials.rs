@@ -1,0 +1,261 @@
+//! `denials`: exactly what a confined run was refused, and nothing it was
+//! not. The gate's refusals are known exactly; a refused write is read
+//! from the output of a failed run, only where the sandbox is why.
+
+use crate::support::{Test, Tier, tiers};
+use serde_json::{Value, json};
+use std::path::Path;
+
+struct Dirs {
+    _root: tempfile::TempDir,
+    ws: std::path::PathBuf,
+    outside: std::path::PathBuf,
+    tmp: std::path::PathBuf,
+    home: std::path::PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let root = tempfile::tempdir().unwrap();
+    // Real paths: the facts name them so.
+    let base = std::fs::canonicalize(root.path()).unwrap();
+    let [ws, outside, tmp, home] = ["ws", "outside", "tmp", "home"].map(|n| base.join(n));
+    for d in [&ws, &outside, &tmp, &home] {
+        std::fs::create_dir(d).unwrap();
+    }
+    Dirs {
+        _root: root,
+        ws,
+        outside,
+        tmp,
+        home,
+    }
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// `--json` run of `script` in `d.ws`, `$TMPDIR` = `d.tmp`, `$HOME` = `d.home`.
+fn confined(tier: Tier, d: &Dirs, args: &[&str], script: &str) -> (Value, i32) {
+    let out = Test::in_tier(tier)
+        .env("TMPDIR", &d.tmp)
+        .env("HOME", &d.home)
+        .args(["--json", "-C", p(&d.ws)])
+        .args(args)
+        .args(["--", script])
+        .run();
+    (out.json(), out.status)
+}
+
+#[test]
+fn words_that_look_like_a_denial_are_not_one() {
+    for tier in tiers() {
+        let d = dirs();
+        // The errno this tier's sandbox cannot give for /etc/x.
+        let impossible = match tier {
+            Tier::MountNamespace => "Permission denied",
+            Tier::Gate => "Read-only file system",
+        };
+        for (mode, message) in [
+            ("read-only", "Permission denied".to_string()),
+            (
+                "read-only",
+                format!("cp: cannot create '/etc/x': {impossible}"),
+            ),
+            (
+                "workspace-write",
+                "cp: cannot create './x': Permission denied".to_string(),
+            ),
+            ("workspace-write", format!("tar: /etc/x: {impossible}")),
+        ] {
+            let (v, _) = confined(
+                tier,
+                &d,
+                &["-s", mode],
+                &format!("echo \"{message}\" >&2; exit 1"),
+            );
+            assert_eq!(
+                (
+                    &v["exit_code"],
+                    &v["sandbox"]["denied"],
+                    &v["sandbox"]["denials"]
+                ),
+                (&json!(1), &json!(false), &Value::Null),
+                "{tier:?} {mode}: {v}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_refused_write_outside_names_the_path() {
+    for tier in tiers() {
+        let d = dirs();
+        let target = d.outside.join("x");
+        let (v, status) = confined(
+            tier,
+            &d,
+            &["-s", "workspace-write"],
+            &format!("touch {}", p(&target)),
+        );
+        assert_eq!(status, 1, "{tier:?}: {v}");
+        let errno = match tier {
+            Tier::MountNamespace => "EROFS",
+            Tier::Gate => "EACCES",
+        };
+        assert_eq!(
+            v["sandbox"]["denials"],
+            json!([{"op": "write", "path": p(&target), "errno": errno, "source": "output",
+                    "network": false, "hint": null, "count": 1}]),
+            "{tier:?}"
+        );
+        assert_eq!(v["sandbox"]["denied"], json!(true));
+        assert_eq!(v["sandbox"]["network_denied"], json!(false));
+        assert!(!target.exists());
+    }
+}
+
+#[test]
+fn a_write_the_caller_could_not_make_either_is_no_denial() {
+    // A file under a directory that does not exist: touch fails unconfined
+    // too, with ENOENT, and that is no refusal of the sandbox.
+    let d = dirs();
+    let (v, status) = confined(
+        Tier::MountNamespace,
+        &d,
+        &["-s", "read-only"],
+        &format!("touch {}/no/such/dir/f", p(&d.outside)),
+    );
+    assert_eq!(status, 1);
+    assert_eq!(v["sandbox"]["denied"], json!(false), "{v}");
+}
+
+#[test]
+fn a_refused_network_socket_is_a_network_denial_not_a_write() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    for tier in tiers() {
+        let d = dirs();
+        let script = format!(
+            "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 5)'"
+        );
+        let (v, status) = confined(tier, &d, &["-s", "read-only", "--network", "deny"], &script);
+        assert_eq!(status, 1, "{tier:?}: {v}");
+        assert_eq!(
+            v["sandbox"]["denials"],
+            json!([{"op": "socket", "path": "AF_INET", "errno": "EACCES", "source": "gate",
+                    "network": true, "hint": null, "count": 1}]),
+            "{tier:?}"
+        );
+        assert_eq!(v["sandbox"]["network_denied"], json!(true));
+    }
+}
+
+#[test]
+fn the_text_names_each_denial_and_counts_repeats() {
+    let d = dirs();
+    let script = "python3 -c '
+import socket
+for _ in range(3):
+    try:
+        socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    except OSError:
+        pass
+'";
+    Test::new()
+        .env("TMPDIR", &d.tmp)
+        .args([
+            "-C",
+            p(&d.ws),
+            "-s",
+            "workspace-write",
+            "--network",
+            "deny",
+            "--",
+            script,
+        ])
+        .run()
+        .expect_stdout("[sandbox: network denied: socket(AF_INET6) (3 times)]\n[exit code: 0]\n");
+}
+
+/// A local package, packed: `npm install` of it needs no registry.
+fn local_package(d: &Dirs) -> std::path::PathBuf {
+    let pkg = d.outside.join("pkg");
+    std::fs::create_dir(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("package.json"),
+        r#"{"name":"dsh-local","version":"1.0.0"}"#,
+    )
+    .unwrap();
+    std::fs::write(pkg.join("index.js"), "module.exports = 1;\n").unwrap();
+    let packed = std::process::Command::new("npm")
+        .args(["pack", "--silent", "--pack-destination"])
+        .arg(&d.outside)
+        .current_dir(&pkg)
+        .env("HOME", &d.home)
+        .env("npm_config_cache", d.outside.join("pack-cache"))
+        .output()
+        .unwrap();
+    assert!(packed.status.success(), "{packed:?}");
+    std::fs::write(
+        d.ws.join("package.json"),
+        r#"{"name":"ws","version":"1.0.0"}"#,
+    )
+    .unwrap();
+    d.outside.join("dsh-local-1.0.0.tgz")
+}
+
+#[test]
+fn npm_install_names_its_cache_and_allow_caches_lets_it_work() {
+    if std::process::Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: npm is not installed");
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        let tgz = local_package(&d);
+        let install = format!(
+            "npm install --offline --no-audit --no-fund --loglevel=error --update-notifier=false {}",
+            p(&tgz)
+        );
+        let (v, status) = confined(tier, &d, &["-s", "workspace-write"], &install);
+        assert_ne!(status, 0, "{tier:?}: {v}");
+        let npm = d.home.join(".npm");
+        let denial = &v["sandbox"]["denials"][0];
+        assert!(
+            denial["path"]
+                .as_str()
+                .is_some_and(|s| s.starts_with(p(&npm))),
+            "{tier:?}: {v}"
+        );
+        assert_eq!(
+            denial["hint"],
+            json!(format!("--allow-caches (or --writable-root {})", p(&npm))),
+            "{tier:?}"
+        );
+        // The same, with the cache granted (made for the run: npm is on
+        // $PATH), and with it named as a writable root.
+        let (v, status) = confined(
+            tier,
+            &d,
+            &["-s", "workspace-write", "--allow-caches"],
+            &install,
+        );
+        assert_eq!(status, 0, "{tier:?}: {v}");
+        assert_eq!(v["sandbox"]["denied"], json!(false));
+        assert!(d.ws.join("node_modules/dsh-local/index.js").is_file());
+        std::fs::remove_dir_all(d.ws.join("node_modules")).unwrap();
+        let (v, status) = confined(
+            tier,
+            &d,
+            &["-s", "workspace-write", "--writable-root", p(&npm)],
+            &install,
+        );
+        assert_eq!(status, 0, "{tier:?}: {v}");
+        assert!(d.ws.join("node_modules/dsh-local/index.js").is_file());
+    }
+}
