@@ -164,7 +164,7 @@ pub struct Policy {
     pub writable_roots: Vec<PathBuf>,
     /// The package caches `--allow-caches` makes writable roots (absolute;
     /// see `request::cache_dirs`): those that exist, and those of the tools
-    /// on `$PATH`, which [`make_caches`] makes when the run starts.
+    /// on `$PATH`, which `make_caches` makes when the run starts.
     #[serde(default, with = "crate::serde_paths::exact_paths")]
     pub caches: Vec<PathBuf>,
     /// The temp directory (absolute); `None` with `--no-temp-write`.
