@@ -302,6 +302,12 @@ pub struct RunArgs {
     /// Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable).
     #[arg(long = "protect", value_name = "PATH")]
     pub protect: Vec<PathBuf>,
+    /// Make PATH unreadable in the confining modes, besides ~/.ssh, ~/.aws and the rest of the default list (repeatable).
+    #[arg(long = "deny-read", value_name = "PATH")]
+    pub deny_read: Vec<PathBuf>,
+    /// Lift one entry of the read deny list (or make PATH inside a denied directory readable) (repeatable).
+    #[arg(long = "allow-read", value_name = "PATH")]
+    pub allow_read: Vec<PathBuf>,
     /// Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow].
     #[arg(long, value_name = "allow|deny", value_enum)]
     pub network: Option<NetworkArg>,
@@ -349,6 +355,8 @@ impl RunArgs {
             writable_roots: self.writable_roots,
             allow_unix_sockets: self.allow_unix_sockets,
             protect: self.protect,
+            deny_read: self.deny_read,
+            allow_read: self.allow_read,
             no_temp_write: self.no_temp_write,
             allow_caches: self.allow_caches,
             interactive: self.interactive,

@@ -83,6 +83,15 @@ pub enum SandboxProblem {
         #[source]
         source: landlock::PathFdError,
     },
+    /// A path of the read deny list's split could not be opened.
+    #[error("{path}: {source}", path = .path.display())]
+    SplitPath {
+        /// The path.
+        path: PathBuf,
+        /// Why it could not be opened (open(2) with `O_PATH|O_NOFOLLOW`).
+        #[source]
+        source: std::io::Error,
+    },
     /// The kernel returned no ruleset descriptor.
     #[error("Landlock ruleset: the kernel returned no ruleset")]
     NoRuleset,

@@ -36,6 +36,7 @@ mod library;
 mod load;
 mod output_budget;
 mod parse_status;
+mod read_deny;
 mod real_work;
 mod sandbox;
 mod sandbox_hardening;

@@ -162,6 +162,9 @@ fn protection_mechanism(a: &Applied) -> &'static str {
     }
 }
 
+/// How the read deny list is enforced.
+const READ_DENY_MECHANISM: &str = "Landlock: read granted on every entry beside the way to each denied one (names stay listable; entries made during the run directly in those directories are not readable)";
+
 /// The sandbox part of the explanation, as JSON (`null` without a sandbox).
 fn sandbox_json(spec: &Spec) -> Value {
     let Some(policy) = &spec.sandbox else {
@@ -190,6 +193,11 @@ fn sandbox_json(spec: &Spec) -> Value {
             "notes": a.protection.notes,
         })),
         "terminals": confining.then(|| terminals(spec, &a)),
+        "read_denied": confining.then(|| json!({
+            "mechanism": READ_DENY_MECHANISM,
+            "paths": roots.read_denied.iter().map(|p| lossy(p)).collect::<Vec<_>>(),
+            "exceptions": roots.read_exceptions.iter().map(|p| lossy(p)).collect::<Vec<_>>(),
+        })),
         "spill_dir": lossy(&a.spill_dir.0),
         "mode": policy.mode,
         "network": policy.network,
@@ -256,6 +264,24 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
             String::new(),
         ));
         rows.push(("/dev/shm".into(), shm(&a).into(), String::new()));
+        for (i, p) in roots.read_denied.iter().enumerate() {
+            let name = if i == 0 { "read-denied" } else { "" };
+            rows.push((name.into(), p.display().to_string(), String::new()));
+        }
+        for p in &roots.read_exceptions {
+            rows.push((
+                "read-allowed".into(),
+                p.display().to_string(),
+                "(--allow-read)".into(),
+            ));
+        }
+        if !roots.read_denied.is_empty() {
+            rows.push((
+                "read-deny".into(),
+                READ_DENY_MECHANISM.into(),
+                String::new(),
+            ));
+        }
         if let Some(parent) = &policy.scratch_parent {
             rows.push(("scratch".into(), scratch(parent), String::new()));
         }

@@ -18,6 +18,8 @@
 //! allow_unix_sockets = ["/run/postgresql/.s.PGSQL.5432"]
 //! protect = ["/srv/cache/trusted"]
 //! allow_caches = true        # as --allow-caches
+//! deny_read = ["~/.config/op"] # added to --deny-read
+//! allow_read = ["~/.npmrc"]    # added to --allow-read
 //!
 //! [caps]
 //! max_timeout = "1h"
@@ -81,6 +83,13 @@ pub struct Defaults {
     /// (`--allow-caches`); `--allow-caches` on the command line adds to it.
     #[serde(default)]
     pub allow_caches: Option<bool>,
+    /// More paths unreadable in the confining modes (added to
+    /// `--deny-read`); `~/` is the home.
+    #[serde(default)]
+    pub deny_read: Vec<PathBuf>,
+    /// Entries of the read deny list lifted (added to `--allow-read`).
+    #[serde(default)]
+    pub allow_read: Vec<PathBuf>,
 }
 
 /// The `[caps]` table.

@@ -65,6 +65,11 @@ pub struct Request {
     pub allow_unix_sockets: Vec<PathBuf>,
     /// More paths kept read-only inside writable roots (`--protect`).
     pub protect: Vec<PathBuf>,
+    /// More paths unreadable in the confining modes (`--deny-read`).
+    pub deny_read: Vec<PathBuf>,
+    /// Entries of the read deny list lifted, or paths inside a denied
+    /// directory made readable (`--allow-read`).
+    pub allow_read: Vec<PathBuf>,
     /// Keep the temp directory read-only in `workspace-write`.
     pub no_temp_write: bool,
     /// Make the package caches that exist writable roots too
@@ -378,6 +383,37 @@ pub fn cache_dirs(
     ]
 }
 
+/// The paths unreadable in every confining mode unless lifted with
+/// `--allow-read`, for a home `home` (the invoking user's; as root `/root`
+/// too): credentials and keys of ssh, gpg, the clouds (AWS, Azure, Google
+/// Cloud), Kubernetes, Docker, netrc, git, GitHub's CLI, npm, PyPI, cargo
+/// and pass.
+pub const READ_DENIED_IN_HOME: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker/config.json",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".password-store",
+];
+
+/// `path` with a leading `~/` taken from `home`.
+fn tilde(path: &Path, home: Option<&Path>) -> PathBuf {
+    match (path.strip_prefix("~"), home) {
+        (Ok(rest), Some(home)) => home.join(rest),
+        _ => path.to_path_buf(),
+    }
+}
+
 /// Whether a program named `name` is an executable file in one of the
 /// absolute directories of `$PATH` in `env`.
 fn on_path(env: &[(OsString, OsString)], name: &str) -> bool {
@@ -429,6 +465,42 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
         ([], Some(c)) => c.defaults.allow_unix_sockets.clone(),
         (flags, _) => flags.to_vec(),
     };
+    // The read deny list: the defaults in each home, the state directory
+    // (jobs, private spill files), the configuration file's and the flags'
+    // additions; then the lifted entries removed, and those inside a denied
+    // directory kept as exceptions.
+    let home = ambient.home.as_deref();
+    let mut homes: Vec<&Path> = home.into_iter().collect();
+    if nix::unistd::geteuid().is_root() && home != Some(Path::new("/root")) {
+        homes.push(Path::new("/root"));
+    }
+    let config_lists = |pick: fn(&config::Defaults) -> &Vec<PathBuf>| -> Vec<PathBuf> {
+        req.config
+            .iter()
+            .flat_map(|c| pick(&c.defaults).clone())
+            .collect()
+    };
+    let allow_read: Vec<PathBuf> = config_lists(|d| &d.allow_read)
+        .iter()
+        .chain(&req.allow_read)
+        .map(|p| absolute(&ambient.cwd, tilde(p, home)))
+        .collect();
+    let deny_read: Vec<PathBuf> = homes
+        .iter()
+        .flat_map(|h| READ_DENIED_IN_HOME.iter().map(|e| h.join(e)))
+        .chain(std::iter::once(ambient.state_dir.clone()))
+        .chain(
+            config_lists(|d| &d.deny_read)
+                .iter()
+                .chain(&req.deny_read)
+                .map(|p| absolute(&ambient.cwd, tilde(p, home))),
+        )
+        .filter(|d| !allow_read.iter().any(|a| d.starts_with(a)))
+        .collect();
+    let read_exceptions: Vec<PathBuf> = allow_read
+        .into_iter()
+        .filter(|a| deny_read.iter().any(|d| a.starts_with(d) && a != d))
+        .collect();
     // Protected paths add up: the configuration file's and the flags'.
     let protect: Vec<PathBuf> = req
         .config
@@ -461,6 +533,8 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
             .map(|p| absolute(&ambient.cwd, p))
             .collect(),
         home: ambient.home.clone(),
+        deny_read,
+        read_exceptions,
         config_path: req
             .config
             .as_ref()
@@ -579,6 +653,8 @@ mod tests {
             writable_roots: vec![odd(), "/cache".into()],
             allow_unix_sockets: vec![odd()],
             protect: vec![odd()],
+            deny_read: vec![],
+            allow_read: vec![],
             no_temp_write: false,
             allow_caches: false,
             interactive: false,

@@ -94,6 +94,10 @@ pub struct Context {
     /// Without it, Landlock refuses with EACCES (or EXDEV for a rename),
     /// never EROFS.
     pub read_only_tree: bool,
+    /// The read deny list's entries that exist (real paths), and the
+    /// `--allow-read` exceptions inside them.
+    pub read_denied: Vec<PathBuf>,
+    pub read_exceptions: Vec<PathBuf>,
 }
 
 /// The name of an errno, for a denial.
@@ -207,11 +211,33 @@ impl Context {
         Some(format!("--writable-root {}", dir.display()))
     }
 
+    /// A refused read of `path` (real), when it lies under an entry of the
+    /// read deny list (Landlock refuses it with EACCES, whether or not the
+    /// run failed).
+    fn judge_read(&self, p: &Path, errno: &str) -> Option<DenialFact> {
+        let entry = self.read_denied.iter().find(|d| p.starts_with(d))?;
+        if errno != "EACCES" || self.read_exceptions.iter().any(|x| p.starts_with(x)) {
+            return None;
+        }
+        Some(DenialFact {
+            op: "read".into(),
+            path: Some(p.to_string_lossy().into_owned()),
+            errno: errno.into(),
+            source: "output".into(),
+            network: false,
+            hint: Some(format!("--allow-read {}", entry.display())),
+            count: 1,
+        })
+    }
+
     /// A file denial of `path` (as the message named it), if the sandbox is
     /// why it was refused.
     fn judge(&self, path: &str, errno: &str) -> Option<DenialFact> {
         let named = Path::new(path);
         let p = real(&normalize(&self.workdir, named));
+        if let Some(read) = self.judge_read(&p, errno) {
+            return Some(read);
+        }
         let protected = self.protected(&p);
         if !protected && (self.under_writable(&p) || !caller_could_write(&p)) {
             return None;
@@ -305,7 +331,7 @@ fn shell_exec_failure(ctx: &Context, line: &str, path: &str, errno: &str) -> boo
 /// `full-access`.
 pub fn from_output(ctx: &Context, failed: bool, stdout: &str, stderr: &str) -> Vec<DenialFact> {
     let mut found: Vec<DenialFact> = Vec::new();
-    if !failed || !ctx.mode.is_some_and(Mode::confines) {
+    if !ctx.mode.is_some_and(Mode::confines) {
         return found;
     }
     for text in [stderr, stdout] {
@@ -377,6 +403,9 @@ pub fn from_output(ctx: &Context, failed: bool, stdout: &str, stderr: &str) -> V
             }
         }
     }
+    // A refused write is only believed of a run that failed; a read of a
+    // denied entry is named exactly enough to stand on its own.
+    found.retain(|d| failed || d.op == "read");
     found
 }
 
@@ -393,7 +422,35 @@ mod tests {
             caches: vec![PathBuf::from("/root/.npm")],
             home: Some(PathBuf::from("/root")),
             read_only_tree: false,
+            read_denied: vec![],
+            read_exceptions: vec![],
         }
+    }
+
+    #[test]
+    fn a_refused_read_of_a_denied_entry_is_a_read_denial_even_in_a_run_that_succeeded() {
+        let home = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(home.path()).unwrap();
+        let ssh = home.join(".ssh");
+        std::fs::create_dir(&ssh).unwrap();
+        let mut c = ctx(Mode::ReadOnly);
+        c.read_denied = vec![ssh.clone()];
+        let line = format!("cat: {}/id_rsa: Permission denied\n", ssh.display());
+        let out = from_output(&c, false, "", &line);
+        assert_eq!(
+            out,
+            vec![DenialFact {
+                op: "read".into(),
+                path: Some(format!("{}/id_rsa", ssh.display())),
+                errno: "EACCES".into(),
+                source: "output".into(),
+                network: false,
+                hint: Some(format!("--allow-read {}", ssh.display())),
+                count: 1,
+            }]
+        );
+        c.read_exceptions = vec![ssh.join("id_rsa")];
+        assert!(from_output(&c, false, "", &line).is_empty());
     }
 
     #[test]

@@ -197,6 +197,113 @@ pub fn enforcement(policy: &Policy, abi: i32) -> Enforcement {
     }
 }
 
+/// The rights that act on a directory's entries rather than on a file's
+/// content: listing, making and removing entries, renaming (refer). Granted
+/// beneath a split directory (see [`split`]) they let the command list it
+/// and, in a writable root, make and remove entries, but read no file.
+fn entry_rights(rights: BitFlags<AccessFs>) -> BitFlags<AccessFs> {
+    rights
+        & !(AccessFs::ReadFile
+            | AccessFs::WriteFile
+            | AccessFs::Execute
+            | AccessFs::Truncate
+            | AccessFs::IoctlDev)
+}
+
+/// Splits the grant of `rights` beneath `top` so that nothing beneath a
+/// `denied` path is granted: `top` keeps only [`entry_rights`] (a rule is
+/// hierarchical: it could not be granted on `top` without reaching the
+/// denied entry), and each entry of `top` gets `rights` itself, or is split
+/// in turn when a denied path lies beneath it, or gets nothing when it is
+/// denied. The grants are pushed to `out` as (path, rights).
+///
+/// Read at preparation, before the command runs: entries made later
+/// directly in a split directory get the entry rights alone (listable, not
+/// readable). A symlink gets no rule: what it names has its own. Names in a
+/// denied directory stay listable (`ls ~/.ssh` shows them); their content
+/// does not.
+fn split(
+    top: &Path,
+    rights: BitFlags<AccessFs>,
+    denied: &[std::path::PathBuf],
+    out: &mut Vec<(std::path::PathBuf, BitFlags<AccessFs>)>,
+) {
+    if denied.iter().any(|d| d == top) {
+        return;
+    }
+    if !denied.iter().any(|d| d.starts_with(top)) {
+        out.push((top.to_path_buf(), rights));
+        return;
+    }
+    out.push((top.to_path_buf(), entry_rights(rights)));
+    let Ok(entries) = std::fs::read_dir(top) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_symlink() {
+            continue;
+        }
+        split(&entry.path(), rights, denied, out);
+    }
+}
+
+/// Adds a rule granting `rights` (those a file can have, for one that is
+/// not a directory) on `path`, opened with `O_PATH|O_NOFOLLOW`: a symlink
+/// put in place since the path was listed gets the rule itself, which
+/// grants nothing through it.
+fn add_path_rule(
+    created: landlock::RulesetCreated,
+    path: &Path,
+    rights: BitFlags<AccessFs>,
+    abi: ABI,
+) -> Result<landlock::RulesetCreated, SandboxProblem> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let problem = |source: std::io::Error| SandboxProblem::SplitPath {
+        path: path.to_path_buf(),
+        source,
+    };
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| problem(std::io::Error::from_raw_os_error(libc::EINVAL)))?;
+    // SAFETY: open with our C string; the result is checked.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        // Gone since it was listed: nothing to grant.
+        if e.raw_os_error() == Some(libc::ENOENT) {
+            return Ok(created);
+        }
+        return Err(problem(e));
+    }
+    // SAFETY: a fresh descriptor we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // fstat(2) works on an O_PATH descriptor (Linux 3.6).
+    let kind = nix::sys::stat::fstat(&fd).map(|st| st.st_mode & libc::S_IFMT);
+    if kind == Ok(libc::S_IFLNK) {
+        return Ok(created);
+    }
+    let is_dir = kind == Ok(libc::S_IFDIR);
+    let rights = if is_dir {
+        rights
+    } else {
+        rights & AccessFs::from_file(abi)
+    };
+    if rights.is_empty() {
+        return Ok(created);
+    }
+    created
+        .add_rule(PathBeneath::new(fd, rights))
+        .map_err(SandboxProblem::Ruleset)
+}
+
 /// Builds the ruleset of a policy and returns its descriptor (close-on-exec)
 /// for landlock_restrict_self(2) in the child: file rights in confining
 /// modes (the writable ones through `roots`' descriptors), network rights
@@ -245,8 +352,21 @@ pub fn build(
     }
     let mut created = ruleset.create().map_err(SandboxProblem::Ruleset)?;
     if confining {
+        // Reads everywhere but the read deny list: `/` split along the way
+        // to each denied entry (see `split`), and the exceptions inside.
+        let mut reads = Vec::new();
+        split(Path::new("/"), read_rights, &roots.read_denied, &mut reads);
+        reads.extend(
+            roots
+                .read_exceptions
+                .iter()
+                .map(|p| (p.clone(), read_rights)),
+        );
+        for (path, rights) in reads {
+            created = add_path_rule(created, &path, rights, abi)?;
+        }
         // System paths: root-owned, not something the command can swap.
-        let mut system: Vec<(&Path, BitFlags<AccessFs>)> = vec![(Path::new("/"), read_rights)];
+        let mut system: Vec<(&Path, BitFlags<AccessFs>)> = Vec::new();
         for dev in WRITABLE_DEVICES {
             let path = Path::new(dev);
             if path.exists() {
@@ -270,8 +390,17 @@ pub fn build(
         }
     }
     // In read-only the writable roots are the run's scratch directory alone.
+    // A root with a denied entry inside is split like `/`.
     if confining {
         for root in &roots.writable {
+            if roots.read_denied.iter().any(|d| d.starts_with(&root.path)) {
+                let mut parts = Vec::new();
+                split(&root.path, writable_rights, &roots.read_denied, &mut parts);
+                for (path, rights) in parts {
+                    created = add_path_rule(created, &path, rights, abi)?;
+                }
+                continue;
+            }
             created = created
                 .add_rule(PathBeneath::new(&root.fd, writable_rights))
                 .map_err(SandboxProblem::Ruleset)?;

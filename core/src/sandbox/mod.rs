@@ -181,6 +181,14 @@ pub struct Policy {
     /// writable root contains it.
     #[serde(with = "crate::serde_paths::exact_opt_path")]
     pub home: Option<PathBuf>,
+    /// Paths unreadable in the confining modes (absolute, not yet made
+    /// real): `request::READ_DENIED_IN_HOME` in each home, the state
+    /// directory, `--deny-read`; less the entries `--allow-read` lifted.
+    #[serde(default, with = "crate::serde_paths::exact_paths")]
+    pub deny_read: Vec<PathBuf>,
+    /// `--allow-read` paths inside a denied directory: readable again.
+    #[serde(default, with = "crate::serde_paths::exact_paths")]
+    pub read_exceptions: Vec<PathBuf>,
     /// `dsh-exec`'s configuration file (the one read, or where one would
     /// be read): protected, so a run cannot widen a later one.
     #[serde(with = "crate::serde_paths::exact_opt_path")]
@@ -241,6 +249,12 @@ pub struct Roots {
     /// The run's private scratch directory, also among `writable` (only
     /// when a run is prepared, not for `explain`).
     pub scratch: Option<PathBuf>,
+    /// The entries of the read deny list that exist, real paths (a
+    /// symlink's target), no path twice: the Landlock ruleset grants no
+    /// file read beneath them.
+    pub read_denied: Vec<PathBuf>,
+    /// The `--allow-read` exceptions inside them that exist, real paths.
+    pub read_exceptions: Vec<PathBuf>,
 }
 
 impl Roots {
@@ -329,6 +343,21 @@ fn open_no_symlinks(path: &Path) -> std::io::Result<OwnedFd> {
 /// added when it exists (silently left out otherwise: nobody named it).
 pub fn open_roots(policy: &Policy) -> Roots {
     let mut roots = Roots::default();
+    if policy.mode.value.confines() {
+        let real = |paths: &[PathBuf]| {
+            let mut out: Vec<PathBuf> = Vec::new();
+            for p in paths {
+                if let Ok(r) = std::fs::canonicalize(p)
+                    && !out.contains(&r)
+                {
+                    out.push(r);
+                }
+            }
+            out
+        };
+        roots.read_denied = real(&policy.deny_read);
+        roots.read_exceptions = real(&policy.read_exceptions);
+    }
     // The temp dir follows no symlink either: TMPDIR may name a directory
     // in a writable root of an earlier run.
     let temp = policy.temp_dir.as_ref().map(|t| (t, open_dir(t, false)));
@@ -889,6 +918,8 @@ impl Prepared {
                 .as_ref()
                 .and_then(|c| c.mounts.as_ref())
                 .is_some_and(|m| m.tree_roots.is_some()),
+            read_denied: self.roots.read_denied.clone(),
+            read_exceptions: self.roots.read_exceptions.clone(),
         }
     }
 

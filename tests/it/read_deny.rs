@@ -1,0 +1,209 @@
+//! The read deny list: credentials in the home unreadable in the
+//! confining modes, `--allow-read` and `--deny-read`, and ordinary work
+//! (git, cargo, python's ssl) unharmed by it.
+
+use crate::support::{Test, Tier, tiers};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+struct Home {
+    _root: tempfile::TempDir,
+    home: PathBuf,
+    ws: PathBuf,
+    tmp: PathBuf,
+}
+
+/// A home with a fixture key in `.ssh`, a `.netrc`, and a note beside
+/// them; a workspace and a temp dir outside it.
+fn home() -> Home {
+    let root = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(root.path()).unwrap();
+    let [home, ws, tmp] = ["home", "ws", "tmp"].map(|n| base.join(n));
+    for d in [&home, &ws, &tmp] {
+        std::fs::create_dir(d).unwrap();
+    }
+    std::fs::create_dir(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "FIXTURE KEY\n").unwrap();
+    std::fs::write(home.join(".ssh/known_hosts"), "KNOWN\n").unwrap();
+    std::fs::write(home.join(".netrc"), "machine x password y\n").unwrap();
+    std::fs::write(home.join("notes"), "NOTE\n").unwrap();
+    Home {
+        _root: root,
+        home,
+        ws,
+        tmp,
+    }
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn run(tier: Tier, h: &Home, args: &[&str], script: &str) -> Value {
+    Test::in_tier(tier)
+        .env("HOME", &h.home)
+        .env("TMPDIR", &h.tmp)
+        .args(["--json", "-C", p(&h.ws)])
+        .args(args)
+        .args(["--", script])
+        .run()
+        .json()
+}
+
+#[test]
+fn a_key_in_the_home_is_unreadable_and_the_denial_names_it() {
+    for tier in tiers() {
+        for mode in ["read-only", "workspace-write"] {
+            let h = home();
+            let script = "cat ~/.ssh/id_rsa; cat ~/.netrc; cat ~/notes; ls ~/.ssh | tr '\\n' ' '";
+            let v = run(tier, &h, &["-s", mode], script);
+            assert_eq!(
+                v["stdout"]["text"], "NOTE\nid_rsa known_hosts ",
+                "{tier:?} {mode}: {v}"
+            );
+            let key = h.home.join(".ssh/id_rsa");
+            let netrc = h.home.join(".netrc");
+            assert_eq!(
+                v["stderr"]["text"],
+                format!(
+                    "cat: {}: Permission denied\ncat: {}: Permission denied\n",
+                    p(&key),
+                    p(&netrc)
+                )
+            );
+            assert_eq!(
+                v["sandbox"]["denials"],
+                json!([
+                    {"op": "read", "path": p(&key), "errno": "EACCES", "source": "output",
+                     "network": false, "hint": format!("--allow-read {}", p(&h.home.join(".ssh"))), "count": 1},
+                    {"op": "read", "path": p(&netrc), "errno": "EACCES", "source": "output",
+                     "network": false, "hint": format!("--allow-read {}", p(&netrc)), "count": 1},
+                ]),
+                "{tier:?} {mode}"
+            );
+        }
+    }
+}
+
+#[test]
+fn allow_read_lifts_an_entry_or_opens_one_file_inside_it() {
+    for tier in tiers() {
+        let h = home();
+        let both = "cat ~/.ssh/id_rsa ~/.ssh/known_hosts";
+        let v = run(
+            tier,
+            &h,
+            &["-s", "read-only", "--allow-read", "~/.ssh"],
+            both,
+        );
+        assert_eq!(v["stdout"]["text"], "FIXTURE KEY\nKNOWN\n", "{tier:?}: {v}");
+        let known = h.home.join(".ssh/known_hosts");
+        let v = run(
+            tier,
+            &h,
+            &["-s", "read-only", "--allow-read", p(&known)],
+            both,
+        );
+        assert_eq!(
+            (&v["stdout"]["text"], &v["exit_code"]),
+            (&json!("KNOWN\n"), &json!(1)),
+            "{tier:?}: {v}"
+        );
+    }
+}
+
+#[test]
+fn deny_read_adds_a_path_and_full_access_reads_everything() {
+    let h = home();
+    let secret = h.tmp.join("secret");
+    std::fs::create_dir(&secret).unwrap();
+    std::fs::write(secret.join("s"), "S\n").unwrap();
+    let script = format!("cat {}/s", p(&secret));
+    let v = run(
+        Tier::MountNamespace,
+        &h,
+        &["-s", "read-only", "--deny-read", p(&secret)],
+        &script,
+    );
+    assert_eq!(v["exit_code"], 1, "{v}");
+    assert_eq!(v["sandbox"]["denials"][0]["op"], "read");
+    let v = run(
+        Tier::MountNamespace,
+        &h,
+        &["-s", "full-access"],
+        "cat ~/.ssh/id_rsa",
+    );
+    assert_eq!(v["stdout"]["text"], "FIXTURE KEY\n", "{v}");
+}
+
+#[test]
+fn explain_lists_the_denied_entries_and_the_mechanism() {
+    let h = home();
+    let out = Test::new()
+        .env("HOME", &h.home)
+        .env("TMPDIR", &h.tmp)
+        .args(["explain", "--json", "-s", "read-only", "--", "true"])
+        .run();
+    let v = out.json();
+    let denied = &v["sandbox"]["read_denied"];
+    let paths: Vec<&str> = denied["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(paths.contains(&p(&h.home.join(".ssh"))), "{denied}");
+    assert!(paths.contains(&p(&h.home.join(".netrc"))), "{denied}");
+    assert!(
+        denied["mechanism"]
+            .as_str()
+            .unwrap()
+            .starts_with("Landlock")
+    );
+}
+
+#[test]
+fn git_cargo_and_python_ssl_work_with_the_deny_list_in_force() {
+    let have = |c: &str| {
+        std::process::Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok()
+    };
+    if !have("git") || !have("cargo") {
+        eprintln!("skipped: git or cargo is not installed");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(root.path()).unwrap();
+    std::fs::create_dir(ws.join("src")).unwrap();
+    std::fs::write(
+        ws.join("Cargo.toml"),
+        "[package]\nname = \"rd\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(ws.join("src/lib.rs"), "pub fn f() -> u8 { 1 }\n").unwrap();
+    let script = "git init -q && git status --short | sort | tr '\\n' ' ' && cargo build --offline -q \
+                  && python3 -c 'import ssl; print(ssl.OPENSSL_VERSION.split()[0])'";
+    for tier in tiers() {
+        let _ = std::fs::remove_dir_all(ws.join(".git"));
+        let _ = std::fs::remove_dir_all(ws.join("target"));
+        let _ = std::fs::remove_file(ws.join("Cargo.lock"));
+        // The real home: cargo and rustup live there, and so does the
+        // deny list that must not get in their way.
+        let mut t = Test::in_tier(tier);
+        for var in ["HOME", "CARGO_HOME", "RUSTUP_HOME"] {
+            if let Some(v) = std::env::var_os(var) {
+                t = t.env(var, v);
+            }
+        }
+        let out = t
+            .args(["-s", "workspace-write", "-C", p(&ws), "--", script])
+            .run();
+        assert_eq!(
+            out.stdout, "?? Cargo.toml ?? src/ OpenSSL\n[exit code: 0]\n",
+            "{tier:?}: {}",
+            out.stderr
+        );
+    }
+}
