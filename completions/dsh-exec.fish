@@ -49,7 +49,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l color -d 'Colour the 
 always\t'Always colour'
 never\t'Never colour'"
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l no-temp-write -d 'Keep the temp directory read-only in workspace-write'
-complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l allow-caches -d 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made for the run)'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l allow-caches -d 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s i -l interactive -d 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l background -d 'Start the command as a background job and print its id (see `dsh-exec job`)'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stream -d 'Show the output live as it is produced (to stderr with --json), capturing it as usual'
@@ -84,7 +84,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l color -d '
 always\t'Always colour'
 never\t'Never colour'"
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l no-temp-write -d 'Keep the temp directory read-only in workspace-write'
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l allow-caches -d 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made for the run)'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l allow-caches -d 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s i -l interactive -d 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l background -d 'Start the command as a background job and print its id (see `dsh-exec job`)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stream -d 'Show the output live as it is produced (to stderr with --json), capturing it as usual'

@@ -39,12 +39,18 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
             "The command's stdout comes first, then a [stderr] section when stderr is not empty. \
              A stream that outgrew its budget opens with [STREAM truncated: N earlier bytes omitted; \
              full stream: PATH]; the spill file at PATH holds every byte.",
-            "Notices follow, each only when true: [sandbox: MODE; a write was denied] (or the \
-             sandbox runner failed), [timed out after D], [aborted by SIGNAL].",
-            "The last line is always the marker: [exit code: N] or [killed by signal: NAME]. \
-             'dsh-exec parse-status' reads it back. With --json, one JSON object is printed \
-             instead: command, workdir, exit_code, signal, timed_out, aborted, timeout_ms, \
-             duration_ms, stdout and stderr (text, truncated, total_bytes, spill_path), sandbox.",
+            "Notices follow, each only when true: [NAME VALUE capped at CAP by FILE], one line per \
+             sandbox denial ([sandbox: denied write to PATH; try FLAG], [sandbox: denied chmod of \
+             PATH], [sandbox: network denied: socket(AF_INET)], then [sandbox: N more denied; \
+             --json lists them]), [sandbox: MODE; the sandbox runner failed], [timed out after D], \
+             [aborted by SIGNAL].",
+            "The last line is always the marker: [exit code: N], [killed by signal: NAME], or \
+             [detached as job ID] for a --detach-after run still running. 'dsh-exec parse-status' \
+             reads it back. With --json, one JSON object is printed instead: command, workdir, \
+             exit_code, signal, timed_out, aborted, aborted_by, capped, timeout_ms, duration_ms, \
+             stdout and stderr (text, truncated, total_bytes, spill_path), sandbox (mode, denied, \
+             denials, denials_more, network_denied, enforcement, runner_failed, network, \
+             network_enforcement, protected_changes).",
         ],
     ),
     (
@@ -293,7 +299,7 @@ pub struct RunArgs {
     /// Keep the temp directory read-only in workspace-write.
     #[arg(long)]
     pub no_temp_write: bool,
-    /// Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made for the run).
+    /// Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept).
     #[arg(long)]
     pub allow_caches: bool,
     /// A Unix socket outside the writable roots that a confined command may connect to (repeatable).

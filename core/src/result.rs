@@ -141,7 +141,7 @@ pub struct SandboxFacts {
     /// What was refused, the first 100 (see `denials_more`): each refusal
     /// of the gate, and each refused write the command's output names (a
     /// failed run only; see the README, "denied").
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub denials: Vec<crate::sandbox::denial::DenialFact>,
     /// How many more refusals there were than `denials` lists.
     #[serde(default)]

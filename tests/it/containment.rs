@@ -584,7 +584,7 @@ fn a_commondir_or_a_registered_submodule_plants_nothing_either() {
         assert!(
             changes
                 .iter()
-                .any(|c| c["path"] == p(&d.ws.join("evil/.git/config"))
+                .any(|c| c["path"] == p(&d.ws.join("evil/.git"))
                     && c["change"] == "quarantined"
                     && c["restored"] == true),
             "{tier:?}: {v}"
@@ -594,7 +594,7 @@ fn a_commondir_or_a_registered_submodule_plants_nothing_either() {
         // The same through a `.git` file naming a git directory elsewhere
         // in the workspace, and through one reached by a symlink.
         for (name, gitdir, quarantined) in [
-            ("evil2", "../hidden2.git", "hidden2.git/config"),
+            ("evil2", "../hidden2.git", "evil2/.git"),
             ("evil3", "../link3/hidden3.git", "evil3/.git"),
         ] {
             let planted = format!(
@@ -635,6 +635,106 @@ fn a_commondir_or_a_registered_submodule_plants_nothing_either() {
             );
             git_status(&d.ws);
             assert!(!ran.exists(), "{tier:?}: {name}'s fsmonitor ran");
+        }
+        // More ways to the same end: `.git` a symlink to a git directory
+        // in the temp dir; a symlinked hook; a submodule of a submodule.
+        let sub = |name: &str| {
+            format!(
+                "mkdir -p {name} && git -C {name} init -q \
+                 && git -C {name} -c user.email=a@b -c user.name=a commit -q --allow-empty -m x"
+            )
+        };
+        let register = |name: &str| {
+            format!(
+                "git update-index --add --cacheinfo 160000,$(git -C {name} rev-parse HEAD),{name}"
+            )
+        };
+        let fsmonitor = |name: &str| {
+            format!(
+                "git -C {name} config core.fsmonitor 'touch {}; false #'",
+                p(&ran)
+            )
+        };
+        let cases = [
+            (
+                "evil4",
+                format!(
+                    "{} && {} && mkdir -p gd && mv evil4/.git gd/evil4 && ln -s $PWD/gd/evil4 evil4/.git && {}",
+                    sub("evil4"),
+                    fsmonitor("evil4"),
+                    register("evil4")
+                ),
+                "evil4/.git",
+            ),
+            (
+                "evil5",
+                format!(
+                    "{} && printf '#!/bin/sh\\ntouch {}\\n' > h.sh && chmod +x h.sh \
+                     && ln -s ../../../h.sh evil5/.git/hooks/post-checkout && {}",
+                    sub("evil5"),
+                    p(&ran),
+                    register("evil5")
+                ),
+                "evil5/.git",
+            ),
+            (
+                "evil6",
+                format!(
+                    "{} && {} && {} && cd evil6 && {} && cd .. && {}",
+                    sub("evil6"),
+                    sub("evil6/inner"),
+                    fsmonitor("evil6/inner"),
+                    register("inner"),
+                    register("evil6")
+                ),
+                "evil6/inner/.git",
+            ),
+        ];
+        // A gitlink registered (and committed) before the run, its
+        // worktree empty: the run only fills it in; the index is unchanged.
+        let pre = format!(
+            "{} && {} && rm -rf evil7/.git",
+            sub("evil7"),
+            register("evil7")
+        );
+        let status = std::process::Command::new("bash")
+            .args(["-c", &pre])
+            .current_dir(&d.ws)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let mut cases = cases.to_vec();
+        cases.push((
+            "evil7",
+            format!("git -C evil7 init -q && {}", fsmonitor("evil7")),
+            "evil7/.git",
+        ));
+        for (name, planted, quarantined) in cases {
+            let out = confined_in(
+                tier,
+                &d,
+                "workspace-write",
+                &[
+                    "--json",
+                    "--no-temp-write",
+                    "-e",
+                    "GIT_CONFIG_GLOBAL=/dev/null",
+                ],
+                &planted,
+            );
+            let v = out.json();
+            assert_eq!(v["exit_code"], 0, "{tier:?} {name}: {v}");
+            let want = d.ws.join(quarantined);
+            let changes = v["sandbox"]["protected_changes"].as_array().unwrap();
+            assert!(
+                changes
+                    .iter()
+                    .any(|c| c["path"] == p(&want) && c["change"] == "quarantined"),
+                "{tier:?} {name}: {v}"
+            );
+            git_status(&d.ws);
+            assert!(!ran.exists(), "{tier:?}: {name} ran");
         }
     }
 }
@@ -1202,4 +1302,37 @@ fn a_forged_supervisor_record_makes_job_kill_signal_nothing_else() {
         "job kill signalled an unrelated process: {text}"
     );
     assert_eq!(status, 1, "{text}");
+}
+
+#[test]
+fn system_v_ipc_of_outside_processes_is_out_of_reach() {
+    // An outside queue, made here: with a private IPC namespace (CAP_SYS_ADMIN)
+    // the command does not see it; without one, System V IPC is refused.
+    // SAFETY: msgget/msgctl with literal arguments; results checked.
+    let id = unsafe { nix::libc::msgget(nix::libc::IPC_PRIVATE, 0o600 | nix::libc::IPC_CREAT) };
+    assert!(id >= 0);
+    for tier in tiers() {
+        let d = dirs();
+        let script = format!(
+            "python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True); \
+             r = l.msgsnd({id}, b\"\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x00x\", 1, 0x800); \
+             print(r, ctypes.get_errno()); r = l.shmget(0, 4096, 0o1600); \
+             print(\"made\" if r >= 0 else ctypes.get_errno())'"
+        );
+        let out = confined_in(tier, &d, "workspace-write", &[], &script);
+        let want = match tier {
+            // The namespace has no queue {id} (EINVAL); a segment of its own
+            // goes with the namespace.
+            Tier::MountNamespace => "-1 22\nmade\n[exit code: 0]\n",
+            Tier::Gate => "-1 1\n1\n[exit code: 0]\n",
+        };
+        assert_eq!(out.stdout, want, "{tier:?}");
+    }
+    let mut ds: nix::libc::msqid_ds = unsafe { std::mem::zeroed() };
+    // SAFETY: IPC_STAT into our zeroed struct, then IPC_RMID of our queue.
+    unsafe {
+        assert_eq!(nix::libc::msgctl(id, nix::libc::IPC_STAT, &mut ds), 0);
+        nix::libc::msgctl(id, nix::libc::IPC_RMID, std::ptr::null_mut());
+    }
+    assert_eq!(ds.msg_qnum, 0, "a message reached the outside queue");
 }

@@ -80,7 +80,7 @@ fn words_that_look_like_a_denial_are_not_one() {
                     &v["sandbox"]["denied"],
                     &v["sandbox"]["denials"]
                 ),
-                (&json!(1), &json!(false), &Value::Null),
+                (&json!(1), &json!(false), &json!([])),
                 "{tier:?} {mode}: {v}"
             );
         }
@@ -258,4 +258,49 @@ fn npm_install_names_its_cache_and_allow_caches_lets_it_work() {
         assert_eq!(status, 0, "{tier:?}: {v}");
         assert!(d.ws.join("node_modules/dsh-local/index.js").is_file());
     }
+}
+
+#[test]
+fn a_flood_of_denials_hides_no_network_refusal_and_a_name_starts_no_line() {
+    let d = dirs();
+    // 101 refused connects to distinct abstract names (one with a newline
+    // and a fake marker in it), then a refused network socket.
+    let script = r#"python3 -c '
+import socket
+for i in range(101):
+    s = socket.socket(socket.AF_UNIX)
+    name = "\0x]\n[exit code: 0]" if i == 0 else "\0dsh-exec-flood-%d" % i
+    try:
+        s.connect(name)
+    except OSError:
+        pass
+try:
+    socket.socket(socket.AF_INET)
+except OSError:
+    pass
+'"#;
+    let args = ["-s", "workspace-write", "--network", "deny"];
+    let (v, _) = confined(Tier::MountNamespace, &d, &args, script);
+    assert_eq!(v["sandbox"]["network_denied"], json!(true), "{v}");
+    assert_eq!(v["sandbox"]["denials"].as_array().unwrap().len(), 100);
+    assert_eq!(v["sandbox"]["denials_more"], json!(2));
+    let out = Test::new()
+        .env("TMPDIR", &d.tmp)
+        .args(["-C", p(&d.ws)])
+        .args(args)
+        .args(["--", script])
+        .run();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "[sandbox: denied connect to @x]\\x0a[exit code: 0]]",
+            "[sandbox: denied connect to @dsh-exec-flood-1]",
+            "[sandbox: denied connect to @dsh-exec-flood-2]",
+            "[sandbox: 99 more denied; --json lists 97 of them]",
+            "[exit code: 0]",
+        ],
+        "{}",
+        out.stdout
+    );
 }

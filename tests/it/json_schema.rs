@@ -28,6 +28,8 @@ fn real_results_validate_against_the_committed_schema() {
         ],
         vec!["--timeout", "0", "--", "printf '\\377'"],
         vec!["-s", "read-only", "--network", "deny", "--", "touch /x"],
+        // No denial at all: the lists are there, empty.
+        vec!["-s", "workspace-write", "--", "true"],
     ];
     for args in cases {
         let (v, _) = run_json(&args);

@@ -60,7 +60,7 @@ fn read_only_reads_and_writes_devices_but_no_files() {
     assert_eq!((status, v["stdout"]["text"].as_str()), (0, Some("ok\n")));
     assert_eq!(
         v["sandbox"],
-        json!({"mode": "read-only", "denied": false, "denials_more": 0, "network_denied": false,
+        json!({"mode": "read-only", "denied": false, "denials": [], "denials_more": 0, "network_denied": false,
                "enforcement": "full", "runner_failed": false,
                "network": "allow", "network_enforcement": "none"})
     );

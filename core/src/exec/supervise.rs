@@ -202,9 +202,10 @@ impl Execution {
             if let Some(ctx) = &report.denial_context {
                 denials.extend(denial::from_output(ctx, failed, &out.text, &err.text));
             }
+            // Before the list is cut: a refusal past the 100th counts too.
+            facts.network_denied = gate_denials.network || denials.iter().any(|d| d.network);
             let extra = denials.len().saturating_sub(MAX_DENIALS) as u64;
             denials.truncate(MAX_DENIALS);
-            facts.network_denied = denials.iter().any(|d| d.network);
             facts.denials_more = gate_denials.more + extra;
             facts.denied = !denials.is_empty() || facts.denials_more > 0;
             facts.denials = denials;

@@ -204,6 +204,7 @@ fn sandbox_json(spec: &Spec) -> Value {
         "workspace_root": sourced_json(&policy.workspace_root, json!(lossy(&policy.workspace_root.value))),
         "writable": roots.writable_paths().into_iter().map(lossy).collect::<Vec<_>>(),
         "temp_dir": roots.temp_dir.as_deref().map(lossy),
+        "caches": policy.caches.iter().map(|c| json!({"path": lossy(c), "exists": c.is_dir()})).collect::<Vec<_>>(),
         "skipped": roots.skipped.iter().map(|s| json!({"path": lossy(&s.path), "reason": s.reason})).collect::<Vec<_>>(),
         "warnings": roots.warnings,
         "landlock_abi": abi,
@@ -237,6 +238,15 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
         for (i, w) in roots.writable_paths().into_iter().enumerate() {
             let name = if i == 0 { "writable" } else { "" };
             rows.push((name.into(), w.display().to_string(), String::new()));
+        }
+        for (i, c) in policy.caches.iter().enumerate() {
+            let name = if i == 0 { "caches" } else { "" };
+            let note = if c.is_dir() {
+                "(--allow-caches)"
+            } else {
+                "(--allow-caches; made before the run, and kept)"
+            };
+            rows.push((name.into(), c.display().to_string(), note.into()));
         }
         if roots.temp_dir.is_none() {
             rows.push((

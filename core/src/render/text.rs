@@ -54,7 +54,8 @@ const DENIALS_SHOWN: usize = 3;
 fn denial_lines(sb: &crate::result::SandboxFacts) -> Vec<String> {
     let mut lines = Vec::new();
     for d in sb.denials.iter().take(DENIALS_SHOWN) {
-        let what = match (&d.path, d.network) {
+        let path = d.path.as_deref().map(escape_controls);
+        let what = match (&path, d.network) {
             (Some(family), true) => format!("network denied: {}({family})", d.op),
             (None, true) => format!("network denied: {}", d.op),
             (Some(path), false) => {
@@ -76,14 +77,35 @@ fn denial_lines(sb: &crate::result::SandboxFacts) -> Vec<String> {
             None => lines.push(format!("[sandbox: {what}]")),
         }
     }
-    let more = sb.denials.len().saturating_sub(DENIALS_SHOWN) as u64 + sb.denials_more;
-    if more > 0 {
-        lines.push(format!("[sandbox: {more} more denied; --json lists them]"));
+    let shown = sb.denials.len().min(DENIALS_SHOWN) as u64;
+    let listed_more = sb.denials.len() as u64 - shown;
+    match (listed_more, sb.denials_more) {
+        (0, 0) => {}
+        (n, 0) => lines.push(format!("[sandbox: {n} more denied; --json lists them]")),
+        (0, m) => lines.push(format!("[sandbox: {m} more denied, counted only]")),
+        (n, m) => lines.push(format!(
+            "[sandbox: {} more denied; --json lists {n} of them]",
+            n + m
+        )),
     }
     if lines.is_empty() {
         lines.push(format!("[sandbox: {}; a write was denied]", sb.mode));
     }
     lines
+}
+
+/// `text` with its control characters (C0, DEL, C1) shown as `\xNN`: a
+/// path the command chose cannot start a line of its own in the notices.
+fn escape_controls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.push_str(&format!("\\x{:02x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn push_text(buf: &mut String, text: &str) {

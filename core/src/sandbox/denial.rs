@@ -395,9 +395,22 @@ pub fn from_output(ctx: &Context, failed: bool, stdout: &str, stderr: &str) -> V
                     (Some(rest), Some(home)) => home.join(rest).to_string_lossy().into_owned(),
                     _ => path,
                 };
-                if let Some(d) = ctx.judge(&path, errno)
+                if let Some(mut d) = ctx.judge(&path, errno)
                     && !found.iter().any(|f| f.path == d.path)
                 {
+                    // coreutils name a metadata change (chmod, chown, touch).
+                    if d.op == "write" {
+                        d.op = if lower.contains("changing permissions") {
+                            "chmod"
+                        } else if lower.contains("changing ownership") {
+                            "chown"
+                        } else if lower.contains("setting times") {
+                            "utime"
+                        } else {
+                            "write"
+                        }
+                        .into();
+                    }
                     found.push(d);
                 }
             }

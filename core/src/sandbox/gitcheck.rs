@@ -1,28 +1,30 @@
-//! Submodules a confined run registered in a protected repository: the
-//! one way left to make the next `git status` outside run a command of its
-//! choosing.
+//! Submodules in a protected repository: the one way left to make the
+//! next `git status` outside run a command of the run's choosing.
 //!
 //! `.git/config` and `.git/hooks` of a protected repository stay read-only,
-//! but its index does not (`git add` writes it). A run can make a new
-//! repository inside the worktree with `core.fsmonitor` (or a hook, an
-//! alias, a filter ...) in its own config, and add it to the index as a
-//! gitlink (mode 160000). `git status` in the protected repository then
-//! runs git inside the submodule, with that config. So when a run changed a
-//! protected repository's index, every gitlink in it whose worktree holds a
-//! repository of its own is checked: a `.git` directory, or the directory a
-//! `.git` file (`gitdir: PATH`, gitrepository-layout(5)) names, unless that
-//! lies in the protected repository's own `.git/modules`. A config that
-//! names a command or a hook that could run is renamed aside
-//! (`config.dsh-exec-quarantined`, `hooks.dsh-exec-quarantined`) and
-//! reported. A `.git` file whose directory cannot be checked safely (a
-//! symlink on the way to it, a `commondir` of its own, a path that is not
-//! UTF-8-clean) is itself renamed aside: git then sees no repository there.
+//! but its index does not (`git add` writes it), nor the worktrees of its
+//! submodules. `git status` recurses into every populated gitlink (mode
+//! 160000) of the index, and runs git there with that repository's config
+//! and hooks. So after every run, each gitlink of each protected index (and,
+//! recursively, of the submodules' own indexes, [`MAX_DEPTH`] deep) is
+//! looked at, reached from the worktree without following a symlink:
+//! - a `.git` that is a file (`gitdir: PATH`) or a symlink, made or changed
+//!   during the run, is renamed aside whatever it names: git would follow
+//!   it anywhere (through symlinks, `..`, a multi-line path), and a
+//!   legitimate `git submodule update` cannot make one in a protected
+//!   repository anyway (`.git/modules` is protected);
+//! - a `.git` directory, or the directory a `.git` file made earlier names
+//!   (resolved as git does: the whole file but its trailing newlines,
+//!   through the file system), whose config or a hook changed during the
+//!   run (ctime, which no process can set back: inode(7)) is checked, and a
+//!   config that names a command or a hook that could run gets the `.git`
+//!   entry renamed aside.
 //!
-//! The index format is git's documented one (gitformat-index(5), versions 2
-//! to 4); the keys that run commands are those git-config(1) documents as
-//! taking a command or a program.
+//! The renamed entries are `NAME.dsh-exec-quarantined`, reported as
+//! `quarantined`. The index format is git's documented one
+//! (gitformat-index(5), versions 2 to 4); the keys that run commands are
+//! those git-config(1) documents as taking a command or a program.
 
-use nix::libc;
 use std::ffi::{OsStr, OsString};
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
@@ -39,39 +41,82 @@ const INDEX_MAX: u64 = 256 << 20;
 pub(crate) struct IndexWatch {
     /// The worktree (the directory holding `.git`).
     worktree: PathBuf,
-    /// (device, inode, ctime seconds, ctime nanoseconds, size) of
-    /// `.git/index`; `None`: there was none.
-    before: Option<(u64, u64, i64, i64, u64)>,
+    /// When the run started, less a second for the file systems' coarse
+    /// clocks: a change at or after it (ctime) may be the run's.
+    since: (i64, i64),
 }
 
-fn index_state(worktree: &Path) -> Option<(u64, u64, i64, i64, u64)> {
-    let m = std::fs::symlink_metadata(worktree.join(".git/index")).ok()?;
-    Some((m.dev(), m.ino(), m.ctime(), m.ctime_nsec(), m.size()))
+/// How deep submodules of submodules are followed.
+pub(crate) const MAX_DEPTH: usize = 4;
+
+/// The most gitlinks looked at per protected repository.
+const MAX_LINKS: usize = 10_000;
+
+/// Whether the inode behind `m` changed at or after `since` (ctime).
+fn changed_since(m: &std::fs::Metadata, since: (i64, i64)) -> bool {
+    (m.ctime(), m.ctime_nsec()) >= since
 }
 
 impl IndexWatch {
     /// The index of the repository whose worktree is `worktree`, now.
     pub(crate) fn record(worktree: &Path) -> IndexWatch {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
         IndexWatch {
             worktree: worktree.to_path_buf(),
-            before: index_state(worktree),
+            since: (now.as_secs() as i64 - 1, i64::from(now.subsec_nanos())),
         }
     }
 
-    /// After the run: when the index changed, quarantines the configs and
-    /// hooks of the gitlinks' own repositories that could run commands.
+    /// After the run: puts aside what the gitlinks of the index lead to
+    /// that the run could have planted (see the module documentation).
     pub(crate) fn check(&self) -> Vec<ProtectedChange> {
-        if index_state(&self.worktree) == self.before {
-            return Vec::new();
-        }
-        let Ok(bytes) = read_index(&self.worktree.join(".git/index")) else {
-            return Vec::new();
-        };
         let mut changes = Vec::new();
-        for link in gitlinks(&bytes) {
-            quarantine(&self.worktree, &link, &mut changes);
-        }
+        let mut budget = MAX_LINKS;
+        self.check_index(
+            &self.worktree.join(".git/index"),
+            Path::new(""),
+            0,
+            &mut budget,
+            &mut changes,
+        );
         changes
+    }
+
+    /// The gitlinks of the index at `index`, of the (sub)repository whose
+    /// worktree is `at` below the protected worktree.
+    fn check_index(
+        &self,
+        index: &Path,
+        at: &Path,
+        depth: usize,
+        budget: &mut usize,
+        changes: &mut Vec<ProtectedChange>,
+    ) {
+        let Ok(bytes) = read_index(index) else {
+            return;
+        };
+        for link in gitlinks(&bytes) {
+            if *budget == 0 {
+                return;
+            }
+            *budget -= 1;
+            let rel = Path::new(OsStr::from_bytes(&link));
+            if rel.is_absolute()
+                || rel
+                    .components()
+                    .any(|c| !matches!(c, std::path::Component::Normal(_)))
+            {
+                continue;
+            }
+            let rel = at.join(rel);
+            if let Some(gitdir) = self.check_link(&rel, changes)
+                && depth + 1 < MAX_DEPTH
+            {
+                self.check_index(&gitdir.join("index"), &rel, depth + 1, budget, changes);
+            }
+        }
     }
 }
 
@@ -211,11 +256,14 @@ fn runs_commands(config: &str) -> Option<String> {
         "remote.receivepack",
     ];
     let mut section = String::new();
+    // git skips a UTF-8 byte order mark at the start (config.c).
+    let config = config.strip_prefix('\u{feff}').unwrap_or(config);
     for line in config.lines() {
-        let line = line.trim();
-        if let Some(head) = line.strip_prefix('[') {
+        let mut line = line.trim();
+        // `[section] key = value` is one line to git: the header, then a key.
+        while let Some(head) = line.strip_prefix('[') {
             // [section] or [section "subsection"]
-            let head = head.split(']').next().unwrap_or("");
+            let (head, rest) = head.split_once(']').unwrap_or((head, ""));
             section = head
                 .split(|c: char| c.is_whitespace() || c == '"')
                 .next()
@@ -228,7 +276,7 @@ fn runs_commands(config: &str) -> Option<String> {
             if let Some((s, _)) = section.split_once('.') {
                 section = s.to_string();
             }
-            continue;
+            line = rest.trim();
         }
         if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
             continue;
@@ -249,163 +297,137 @@ fn runs_commands(config: &str) -> Option<String> {
 /// Whether a hooks directory holds a hook git would run: an executable
 /// regular file (or symlink) whose name has no `.sample` ending.
 fn live_hook(hooks: &Path) -> Option<OsString> {
-    std::fs::read_dir(hooks).ok()?.flatten().find_map(|e| {
-        let name = e.file_name();
-        if name.as_bytes().ends_with(b".sample") {
+    std::fs::read_dir(hooks)
+        .ok()?
+        .flatten()
+        .find_map(|e| live_hook_entry(&e.path()).then(|| e.file_name()))
+}
+
+/// Whether the hook at `path` is one git would run: not a `.sample`, and
+/// an executable regular file, or a symlink to one (git follows it).
+fn live_hook_entry(path: &Path) -> bool {
+    let sample = path
+        .file_name()
+        .is_some_and(|n| n.as_bytes().ends_with(b".sample"));
+    !sample && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0)
+}
+
+impl IndexWatch {
+    /// Looks at the `.git` of the gitlink `rel` (below the protected
+    /// worktree), reached without following a symlink; puts it aside when
+    /// the run could have planted something there. Returns the git
+    /// directory to recurse into, when it was left.
+    fn check_link(&self, rel: &Path, changes: &mut Vec<ProtectedChange>) -> Option<PathBuf> {
+        let shown = self.worktree.join(rel).join(".git");
+        let anchor = super::undo::Anchor::record(&self.worktree, &shown)?;
+        let mut ignored = Vec::new();
+        let dir = anchor.reach_parent(&mut ignored)?;
+        let dirfd = dir.as_raw_fd();
+        let entry = PathBuf::from(format!("/proc/self/fd/{dirfd}/.git"));
+        let meta = std::fs::symlink_metadata(&entry).ok()?;
+        let mut put_aside = || {
+            let moved =
+                super::undo::rename_aside(dirfd, OsStr::new(".git"), ".dsh-exec-quarantined");
+            changes.push(ProtectedChange {
+                path: shown.clone(),
+                change: "quarantined",
+                restored: moved.is_ok(),
+            });
+        };
+        let gitdir = if meta.is_dir() {
+            // Through the descriptor: the path cannot be swapped now.
+            let git = super::undo::open_dir_at(dirfd, OsStr::new(".git")).ok()?;
+            PathBuf::from(format!("/proc/self/fd/{}", git.as_raw_fd()))
+                .read_link()
+                .ok()?
+        } else if changed_since(&meta, self.since)
+            || meta.file_type().is_symlink() && {
+                // A symlink made earlier: its target may be new.
+                std::fs::metadata(&entry).is_ok_and(|m| changed_since(&m, self.since))
+            }
+        {
+            // A .git file or symlink made (or retargeted) during the run.
+            put_aside();
+            return None;
+        } else if meta.file_type().is_symlink() {
+            std::fs::canonicalize(&entry).ok()?
+        } else {
+            gitfile_target(&entry, &self.worktree.join(rel))?
+        };
+        if planted(&gitdir, self.since) {
+            // A config or hook that runs commands, changed during the run.
+            put_aside();
             return None;
         }
-        let m = e.metadata().ok()?;
-        (m.is_file() && m.mode() & 0o111 != 0).then_some(name)
-    })
-}
-
-/// Checks the repository of the gitlink at `link` (relative to
-/// `worktree`), reached without following a symlink; quarantines its
-/// config and hooks when they could run commands.
-fn quarantine(worktree: &Path, link: &[u8], changes: &mut Vec<ProtectedChange>) {
-    let rel = Path::new(OsStr::from_bytes(link));
-    if rel.is_absolute()
-        || rel
-            .components()
-            .any(|c| !matches!(c, std::path::Component::Normal(_)))
-    {
-        return;
+        Some(gitdir)
     }
-    let Some(anchor) = super::undo::Anchor::record(worktree, &worktree.join(rel).join(".git"))
-    else {
-        return;
-    };
-    let mut ignored = Vec::new();
-    let Some(dir) = anchor.reach_parent(&mut ignored) else {
-        return;
-    };
-    let shown = worktree.join(rel).join(".git");
-    let git = match super::undo::open_dir_at(dir.as_raw_fd(), OsStr::new(".git")) {
-        Ok(git) => git,
-        Err(_) => match gitfile_target(worktree, rel, dir.as_raw_fd()) {
-            GitFile::None | GitFile::Protected => return,
-            GitFile::Dir(git, path) => {
-                check_repo(&git, &path, changes);
-                return;
-            }
-            GitFile::Unsafe => {
-                let moved = super::undo::rename_aside(
-                    dir.as_raw_fd(),
-                    OsStr::new(".git"),
-                    ".dsh-exec-quarantined",
-                );
-                changes.push(ProtectedChange {
-                    path: shown,
-                    change: "quarantined",
-                    restored: moved.is_ok(),
-                });
-                return;
-            }
-        },
-    };
-    check_repo(&git, &shown, changes);
 }
 
-/// What a gitlink's `.git` file leads to.
-enum GitFile {
-    /// No `.git` file (or not one git accepts: git runs nothing there).
-    None,
-    /// A directory in the protected repository's `.git/modules`.
-    Protected,
-    /// The directory it names, opened with no symlink on the way, and its
-    /// path for the report.
-    Dir(std::os::fd::OwnedFd, PathBuf),
-    /// A directory that cannot be checked safely.
-    Unsafe,
-}
-
-/// The directory the `.git` file in `dir` (the gitlink `rel` of
-/// `worktree`) names. Read once, from a descriptor opened with
-/// `O_NOFOLLOW`; the first line must be `gitdir: PATH`, PATH relative to
-/// the file's directory when not absolute (gitrepository-layout(5)).
-fn gitfile_target(worktree: &Path, rel: &Path, dir: std::os::fd::RawFd) -> GitFile {
+/// The directory a `.git` file names, as git reads it (setup.c,
+/// read_gitfile_gently): `gitdir: PATH`, the whole file but its trailing
+/// newlines and carriage returns; PATH relative to the file's directory
+/// `here` when not absolute; resolved through the file system (symlinks and
+/// `..` as the kernel takes them). At most 64 KiB are read.
+fn gitfile_target(file: &Path, here: &Path) -> Option<PathBuf> {
     use std::io::Read;
-    use std::os::fd::FromRawFd;
-    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
-    // SAFETY: openat with a literal C string; the result is checked.
-    let fd = unsafe { libc::openat(dir, c".git".as_ptr(), flags) };
-    if fd < 0 {
-        return GitFile::None;
+    let mut text = Vec::new();
+    std::fs::File::open(file)
+        .ok()?
+        .take(64 << 10)
+        .read_to_end(&mut text)
+        .ok()?;
+    while matches!(text.last(), Some(b'\n' | b'\r')) {
+        text.pop();
     }
-    // SAFETY: a fresh descriptor we own.
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return GitFile::None;
-    }
-    let mut text = String::new();
-    if (&mut file).take(4096).read_to_string(&mut text).is_err() {
-        return GitFile::Unsafe;
-    }
-    let Some(named) = text.lines().next().and_then(|l| l.strip_prefix("gitdir: ")) else {
-        return GitFile::None;
+    let named = text.strip_prefix(b"gitdir: ")?;
+    let named = Path::new(OsStr::from_bytes(named));
+    std::fs::canonicalize(here.join(named)).ok()
+}
+
+/// Whether the git directory `git` holds, changed at or after `since`, a
+/// config that names a command, a `commondir` or `config.worktree` (which
+/// make git read config elsewhere), or a hook git would run.
+fn planted(git: &Path, since: (i64, i64)) -> bool {
+    let new = |p: &Path| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| changed_since(&m, since))
+            || std::fs::metadata(p).is_ok_and(|m| changed_since(&m, since))
     };
-    let here = worktree.join(rel);
-    let mut target = PathBuf::new();
-    for c in here.join(named.trim_end()).components() {
-        match c {
-            std::path::Component::ParentDir => {
-                target.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => target.push(other),
+    for other in ["commondir", "config.worktree"] {
+        if new(&git.join(other)) {
+            return true;
         }
     }
-    let Ok(git) = super::undo::open_root(&target) else {
-        // Missing: git finds no repository and runs nothing. Anything else
-        // (a symlink on the way): not checked, so not left.
-        return match std::fs::symlink_metadata(&target) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !has_symlink(&target) => {
-                GitFile::None
-            }
-            _ => GitFile::Unsafe,
-        };
-    };
-    if target.starts_with(worktree.join(".git").join("modules")) {
-        return GitFile::Protected;
+    let config = git.join("config");
+    if new(&config)
+        && runs_commands(&std::fs::read_to_string(&config).unwrap_or_default()).is_some()
+    {
+        return true;
     }
-    let base = PathBuf::from(format!("/proc/self/fd/{}", git.as_raw_fd()));
-    if std::fs::symlink_metadata(base.join("commondir")).is_ok() {
-        return GitFile::Unsafe;
-    }
-    GitFile::Dir(git, target)
-}
-
-/// Whether a symlink is on the way to `path` (in its existing part).
-fn has_symlink(path: &Path) -> bool {
-    path.ancestors()
-        .any(|a| std::fs::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink()))
-}
-
-/// Quarantines the config and hooks of the git directory `git` (shown as
-/// `shown`) when they could run commands.
-fn check_repo(git: &std::os::fd::OwnedFd, shown: &Path, changes: &mut Vec<ProtectedChange>) {
-    let base = PathBuf::from(format!("/proc/self/fd/{}", git.as_raw_fd()));
-    let config = std::fs::read_to_string(base.join("config")).unwrap_or_default();
-    let mut put_aside = |name: &str| {
-        let moved =
-            super::undo::rename_aside(git.as_raw_fd(), OsStr::new(name), ".dsh-exec-quarantined");
-        changes.push(ProtectedChange {
-            path: shown.join(name),
-            change: "quarantined",
-            restored: moved.is_ok(),
-        });
-    };
-    if runs_commands(&config).is_some() {
-        put_aside("config");
-    }
-    if live_hook(&base.join("hooks")).is_some() {
-        put_aside("hooks");
-    }
+    let hooks = git.join("hooks");
+    new(&hooks) && live_hook(&hooks).is_some()
+        || std::fs::read_dir(&hooks).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| new(&e.path()) && live_hook_entry(&e.path()))
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_byte_order_mark_or_a_key_on_the_header_line_hides_nothing() {
+        assert_eq!(
+            runs_commands("\u{feff}[core]\n\tfsmonitor = x\n").as_deref(),
+            Some("core.fsmonitor")
+        );
+        assert_eq!(
+            runs_commands("[core] fsmonitor = \"touch x\"\n").as_deref(),
+            Some("core.fsmonitor")
+        );
+        assert_eq!(runs_commands("[user] name = a\n"), None);
+    }
 
     #[test]
     fn command_running_keys_are_found_and_ordinary_ones_are_not() {

@@ -825,6 +825,10 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         programs.push(seccomp::confining_filter().map_err(unavailable)?);
         programs.push(seccomp::enosys_filter().map_err(unavailable)?);
         programs.push(seccomp::gate_filter(gated_metadata).map_err(unavailable)?);
+        // No private IPC namespace without CAP_SYS_ADMIN: no System V IPC.
+        if !privileged {
+            programs.push(seccomp::sysv_ipc_filter().map_err(unavailable)?);
+        }
     }
     if deny {
         programs.push(seccomp::deny_ip_sockets_gated().map_err(unavailable)?);

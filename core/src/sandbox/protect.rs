@@ -53,7 +53,7 @@ use super::undo::{self, Anchor};
 /// everything in a home that runs code can be listed (`~/.local/bin` early
 /// in `PATH`, Python's user site-packages): a writable root that contains
 /// `$HOME` is warned about.
-pub const HOME_FILES: [&str; 40] = [
+pub const HOME_FILES: [&str; 54] = [
     // shells
     ".bashrc",
     ".bash_profile",
@@ -70,6 +70,11 @@ pub const HOME_FILES: [&str; 40] = [
     ".config/fish",
     ".pam_environment",
     ".config/environment.d",
+    ".kshrc",
+    ".mkshrc",
+    ".cshrc",
+    ".tcshrc",
+    ".oh-my-zsh",
     // sessions and services
     ".xinitrc",
     ".xprofile",
@@ -97,7 +102,17 @@ pub const HOME_FILES: [&str; 40] = [
     ".config/nvim",
     ".emacs",
     ".emacs.d/init.el",
+    ".emacs.d/early-init.el",
+    ".vim",
+    ".local/share/nvim/site",
     ".tmux.conf",
+    ".config/tmux",
+    // debuggers, other VCSs and REPLs that run their start-up files
+    ".gdbinit",
+    ".config/gdb",
+    ".hgrc",
+    ".psqlrc",
+    ".ipython",
     // dsh-exec's own configuration
     ".config/dsh-exec",
 ];

@@ -178,6 +178,34 @@ pub(crate) fn confining_filter() -> Result<Vec<libc::sock_filter>, String> {
     compile(rules, SeccompAction::Errno(libc::EPERM as u32))
 }
 
+/// System V IPC (sysvipc(7)): message queues, shared memory, semaphores.
+/// Their objects are named by keys and ids in the IPC namespace, not by
+/// paths, so Landlock cannot bound them; a private IPC namespace does, and
+/// needs CAP_SYS_ADMIN. Without one these calls are refused (EPERM): the
+/// command could send to, read from or leave behind objects of processes
+/// outside. x86_64 has one call per operation; others multiplex through
+/// `ipc` on some architectures (not supported here).
+pub(crate) fn sysv_ipc_filter() -> Result<Vec<libc::sock_filter>, String> {
+    let rules: BTreeMap<i64, Vec<SeccompRule>> = [
+        libc::SYS_msgget,
+        libc::SYS_msgsnd,
+        libc::SYS_msgrcv,
+        libc::SYS_msgctl,
+        libc::SYS_shmget,
+        libc::SYS_shmat,
+        libc::SYS_shmdt,
+        libc::SYS_shmctl,
+        libc::SYS_semget,
+        libc::SYS_semop,
+        libc::SYS_semtimedop,
+        libc::SYS_semctl,
+    ]
+    .into_iter()
+    .map(|nr| (nr, Vec::new()))
+    .collect();
+    compile(rules, SeccompAction::Errno(libc::EPERM as u32))
+}
+
 /// The calls that fail with ENOSYS in the confining modes, so that callers
 /// take their fallback: `openat2` and `clone3`, whose flags are in memory
 /// the filter cannot read (callers fall back to `openat` and `clone`, whose

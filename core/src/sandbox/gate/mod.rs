@@ -90,6 +90,8 @@ pub struct Denials {
     pub kept: Vec<Denial>,
     /// How many more there were.
     pub more: u64,
+    /// Whether any of them, kept or only counted, was a network socket.
+    pub network: bool,
 }
 
 /// A path whose inode stays unchangeable inside a writable root.
@@ -136,6 +138,7 @@ impl GatePolicy {
     /// Records a refusal.
     pub(crate) fn record(&self, op: &'static str, path: Option<PathBuf>, errno: i32, why: Refusal) {
         if let Ok(mut d) = self.denials.lock() {
+            d.network |= why == Refusal::Network;
             if let Some(same) = d
                 .kept
                 .iter_mut()
