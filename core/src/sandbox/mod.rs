@@ -249,6 +249,9 @@ pub struct Roots {
     /// The run's private scratch directory, also among `writable` (only
     /// when a run is prepared, not for `explain`).
     pub scratch: Option<PathBuf>,
+    /// Removes the scratch directory when dropped: a preparation that
+    /// fails after it was made leaves nothing behind.
+    pub(crate) scratch_guard: Option<ScratchGuard>,
     /// The entries of the read deny list that exist, real paths (a
     /// symlink's target), no path twice: the Landlock ruleset grants no
     /// file read beneath them.
@@ -487,6 +490,7 @@ fn add_scratch(roots: &mut Roots, parent: &Path) {
     match opened {
         Ok(root) => {
             roots.scratch = Some(root.path.clone());
+            roots.scratch_guard = Some(ScratchGuard(root.path.clone()));
             roots.writable.push(root);
         }
         Err(problem) => roots.warnings.push(format!(
@@ -528,13 +532,26 @@ pub struct Prepared {
     pub(crate) after_run: AfterRun,
 }
 
+/// A run's scratch directory, removed (with everything in it, following no
+/// symlink) when this is dropped: after the run, or on any way out before
+/// it (a sandbox runner failure, a spawn error, a deadline already past).
+#[derive(Debug)]
+pub(crate) struct ScratchGuard(PathBuf);
+
+impl Drop for ScratchGuard {
+    fn drop(&mut self) {
+        undo::remove_dir(&self.0);
+    }
+}
+
 /// What the end of a confined run checks and undoes.
 #[derive(Debug, Default)]
 pub(crate) struct AfterRun {
     pub(crate) snapshot: Option<protect::Snapshot>,
     pub(crate) absent: Vec<undo::Anchor>,
-    /// The run's scratch directory, removed after it.
-    pub(crate) scratch: Option<PathBuf>,
+    /// The run's scratch directory, removed after it (or when the run
+    /// never starts: dropped).
+    pub(crate) scratch: Option<ScratchGuard>,
     /// The indexes of the protected repositories, for the submodules a
     /// run may register in them (`gitcheck`).
     pub(crate) indexes: Vec<gitcheck::IndexWatch>,
@@ -549,7 +566,7 @@ impl AfterRun {
         };
         changes.extend(self.indexes.iter().flat_map(gitcheck::IndexWatch::check));
         if let Some(scratch) = &self.scratch {
-            undo::remove_dir(scratch);
+            undo::remove_dir(&scratch.0);
         }
         changes.dedup_by(|a, b| a.path == b.path);
         changes
@@ -760,7 +777,7 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         snapshot: (!privileged && !protection.protected.is_empty())
             .then(|| protect::Snapshot::take(&protection)),
         absent: protect::anchors(&protection.absent, &protection.roots),
-        scratch: roots.scratch.clone(),
+        scratch: roots.scratch_guard.take(),
         indexes: protection
             .repositories
             .iter()
