@@ -47,7 +47,7 @@ _dsh__exec() {
 
     case "${cmd}" in
         dsh__exec)
-            opts="-C -t -e -s -i -h -V --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --allow-read --network --interactive --background --detach-after --stream --json --color --help --version explain job parse-status"
+            opts="-C -t -e -s -i -h -V --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --allow-read --network --interactive --background --detach-after --stream --json --color --help --version explain job parse-status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -91,6 +91,10 @@ _dsh__exec() {
                     ;;
                 -e)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env-policy)
+                    COMPREPLY=($(compgen -W "inherit core none" -- "${cur}"))
                     return 0
                     ;;
                 --dsh-env)
@@ -153,7 +157,7 @@ _dsh__exec() {
             return 0
             ;;
         dsh__subcmd__exec__subcmd__explain)
-            opts="-C -t -e -s -i -h --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --allow-read --network --interactive --background --detach-after --stream --json --color --help"
+            opts="-C -t -e -s -i -h --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --allow-read --network --interactive --background --detach-after --stream --json --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -197,6 +201,10 @@ _dsh__exec() {
                     ;;
                 -e)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env-policy)
+                    COMPREPLY=($(compgen -W "inherit core none" -- "${cur}"))
                     return 0
                     ;;
                 --dsh-env)

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dsh_exec_global_optspecs
-    string join \n C/workdir= t/timeout= kill-after= stdout-max-bytes= stderr-max-bytes= stdin-file= e/env= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= deny-read= allow-read= network= i/interactive background detach-after= stream json color= h/help V/version
+    string join \n C/workdir= t/timeout= kill-after= stdout-max-bytes= stderr-max-bytes= stdin-file= e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= deny-read= allow-read= network= i/interactive background detach-after= stream json color= h/help V/version
 end
 
 function __fish_dsh_exec_needs_command
@@ -31,6 +31,9 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stdout-max-bytes -d '
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stderr-max-bytes -d 'Bytes of stderr kept (the tail) [default: 1MiB]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stdin-file -d 'Feed this file to the command\'s stdin (\'-\': this process\'s stdin) [default: closed]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s e -l env -d 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)' -r
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l env-policy -d 'Which of this process\'s variables the command inherits [default: inherit]; --env applies on top' -r -f -a "inherit\t'this process\'s environment minus what is plainly a secret'
+core\t'only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TZ, TMPDIR and TERM'
+none\t'nothing of this process\'s'"
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l dsh-env -d 'Set a managed DSH_KEY=VALUE entry, applied after every --env entry' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l spill-dir -d 'Where the run\'s private spill directory is created [default: $TMPDIR or /tmp]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s s -l sandbox -d 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)' -r -f -a "read-only\t'Read and execute anything; write nothing but character devices'
@@ -66,6 +69,9 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stdout-max
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stderr-max-bytes -d 'Bytes of stderr kept (the tail) [default: 1MiB]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stdin-file -d 'Feed this file to the command\'s stdin (\'-\': this process\'s stdin) [default: closed]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s e -l env -d 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l env-policy -d 'Which of this process\'s variables the command inherits [default: inherit]; --env applies on top' -r -f -a "inherit\t'this process\'s environment minus what is plainly a secret'
+core\t'only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TZ, TMPDIR and TERM'
+none\t'nothing of this process\'s'"
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l dsh-env -d 'Set a managed DSH_KEY=VALUE entry, applied after every --env entry' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l spill-dir -d 'Where the run\'s private spill directory is created [default: $TMPDIR or /tmp]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s s -l sandbox -d 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)' -r -f -a "read-only\t'Read and execute anything; write nothing but character devices'

@@ -12,7 +12,7 @@ use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use dsh_exec_core::Request;
-use dsh_exec_core::request::env::{EnvArg, parse_env_arg, parse_managed_arg};
+use dsh_exec_core::request::env::{EnvArg, EnvPolicy, parse_env_arg, parse_managed_arg};
 use dsh_exec_core::request::units::{parse_budget, parse_duration, parse_timeout};
 use dsh_exec_core::sandbox::{Mode, Network};
 use dsh_exec_core::spec::LiveOutput;
@@ -245,6 +245,31 @@ impl ValueEnum for NetworkArg {
     }
 }
 
+/// An environment policy as clap sees it (the core has no clap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvPolicyArg(pub EnvPolicy);
+
+impl ValueEnum for EnvPolicyArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [EnvPolicyArg; 3] = [
+            EnvPolicyArg(EnvPolicy::Inherit),
+            EnvPolicyArg(EnvPolicy::Core),
+            EnvPolicyArg(EnvPolicy::None),
+        ];
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self.0 {
+            EnvPolicy::Inherit => PossibleValue::new("inherit")
+                .help("this process's environment minus what is plainly a secret"),
+            EnvPolicy::Core => PossibleValue::new("core")
+                .help("only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TZ, TMPDIR and TERM"),
+            EnvPolicy::None => PossibleValue::new("none").help("nothing of this process's"),
+        })
+    }
+}
+
 /// A deadline: `None` is no deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeout(pub Option<Duration>);
@@ -281,6 +306,9 @@ pub struct RunArgs {
     /// Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one).
     #[arg(short = 'e', long = "env", value_name = "KEY[=VALUE]", value_parser = parse_env_arg)]
     pub env: Vec<EnvArg>,
+    /// Which of this process's variables the command inherits [default: inherit]; --env applies on top.
+    #[arg(long = "env-policy", value_name = "inherit|core|none", value_enum)]
+    pub env_policy: Option<EnvPolicyArg>,
     /// Set a managed DSH_KEY=VALUE entry, applied after every --env entry.
     #[arg(long = "dsh-env", value_name = "DSH_KEY=VALUE", value_parser = managed_value)]
     pub dsh_env: Vec<(String, String)>,
@@ -353,6 +381,7 @@ impl RunArgs {
             stderr_max_bytes: self.stderr_max_bytes,
             stdin_file: self.stdin_file,
             env: self.env,
+            env_policy: self.env_policy.map(|p| p.0),
             dsh_env: self.dsh_env,
             spill_dir: self.spill_dir,
             sandbox: self.sandbox.map(|m| m.0),

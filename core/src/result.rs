@@ -217,6 +217,11 @@ pub struct RunResult {
     pub stderr: CollectedOutput,
     /// Sandbox facts; `null` when no sandbox mode was given.
     pub sandbox: Option<SandboxFacts>,
+    /// The names of the variables scrubbed from the command's environment
+    /// (sorted; names only, never values): an agent whose `npm publish`
+    /// failed can see that `NPM_TOKEN` was withheld. `-e NAME` passes one.
+    #[serde(default)]
+    pub env_scrubbed: Vec<String>,
 }
 
 /// The JSON Schema (draft 2020-12) of the `--json` result, generated from

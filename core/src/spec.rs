@@ -128,6 +128,16 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// The names scrubbed from the command's environment, sorted (the
+    /// result's `env_scrubbed`).
+    pub fn env_scrubbed(&self) -> Vec<String> {
+        self.env
+            .scrubbed
+            .iter()
+            .map(|n| n.to_string_lossy().into_owned())
+            .collect()
+    }
+
     /// One line per value given by a flag or the configuration file that a
     /// cap lowered, e.g.
     /// `timeout 2h capped at 1h by /home/u/.config/dsh-exec/config.toml`.

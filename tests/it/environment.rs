@@ -116,3 +116,102 @@ libc.execve(b, A, E)
         "BAR=first\nFOO=explicit\nPAGER=cat\n[exit code: 0]\n"
     );
 }
+
+/// Each name and value the scrub must catch, and each it must keep, through
+/// the real binary: what `env` in the child shows, and `env_scrubbed`.
+#[test]
+fn plain_secrets_are_scrubbed_and_harmless_names_are_kept() {
+    let scrubbed = [
+        ("MY_PASS", "x"),
+        ("DATABASE_URL", "postgres://u:pw@h/db"),
+        ("NPM_CONFIG__AUTH", "x"),
+        ("MYSQL_PWD", "x"),
+        ("GPG_PASSPHRASE", "x"),
+        ("BW_SESSION", "x"),
+        ("OP_SESSION_x", "x"),
+        ("HTTPS_PROXY", "http://user:pw@proxy:3128"),
+        ("SENTRY_DSN", "x"),
+        ("SLACK_WEBHOOK_URL", "x"),
+        ("DOCKER_AUTH_CONFIG", "x"),
+        ("AZURE_STORAGE_CONNECTION_STRING", "x"),
+        ("CI_JOB_JWT", "x"),
+        ("SESSION_COOKIE", "x"),
+        ("PRIVATE_PEM", "x"),
+        ("GH_PAT", "x"),
+        ("SSH_AUTH_SOCK", "/tmp/agent.sock"),
+        ("REDIS_URL", "redis://:pw@h"),
+        ("V_GITHUB", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+        ("V_AWS", "AKIAIOSFODNN7EXAMPLE"),
+        ("V_OPENAI", "sk-proj-abcdefghijklmnopqrstuvwx"),
+        ("V_PEM", "-----BEGIN RSA PRIVATE KEY-----\nx\n"),
+    ];
+    let kept = [
+        ("MONKEY", "1"),
+        ("MONKEY_PATCH_LEVEL", "2"),
+        ("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring"),
+        ("PLAIN_DB_URL", "postgres://h/db"),
+        ("XDG_SESSION_TYPE", "tty"),
+    ];
+    let mut t = Test::new();
+    for (k, v) in scrubbed.iter().chain(&kept) {
+        t = t.env(k, v);
+    }
+    let out = t.args(["--json", "--", "env"]).run();
+    let v = out.json();
+    let env = v["stdout"]["text"].as_str().unwrap();
+    for (k, _) in scrubbed {
+        assert!(
+            !env.lines().any(|l| l.starts_with(&format!("{k}="))),
+            "{k} leaked"
+        );
+    }
+    for (k, val) in kept {
+        assert!(
+            env.lines().any(|l| l == format!("{k}={val}")),
+            "{k} missing"
+        );
+    }
+    let mut names: Vec<&str> = scrubbed.iter().map(|(k, _)| *k).collect();
+    names.sort();
+    let listed: Vec<&str> = v["env_scrubbed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    for n in &names {
+        assert!(listed.contains(n), "{n} not in env_scrubbed: {listed:?}");
+    }
+    assert!(!out.stdout.contains("pw@"), "a value reached the result");
+}
+
+#[test]
+fn env_policy_core_and_none_pass_what_they_say() {
+    let run = |policy: &str| {
+        let out = Test::new()
+            .env("EDITOR", "vi")
+            .env("LC_TIME", "C")
+            .args(["--env-policy", policy, "-e", "EXTRA=1", "--", "env | sort"])
+            .run();
+        out.expect_status(0);
+        out.stdout
+    };
+    let core = run("core");
+    assert!(!core.contains("EDITOR="), "{core}");
+    assert!(
+        core.contains("LC_TIME=C\n") && core.contains("PATH="),
+        "{core}"
+    );
+    assert!(core.contains("EXTRA=1\n"), "{core}");
+    let none = run("none");
+    assert!(
+        !none.contains("PATH=") && !none.contains("LC_TIME"),
+        "{none}"
+    );
+    assert!(
+        none.contains("EXTRA=1\n") && none.contains("PAGER=cat\n"),
+        "{none}"
+    );
+    let (_, status) = crate::support::run(&["--env-policy", "some", "--", "true"]);
+    assert_eq!(status, 2);
+}

@@ -78,7 +78,10 @@ fn text_explanation_is_aligned_and_masks_secrets() {
     assert!(text.contains("\nstdout-max-bytes  64KiB"), "{text}");
     assert!(text.contains("(flag)\n"), "{text}");
     assert!(text.contains("\ntimeout           10m"), "{text}");
-    assert!(text.contains("  scrubbed   FOO_TOKEN\n"), "{text}");
+    assert!(
+        text.contains("  scrubbed   FOO_TOKEN (word TOKEN)\n"),
+        "{text}"
+    );
     assert!(text.contains("  explicit   FOO_TOKEN=<masked>\n"), "{text}");
     assert!(!text.contains("tok\n"), "{text}");
 }
@@ -124,7 +127,7 @@ fn explain_names_the_gate_the_protected_paths_and_where_spill_files_go() {
         let sb = &out.json()["sandbox"];
         let (calls, metadata) = match tier {
             Tier::MountNamespace => (
-                "connect, sendto, sendmsg, sendmmsg; chmod setting set-user-ID or set-group-ID",
+                "connect, sendto, sendmsg, sendmmsg; chmod setting set-user-ID or set-group-ID; xattr",
                 "read-only mounts outside the writable roots (EROFS)",
             ),
             Tier::Gate => (

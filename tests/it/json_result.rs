@@ -21,6 +21,7 @@ fn the_object_holds_exactly_the_contract_fields() {
             "aborted",
             "command",
             "duration_ms",
+            "env_scrubbed",
             "exit_code",
             "sandbox",
             "signal",

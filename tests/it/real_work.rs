@@ -248,3 +248,28 @@ m = shared_memory.SharedMemory(create=True, size=16); m.close(); m.unlink(); pri
         }
     }
 }
+
+#[test]
+fn cp_a_keeps_the_set_group_id_bit_of_a_foreign_directory() {
+    if !is_root() {
+        eprintln!("skipped: needs root to make a directory of another group");
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        let src = d.ws.join("src");
+        std::fs::create_dir(&src).unwrap();
+        std::fs::write(src.join("f"), "x\n").unwrap();
+        std::os::unix::fs::chown(&src, Some(1000), Some(1000)).unwrap();
+        std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o2775)).unwrap();
+        // cp -a sets the mode, then the ACL: setting an ACL clears the
+        // set-group-ID bit of a caller outside the group without CAP_FSETID.
+        let out = run_in(
+            tier,
+            &d,
+            "workspace-write",
+            "cp -a src dst && stat -c '%a %u:%g' dst",
+        );
+        assert_eq!(out.stdout, "2775 1000:1000\n[exit code: 0]\n", "{tier:?}");
+    }
+}

@@ -127,6 +127,7 @@ fn not_run(spec: &Spec, started: Instant, stderr_note: &str) -> RunResult {
         stdout: StreamCapture::new("stdout", 0).finish(),
         stderr: stderr.finish(),
         sandbox: None,
+        env_scrubbed: spec.env_scrubbed(),
     }
 }
 
@@ -233,6 +234,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
             started,
             timeout: spec.timeout.value,
             capped: spec.capped_notes(),
+            env_scrubbed: spec.env_scrubbed(),
             sandbox,
             denial_context: prepared
                 .sandbox

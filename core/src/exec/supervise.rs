@@ -34,6 +34,8 @@ pub(crate) struct Report {
     pub(crate) timeout: Option<Duration>,
     /// Values the configuration file's caps lowered.
     pub(crate) capped: Vec<String>,
+    /// The names scrubbed from the environment (`env_scrubbed`).
+    pub(crate) env_scrubbed: Vec<String>,
     /// Sandbox facts (`denied` is decided at the end).
     pub(crate) sandbox: Option<SandboxFacts>,
     /// What to check and undo of protected paths once the tree is gone.
@@ -200,7 +202,12 @@ impl Execution {
                 .map(|d| gate_fact(d, report.denial_context.as_ref()))
                 .collect();
             if let Some(ctx) = &report.denial_context {
-                denials.extend(denial::from_output(ctx, failed, &out.text, &err.text));
+                // The gate's fact of a path is the exact one; the output's
+                // message about the same path adds nothing.
+                let from_output = denial::from_output(ctx, failed, &out.text, &err.text)
+                    .into_iter()
+                    .filter(|o| !denials.iter().any(|g| g.path == o.path));
+                denials.extend(from_output.collect::<Vec<_>>());
             }
             // Before the list is cut: a refusal past the 100th counts too.
             facts.network_denied = gate_denials.network || denials.iter().any(|d| d.network);
@@ -233,6 +240,7 @@ impl Execution {
             stdout: out,
             stderr: err,
             sandbox,
+            env_scrubbed: report.env_scrubbed,
         }
     }
 }

@@ -106,7 +106,7 @@ fn full_enforcement(policy: &Policy, abi: i32, a: &Applied) -> crate::sandbox::E
 /// set-user-ID or set-group-ID; otherwise every metadata change too.
 fn gate_calls(spec: &Spec, a: &Applied) -> &'static str {
     if a.read_only_tree && !spec.interactive {
-        "connect, sendto, sendmsg, sendmmsg; chmod setting set-user-ID or set-group-ID"
+        "connect, sendto, sendmsg, sendmmsg; chmod setting set-user-ID or set-group-ID; xattr"
     } else {
         "connect, sendto, sendmsg, sendmmsg; chmod, chown, utime, xattr"
     }
@@ -383,6 +383,11 @@ pub fn explain_json(spec: &Spec) -> Value {
         "environment": {
             "inherited_count": env.inherited.len(),
             "scrubbed": env.scrubbed.iter().map(|n| n.to_string_lossy()).collect::<Vec<_>>(),
+            "scrub_rules": env.scrubbed.iter().zip(&env.scrub_rules)
+                .map(|(n, r)| json!({"name": n.to_string_lossy(), "rule": r}))
+                .collect::<Vec<_>>(),
+            "policy": env.policy,
+            "policy_dropped": env.policy_dropped,
             "set": env.effective_settings().iter().map(|s| json!({
                 "name": s.name,
                 "value": display_value(&s.name, &s.value),
@@ -508,9 +513,22 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
         "  inherited  {} variables from this process\n",
         env.inherited.len()
     ));
-    let scrubbed: Vec<_> = env.scrubbed.iter().map(|n| n.to_string_lossy()).collect();
-    if !scrubbed.is_empty() {
-        text.push_str(&format!("  scrubbed   {}\n", scrubbed.join(" ")));
+    if env.policy_dropped > 0 {
+        let policy = match env.policy {
+            crate::request::env::EnvPolicy::Core => "core",
+            _ => "none",
+        };
+        text.push_str(&format!(
+            "  dropped    {} variables (--env-policy {policy})\n",
+            env.policy_dropped
+        ));
+    }
+    // Names and the rule that caught each; never a value.
+    for (name, rule) in env.scrubbed.iter().zip(&env.scrub_rules) {
+        text.push_str(&format!(
+            "  scrubbed   {} ({rule})\n",
+            name.to_string_lossy()
+        ));
     }
     for s in env.effective_settings() {
         text.push_str(&format!(

@@ -258,6 +258,7 @@ mod tests {
             stdout: out(stdout),
             stderr: out(stderr),
             sandbox: None,
+            env_scrubbed: vec![],
         }
     }
 

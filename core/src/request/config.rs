@@ -20,6 +20,7 @@
 //! allow_caches = true        # as --allow-caches
 //! deny_read = ["~/.config/op"] # added to --deny-read
 //! allow_read = ["~/.npmrc"]    # added to --allow-read
+//! env_policy = "core"          # as --env-policy
 //!
 //! [caps]
 //! max_timeout = "1h"
@@ -90,6 +91,10 @@ pub struct Defaults {
     /// Entries of the read deny list lifted (added to `--allow-read`).
     #[serde(default)]
     pub allow_read: Vec<PathBuf>,
+    /// Which ambient variables the command inherits (`--env-policy`):
+    /// `inherit`, `core` or `none`.
+    #[serde(default)]
+    pub env_policy: Option<crate::request::env::EnvPolicy>,
 }
 
 /// The `[caps]` table.

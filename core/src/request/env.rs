@@ -13,15 +13,197 @@ use std::os::unix::ffi::OsStrExt;
 
 use serde::{Deserialize, Serialize};
 
-/// Case-insensitive substrings that make a variable name credential-shaped.
-pub const CREDENTIAL_MARKERS: [&str; 6] =
-    ["KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL"];
+/// The `_`-separated words of a name (compared in upper case) that make a
+/// variable a secret: `MY_API_KEY`, `MYSQL_PWD`, `GH_PAT`, `BW_SESSION`.
+/// Words, not substrings: `MONKEY` and `PYTHON_KEYRING_BACKEND` are no
+/// secrets. `CONNECTION_STRING` is two words in a row.
+pub const SECRET_WORDS: [&str; 23] = [
+    "KEY",
+    "APIKEY",
+    "SECRET",
+    "TOKEN",
+    "PASSWORD",
+    "PASSWD",
+    "PASS",
+    "PASSPHRASE",
+    "PWD",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "CREDS",
+    "AUTH",
+    "PRIVATE",
+    "COOKIE",
+    "SESSION",
+    "JWT",
+    "DSN",
+    "WEBHOOK",
+    "PAT",
+    "SIGNATURE",
+    "CERTKEY",
+    "SALT",
+];
+
+/// Names scrubbed as they are: they hand out an agent (ssh, gpg) or a
+/// Kerberos ticket cache.
+pub const SECRET_NAMES: [&str; 3] = ["SSH_AUTH_SOCK", "GPG_AGENT_INFO", "KRB5CCNAME"];
+
+/// Names a secret word would catch that are known to be harmless, with
+/// why (the README lists them): the working directory, the desktop
+/// session's identifiers and its D-Bus bus (an address, no credential),
+/// and terminals' session ids.
+pub const HARMLESS_NAMES: [(&str, &str); 12] = [
+    ("PWD", "the working directory"),
+    ("OLDPWD", "the previous working directory"),
+    ("XDG_SESSION_ID", "the login session's number"),
+    ("XDG_SESSION_TYPE", "x11, wayland or tty"),
+    ("XDG_SESSION_CLASS", "user, greeter or lock-screen"),
+    ("XDG_SESSION_DESKTOP", "the desktop's name"),
+    (
+        "XDG_SESSION_PATH",
+        "the display manager's D-Bus object path",
+    ),
+    (
+        "DBUS_SESSION_BUS_ADDRESS",
+        "the session bus's socket address; access is checked by the bus",
+    ),
+    ("DESKTOP_SESSION", "the desktop's name"),
+    ("SESSION_MANAGER", "the X session manager's socket address"),
+    ("TERM_SESSION_ID", "a terminal's session id"),
+    ("GPG_TTY", "the terminal gpg asks on"),
+];
+
+/// Well-known shapes of token values, by name: a value holding one is
+/// scrubbed whatever its variable is called. Each is a prefix and the
+/// least count of token characters (`[A-Za-z0-9_-]`) after it.
+pub const TOKEN_SHAPES: [(&str, &str, usize); 14] = [
+    ("github", "ghp_", 30),
+    ("github", "gho_", 30),
+    ("github", "ghu_", 30),
+    ("github", "ghs_", 30),
+    ("github", "ghr_", 30),
+    ("github", "github_pat_", 40),
+    ("gitlab", "glpat-", 20),
+    ("slack", "xoxb-", 10),
+    ("slack", "xoxp-", 10),
+    ("slack", "xoxa-", 10),
+    ("api key", "sk-", 20),
+    ("hugging face", "hf_", 30),
+    ("npm", "npm_", 36),
+    ("aws access key id", "AKIA", 16),
+];
+
+/// Why a variable would be scrubbed: `managed DSH_`, `name SSH_AUTH_SOCK`,
+/// `word KEY`, `url password`, `token shape github`, `private key`; `None`
+/// to keep it. Never says anything of the value itself.
+pub fn scrub_rule(name: &OsStr, value: &OsStr) -> Option<String> {
+    if is_managed(name) {
+        return Some(format!("managed {MANAGED_PREFIX}"));
+    }
+    let upper = String::from_utf8_lossy(name.as_bytes()).to_ascii_uppercase();
+    if SECRET_NAMES.contains(&upper.as_str()) {
+        return Some(format!("name {upper}"));
+    }
+    if !HARMLESS_NAMES.iter().any(|(n, _)| *n == upper) {
+        let words: Vec<&str> = upper.split('_').collect();
+        if let Some(w) = words.iter().find(|w| SECRET_WORDS.contains(w)) {
+            return Some(format!("word {w}"));
+        }
+        if words.windows(2).any(|w| w == ["CONNECTION", "STRING"]) {
+            return Some("word CONNECTION_STRING".into());
+        }
+    }
+    value_rule(value.as_bytes())
+}
+
+/// The value rules of [`scrub_rule`].
+fn value_rule(value: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(value);
+    if url_has_password(&text) {
+        return Some("url password".into());
+    }
+    if text.contains("-----BEGIN") && text.contains("PRIVATE KEY") {
+        return Some("private key".into());
+    }
+    let token_char = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
+    for (what, prefix, least) in TOKEN_SHAPES {
+        let mut from = 0;
+        while let Some(at) = text[from..].find(prefix) {
+            let start = from + at;
+            let boundary = start == 0 || !token_char(text.as_bytes()[start - 1]);
+            let tail = &text.as_bytes()[start + prefix.len()..];
+            let run = tail.iter().take_while(|c| token_char(**c)).count();
+            let aws_ok = prefix != "AKIA"
+                || tail[..run.min(16)]
+                    .iter()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+            if boundary && run >= least && aws_ok {
+                return Some(format!("token shape {what}"));
+            }
+            from = start + prefix.len();
+        }
+    }
+    None
+}
+
+/// Whether `text` holds a URL whose userinfo has a password
+/// (`scheme://user:PASSWORD@host`, RFC 3986 section 3.2.1); `redis://:pw@h`
+/// counts, `postgres://h/db` and `https://user@h` do not.
+fn url_has_password(text: &str) -> bool {
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let after = &rest[at + 3..];
+        let authority_end = after
+            .find(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace() || c == ',')
+            .unwrap_or(after.len());
+        let authority = &after[..authority_end];
+        if let Some(userinfo_end) = authority.rfind('@') {
+            let userinfo = &authority[..userinfo_end];
+            if userinfo
+                .split_once(':')
+                .is_some_and(|(_, pw)| !pw.is_empty())
+            {
+                return true;
+            }
+        }
+        rest = after;
+    }
+    false
+}
+
+/// True when [`scrub_rule`] would scrub `name` for its name alone (any
+/// value): what `explain` masks.
+pub fn is_credential_shaped(name: &OsStr) -> bool {
+    scrub_rule(name, OsStr::new("")).is_some_and(|r| !r.starts_with("managed"))
+}
+
+/// Which ambient variables reach the child (`--env-policy`, config key
+/// `env_policy`), as Codex's `shell_environment_policy` has it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EnvPolicy {
+    /// Everything but what [`scrub_rule`] catches (the default).
+    #[default]
+    Inherit,
+    /// Only [`CORE_NAMES`] and `LC_*`.
+    Core,
+    /// Nothing ambient.
+    None,
+}
+
+/// What `--env-policy core` passes.
+pub const CORE_NAMES: [&str; 10] = [
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ", "TMPDIR", "TERM", "LC_ALL",
+];
+
+fn in_core(name: &OsStr) -> bool {
+    CORE_NAMES.iter().any(|c| name == *c) || name.as_bytes().starts_with(b"LC_")
+}
 
 /// Variables that point a program at a control socket of the session
 /// outside (a terminal multiplexer, an editor, an agent): a confined command
 /// cannot reach them anyway (the gate refuses the connect), so they are not
 /// passed, rather than left to fail. `-e NAME` passes one through.
-pub const CONTROL_SOCKETS: [&str; 10] = [
+pub const CONTROL_SOCKETS: [&str; 8] = [
     "TMUX",
     "TMUX_PANE",
     "STY",
@@ -30,8 +212,6 @@ pub const CONTROL_SOCKETS: [&str; 10] = [
     "NVIM",
     "NVIM_LISTEN_ADDRESS",
     "VSCODE_IPC_HOOK_CLI",
-    "SSH_AUTH_SOCK",
-    "GPG_AGENT_INFO",
 ];
 
 /// Prefix of the names `dsh-exec` manages; ambient ones never reach the child.
@@ -46,14 +226,6 @@ pub const NON_INTERACTIVE_OVERRIDES: [(&str, &str); 6] = [
     ("TERM", "dumb"),
     ("NO_COLOR", "1"),
 ];
-
-/// True when `name` contains one of [`CREDENTIAL_MARKERS`], ignoring case.
-pub fn is_credential_shaped(name: &OsStr) -> bool {
-    let upper = name.as_bytes().to_ascii_uppercase();
-    CREDENTIAL_MARKERS
-        .iter()
-        .any(|m| upper.windows(m.len()).any(|w| w == m.as_bytes()))
-}
 
 /// True when `name` starts with [`MANAGED_PREFIX`] (case-sensitive, as the
 /// environment is).
@@ -146,6 +318,17 @@ pub struct EnvPlan {
     pub inherited: Vec<(OsString, OsString)>,
     /// Ambient names removed by the scrub (credential-shaped or `DSH_*`), sorted.
     pub scrubbed: Vec<OsString>,
+    /// The rule that caught each of `scrubbed`, in the same order
+    /// ([`scrub_rule`]; `control socket` for [`CONTROL_SOCKETS`]).
+    #[serde(default)]
+    pub scrub_rules: Vec<String>,
+    /// The policy (`--env-policy`).
+    #[serde(default)]
+    pub policy: EnvPolicy,
+    /// How many ambient variables the policy left out (`core`, `none`),
+    /// besides the scrub.
+    #[serde(default)]
+    pub policy_dropped: usize,
     /// Layers 2 to 4 in merge order; a later entry for the same name wins.
     pub settings: Vec<EnvSetting>,
     /// `--env KEY` names that had no ambient value and so set nothing.
@@ -158,23 +341,38 @@ impl EnvPlan {
         ambient: &[(OsString, OsString)],
         interactive: bool,
         confined: bool,
+        policy: EnvPolicy,
         explicit: &[EnvArg],
         managed: &[(String, String)],
     ) -> EnvPlan {
-        let mut plan = EnvPlan::default();
+        let mut plan = EnvPlan {
+            policy,
+            ..EnvPlan::default()
+        };
+        let mut scrubbed: Vec<(OsString, String)> = Vec::new();
         for (k, v) in ambient {
-            let control = confined && CONTROL_SOCKETS.iter().any(|c| k == *c);
-            if is_credential_shaped(k) || is_managed(k) || control {
-                if !plan.scrubbed.contains(k) {
-                    plan.scrubbed.push(k.clone());
+            let kept_by_policy = match policy {
+                EnvPolicy::Inherit => true,
+                EnvPolicy::Core => in_core(k),
+                EnvPolicy::None => false,
+            };
+            let control = (confined && CONTROL_SOCKETS.iter().any(|c| k == *c))
+                .then(|| "control socket".to_string());
+            let rule = scrub_rule(k, v).or(control);
+            if let Some(rule) = rule.filter(|_| kept_by_policy) {
+                if !scrubbed.iter().any(|(n, _)| n == k) {
+                    scrubbed.push((k.clone(), rule));
                 }
+            } else if !kept_by_policy {
+                plan.policy_dropped += 1;
             } else if !plan.inherited.iter().any(|(name, _)| name == k) {
                 // A name given twice keeps its first value, the one
                 // getenv(3) returns: every later layer then replaces it.
                 plan.inherited.push((k.clone(), v.clone()));
             }
         }
-        plan.scrubbed.sort();
+        scrubbed.sort();
+        (plan.scrubbed, plan.scrub_rules) = scrubbed.into_iter().unzip();
         if !interactive {
             for (k, v) in NON_INTERACTIVE_OVERRIDES {
                 plan.push(k, v.into(), Layer::Override);
@@ -230,9 +428,10 @@ impl EnvPlan {
     }
 }
 
-/// The value to display for `name`: masked when the name is credential-shaped.
+/// The value to display for `name`: masked when the name or the value is
+/// one the scrub would catch.
 pub fn display_value(name: &str, value: &OsStr) -> String {
-    if is_credential_shaped(OsStr::new(name)) {
+    if scrub_rule(OsStr::new(name), value).is_some_and(|r| !r.starts_with("managed")) {
         "<masked>".to_string()
     } else {
         value.to_string_lossy().into_owned()
@@ -256,21 +455,130 @@ mod tests {
             .and_then(|(_, v)| v.to_str())
     }
 
+    fn rule(name: &str, value: &str) -> Option<String> {
+        scrub_rule(OsStr::new(name), OsStr::new(value))
+    }
+
     #[test]
-    fn credential_shapes() {
-        for name in [
-            "FOO_TOKEN",
-            "MY_API_KEY",
-            "DB_PASSWORD",
-            "aws_secret_access_key",
-            "passwd",
-            "GcpCredentials",
+    fn secret_names_by_their_words() {
+        for (name, why) in [
+            ("FOO_TOKEN", "word TOKEN"),
+            ("MY_API_KEY", "word KEY"),
+            ("DB_PASSWORD", "word PASSWORD"),
+            ("aws_secret_access_key", "word SECRET"),
+            ("passwd", "word PASSWD"),
+            ("MY_PASS", "word PASS"),
+            ("NPM_CONFIG__AUTH", "word AUTH"),
+            ("MYSQL_PWD", "word PWD"),
+            ("GPG_PASSPHRASE", "word PASSPHRASE"),
+            ("BW_SESSION", "word SESSION"),
+            ("OP_SESSION_x", "word SESSION"),
+            ("SENTRY_DSN", "word DSN"),
+            ("SLACK_WEBHOOK_URL", "word WEBHOOK"),
+            ("DOCKER_AUTH_CONFIG", "word AUTH"),
+            ("AZURE_STORAGE_CONNECTION_STRING", "word CONNECTION_STRING"),
+            ("CI_JOB_JWT", "word JWT"),
+            ("SESSION_COOKIE", "word SESSION"),
+            ("PRIVATE_PEM", "word PRIVATE"),
+            ("GH_PAT", "word PAT"),
+            ("SSH_AUTH_SOCK", "name SSH_AUTH_SOCK"),
+            ("GPG_AGENT_INFO", "name GPG_AGENT_INFO"),
+            ("KRB5CCNAME", "name KRB5CCNAME"),
+            ("DSH_OLD", "managed DSH_"),
         ] {
-            assert!(is_credential_shaped(OsStr::new(name)), "{name}");
+            assert_eq!(rule(name, "x").as_deref(), Some(why), "{name}");
         }
-        for name in ["PLAIN", "PATH", "HOME", "TOKE"] {
-            assert!(!is_credential_shaped(OsStr::new(name)), "{name}");
+        for name in [
+            "PLAIN",
+            "PATH",
+            "HOME",
+            "TOKE",
+            "MONKEY",
+            "MONKEY_PATCH_LEVEL",
+            "PYTHON_KEYRING_BACKEND",
+            "PWD",
+            "OLDPWD",
+            "XDG_SESSION_ID",
+            "DBUS_SESSION_BUS_ADDRESS",
+            "PATCH_LEVEL",
+            "KEYBOARD",
+            "GIT_AUTHOR_NAME",
+        ] {
+            assert_eq!(rule(name, "x"), None, "{name}");
         }
+    }
+
+    #[test]
+    fn secret_values_by_their_shape() {
+        for (value, why) in [
+            ("postgres://u:pw@h/db", "url password"),
+            ("http://user:pw@proxy:3128", "url password"),
+            ("redis://:pw@h", "url password"),
+            (
+                "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+                "token shape github",
+            ),
+            (
+                "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+                "token shape github",
+            ),
+            ("glpat-abcdefghij0123456789", "token shape gitlab"),
+            ("xoxb-1234567890-abcdef", "token shape slack"),
+            ("AKIAIOSFODNN7EXAMPLE", "token shape aws access key id"),
+            ("sk-proj-abcdefghijklmnopqrstuvwx", "token shape api key"),
+            (
+                "sk-ant-api03-abcdefghijklmnopqrstuvwx",
+                "token shape api key",
+            ),
+            (
+                "hf_abcdefghijklmnopqrstuvwxyz0123456",
+                "token shape hugging face",
+            ),
+            (
+                "npm_abcdefghijklmnopqrstuvwxyz0123456789",
+                "token shape npm",
+            ),
+            (
+                "Bearer ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+                "token shape github",
+            ),
+            ("-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n", "private key"),
+        ] {
+            assert_eq!(rule("PLAIN_VALUE", value).as_deref(), Some(why), "{value}");
+        }
+        for value in [
+            "postgres://h/db",
+            "https://user@h/x",
+            "https://example.com/a:b@c",
+            "desk-top",
+            "task-runner",
+            "AKIA",
+            "/usr/bin:/bin",
+        ] {
+            assert_eq!(rule("PLAIN_VALUE", value), None, "{value}");
+        }
+    }
+
+    #[test]
+    fn the_policies_pass_what_they_say() {
+        let amb = ambient(&[
+            ("PATH", "/bin"),
+            ("LC_TIME", "C"),
+            ("EDITOR", "vi"),
+            ("A_TOKEN", "t"),
+        ]);
+        let names = |p: EnvPolicy| -> Vec<String> {
+            EnvPlan::build(&amb, true, false, p, &[], &[])
+                .inherited
+                .iter()
+                .map(|(k, _)| k.to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(names(EnvPolicy::Inherit), ["PATH", "LC_TIME", "EDITOR"]);
+        assert_eq!(names(EnvPolicy::Core), ["PATH", "LC_TIME"]);
+        assert!(names(EnvPolicy::None).is_empty());
+        let plan = EnvPlan::build(&amb, true, false, EnvPolicy::Core, &[], &[]);
+        assert_eq!((plan.policy_dropped, plan.scrubbed.len()), (2, 0));
     }
 
     #[test]
@@ -287,7 +595,7 @@ mod tests {
             EnvArg::PassThrough("UNSET_ONE".into()),
         ];
         let managed = vec![("DSH_X".to_string(), "1".to_string())];
-        let plan = EnvPlan::build(&amb, false, false, &explicit, &managed);
+        let plan = EnvPlan::build(&amb, false, false, EnvPolicy::Inherit, &explicit, &managed);
         let env = plan.child_env();
         assert_eq!(get(&env, "PLAIN"), Some("1"));
         assert_eq!(get(&env, "MY_API_KEY"), Some("s3cret"));
@@ -310,7 +618,14 @@ mod tests {
 
     #[test]
     fn interactive_skips_overrides() {
-        let plan = EnvPlan::build(&ambient(&[("TERM", "xterm")]), true, false, &[], &[]);
+        let plan = EnvPlan::build(
+            &ambient(&[("TERM", "xterm")]),
+            true,
+            false,
+            EnvPolicy::Inherit,
+            &[],
+            &[],
+        );
         assert_eq!(get(&plan.child_env(), "TERM"), Some("xterm"));
     }
 

@@ -48,6 +48,8 @@ pub struct Request {
     pub stdin_file: Option<PathBuf>,
     /// `--env` entries, in the order given.
     pub env: Vec<EnvArg>,
+    /// `--env-policy`; `None`: the configuration file's, else `inherit`.
+    pub env_policy: Option<env::EnvPolicy>,
     /// `--dsh-env` entries (keys start with `DSH_`), in the order given.
     pub dsh_env: Vec<(String, String)>,
     /// Parent directory of the run's private spill directory.
@@ -296,6 +298,9 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
             &ambient.env,
             req.interactive,
             sandbox.as_ref().is_some_and(|p| p.mode.value.confines()),
+            req.env_policy
+                .or_else(|| req.config.as_ref().and_then(|c| c.defaults.env_policy))
+                .unwrap_or_default(),
             &req.env,
             &managed,
         ),
@@ -641,6 +646,7 @@ mod tests {
             stdout_max_bytes: Some(10),
             stderr_max_bytes: Some(20),
             stdin_file: Some(odd()),
+            env_policy: None,
             env: vec![
                 EnvArg::Set("A".into(), "b".into()),
                 EnvArg::PassThrough("MY_TOKEN".into()),

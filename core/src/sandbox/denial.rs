@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use super::Mode;
 
 /// Output substrings (compared in lower case) that show a refused write.
-pub const DENIAL_MARKERS: [&str; 7] = [
+pub const DENIAL_MARKERS: [&str; 8] = [
     "read-only file system",
     "permission denied",
     "operation not permitted",
@@ -36,6 +36,7 @@ pub const DENIAL_MARKERS: [&str; 7] = [
     "erofs",
     "eperm",
     "attempt to write a readonly database",
+    "device or resource busy",
 ];
 
 /// The most denials a result lists; the rest are counted.
@@ -244,10 +245,16 @@ impl Context {
         }
         let pseudo = ["/dev", "/proc", "/sys"].iter().any(|d| p.starts_with(d));
         let possible = match (self.read_only_tree && !pseudo, errno) {
+            // A protected path is a mount point there: renaming over it is
+            // EBUSY.
+            (true, "EBUSY") => protected,
             (true, e) => e == "EROFS" || e == "ENOENT",
-            (false, e) => e != "EROFS",
+            (false, e) => e != "EROFS" && e != "EBUSY",
         };
-        if !possible {
+        // A write lands in a directory that exists (or makes the file that
+        // is there): `refs/heads/x` of git's `cannot lock ref` is no file.
+        let lands = p.exists() || p.parent().is_some_and(Path::is_dir);
+        if !possible || !(lands || protected) {
             return None;
         }
         Some(DenialFact {
@@ -266,6 +273,8 @@ impl Context {
 fn errno_in(lower: &str) -> &'static str {
     if lower.contains("read-only file system") || lower.contains("erofs") {
         "EROFS"
+    } else if lower.contains("device or resource busy") || lower.contains("ebusy") {
+        "EBUSY"
     } else if lower.contains("operation not permitted") || lower.contains("eperm") {
         "EPERM"
     } else {
@@ -284,11 +293,66 @@ fn paths_in(line: &str) -> Vec<String> {
             let after = &rest[a + open.len_utf8()..];
             let Some(b) = after.find(close) else { break };
             let inner = &after[..b];
-            // A quoted word is taken as a path ('f' in "cannot touch 'f'").
-            if !inner.is_empty() && !inner.contains(char::is_whitespace) {
+            // A quoted word is taken as a path ('f' in "cannot touch 'f'"),
+            // but not an errno's name (npm's `code: 'EACCES'`).
+            let errno_name = inner.len() > 1
+                && inner.starts_with('E')
+                && inner[1..]
+                    .bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+            if !inner.is_empty() && !inner.contains(char::is_whitespace) && !errno_name {
                 found.push(inner.to_string());
             }
             rest = &after[b + close.len_utf8()..];
+        }
+    }
+    // `prog: ...`: the program's name is no path (`/usr/bin/ld: cannot open
+    // output file m: Read-only file system`).
+    let fields: Vec<&str> = line.split(": ").collect();
+    let program = fields
+        .first()
+        .filter(|f| fields.len() > 1 && !f.contains(char::is_whitespace))
+        .copied();
+    if found.is_empty() {
+        // The field just before the refusal names the file: `bash: line 1:
+        // out.txt: Read-only file system`, `tar: x.tar: Cannot open: ...`,
+        // or ends with it: `cannot open output file m: ...`.
+        let lower: Vec<String> = fields.iter().map(|f| f.to_lowercase()).collect();
+        if let Some(at) = lower
+            .iter()
+            .position(|f| DENIAL_MARKERS.iter().any(|m| f.starts_with(m)))
+        {
+            let before = fields[1.min(at)..at]
+                .iter()
+                .rev()
+                .map(|f| f.trim())
+                .find(|f| {
+                    !f.is_empty()
+                        && !f.eq_ignore_ascii_case("cannot open")
+                        && !f.starts_with("line ")
+                });
+            if let Some(f) = before {
+                let word = if f.contains(char::is_whitespace) {
+                    let l = f.to_lowercase();
+                    let verbs = [
+                        "cannot",
+                        "can't",
+                        "could not",
+                        "couldn't",
+                        "failed to",
+                        "unable to",
+                    ];
+                    verbs
+                        .iter()
+                        .any(|v| l.starts_with(v))
+                        .then(|| f.rsplit(char::is_whitespace).next().unwrap_or(""))
+                } else {
+                    Some(f)
+                };
+                if let Some(w) = word.filter(|w| !w.is_empty()) {
+                    found.push(w.trim_end_matches([',', ';', '.']).to_string());
+                }
+            }
         }
     }
     if found.is_empty() {
@@ -296,11 +360,11 @@ fn paths_in(line: &str) -> Vec<String> {
             let w = word
                 .trim_end_matches([':', ',', ';', '.', ')'])
                 .trim_start_matches('(');
-            if w.starts_with('/')
+            let pathlike = w.starts_with('/')
                 || w.starts_with("./")
                 || w.starts_with("../")
-                || w.starts_with("~/")
-            {
+                || w.starts_with("~/");
+            if pathlike && Some(w) != program {
                 found.push(w.to_string());
             }
         }
@@ -467,6 +531,41 @@ mod tests {
     }
 
     #[test]
+    fn the_file_of_a_message_is_found_where_tools_put_it() {
+        for (line, path) in [
+            ("bash: line 1: out.txt: Read-only file system", "out.txt"),
+            ("tar: x.tar: Cannot open: Read-only file system", "x.tar"),
+            (
+                "/usr/bin/ld: cannot open output file m: Read-only file system",
+                "m",
+            ),
+            (
+                "flock: cannot open lock file lk: Read-only file system",
+                "lk",
+            ),
+            (
+                "Fatal error: can't create m.o: Read-only file system",
+                "m.o",
+            ),
+            ("fatal: cannot mkdir r: Read-only file system", "r"),
+            (
+                "error: could not lock config file .git/config: Read-only file system",
+                ".git/config",
+            ),
+            (
+                "cat: /root/.ssh/id_rsa: Permission denied",
+                "/root/.ssh/id_rsa",
+            ),
+            (
+                "npm error code: 'EACCES', path '/root/.npm/x'",
+                "/root/.npm/x",
+            ),
+        ] {
+            assert_eq!(paths_in(line), vec![path.to_string()], "{line}");
+        }
+    }
+
+    #[test]
     fn an_errno_the_sandbox_cannot_give_is_not_a_denial() {
         // With the read-only tree a refused write is EROFS; without it,
         // Landlock's EACCES.
@@ -577,7 +676,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let home = std::fs::canonicalize(home.path()).unwrap();
         let npm = home.join(".npm");
-        std::fs::create_dir(&npm).unwrap();
+        std::fs::create_dir_all(npm.join("_cacache/tmp")).unwrap();
         let mut c = ctx(Mode::WorkspaceWrite);
         c.writable.retain(|w| !home.starts_with(w));
         c.home = Some(home.clone());

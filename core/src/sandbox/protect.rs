@@ -354,10 +354,20 @@ pub(crate) fn plan(roots: &[PathBuf], inputs: &Inputs) -> Protection {
                 .notes
                 .push(format!("{} is a symlink: not protected", path.display())),
             Ok(m) => {
+                let pin = nix::fcntl::open(
+                    &path,
+                    nix::fcntl::OFlag::O_PATH
+                        | nix::fcntl::OFlag::O_NOFOLLOW
+                        | nix::fcntl::OFlag::O_CLOEXEC,
+                    nix::sys::stat::Mode::empty(),
+                )
+                .ok()
+                .map(std::sync::Arc::new);
                 p.protected.push(ProtectedPath {
                     path: path.clone(),
                     id: (m.dev(), m.ino()),
                     dir: m.is_dir(),
+                    _pin: pin,
                 });
             }
             Err(_) => p.absent.push(path),

@@ -234,23 +234,24 @@ fn mode_calls() -> Vec<(i64, u8)> {
     calls
 }
 
+/// The calls that set or remove an extended attribute.
+const XATTR_SET_CALLS: [i64; 8] = [
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_fsetxattr,
+    libc::SYS_removexattr,
+    libc::SYS_lremovexattr,
+    libc::SYS_fremovexattr,
+    SYS_SETXATTRAT,
+    SYS_REMOVEXATTRAT,
+];
+
 /// The metadata calls the gate decides where no read-only mount tree
 /// bounds them (x86_64 also has the legacy path forms).
 pub(crate) fn gated_metadata_calls() -> Vec<i64> {
     let mut calls: Vec<i64> = mode_calls().into_iter().map(|(nr, _)| nr).collect();
-    calls.extend([
-        libc::SYS_fchown,
-        libc::SYS_fchownat,
-        libc::SYS_utimensat,
-        libc::SYS_setxattr,
-        libc::SYS_lsetxattr,
-        libc::SYS_fsetxattr,
-        libc::SYS_removexattr,
-        libc::SYS_lremovexattr,
-        libc::SYS_fremovexattr,
-        SYS_SETXATTRAT,
-        SYS_REMOVEXATTRAT,
-    ]);
+    calls.extend([libc::SYS_fchown, libc::SYS_fchownat, libc::SYS_utimensat]);
+    calls.extend(XATTR_SET_CALLS);
     #[cfg(target_arch = "x86_64")]
     calls.extend([
         libc::SYS_chown,
@@ -301,6 +302,15 @@ pub(crate) fn gate_filter(metadata: GatedMetadata) -> Result<Vec<libc::sock_filt
         GatedMetadata::SetId => {
             for (nr, mode) in mode_calls() {
                 rules.insert(nr, vec![mode_has(mode, S_ISUID)?, mode_has(mode, S_ISGID)?]);
+            }
+            // Setting an ACL (`system.posix_acl_access`) clears the
+            // set-group-ID bit of a file whose group the caller is not in,
+            // unless it holds CAP_FSETID (inode_permission's ACL path,
+            // posix_acl_update_mode(9)), which a confined command does not
+            // keep: with it, a chown would keep a set-user-ID bit. The gate
+            // sets extended attributes itself, as `cp -a` unconfined would.
+            for nr in XATTR_SET_CALLS {
+                rules.insert(nr, Vec::new());
             }
         }
     }

@@ -331,13 +331,15 @@ fn decide_and_change(
             }
         }
     };
+    // Reported by its real path (the file the call reached), or as named
+    // for an anonymous inode.
     let refuse = |errno: i32, why: Refusal| {
-        policy.record(
-            op,
-            Some(asked.clone().unwrap_or_else(|| pinned.real.clone())),
-            errno,
-            why,
-        );
+        let shown = if pinned.real.is_absolute() {
+            pinned.real.clone()
+        } else {
+            asked.clone().unwrap_or_else(|| pinned.real.clone())
+        };
+        policy.record(op, Some(shown), errno, why);
         Err(errno)
     };
     // An anonymous inode (pipe, socket, eventfd) names no file anywhere.

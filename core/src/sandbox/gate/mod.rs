@@ -103,6 +103,11 @@ pub(crate) struct ProtectedPath {
     pub(crate) id: (u64, u64),
     /// A directory: everything under it is protected too.
     pub(crate) dir: bool,
+    /// The inode itself, held open (`O_PATH`) for the life of the run: a
+    /// protected file the run replaces is not freed, so its inode number
+    /// cannot be given to a new file the run then makes (which `id` would
+    /// take for the protected one).
+    pub(crate) _pin: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
 }
 
 /// What the gate allows: the run's writable roots, protected paths, the
