@@ -228,7 +228,23 @@ fn split(
     denied: &[std::path::PathBuf],
     out: &mut Vec<(std::path::PathBuf, BitFlags<AccessFs>)>,
 ) {
+    split_entry(top, true, rights, denied, out);
+}
+
+/// [`split`] of one entry, `dir` when it is a directory (as readdir(3)'s
+/// `d_type` said): a file gets only the rights a file can have.
+fn split_entry(
+    top: &Path,
+    dir: bool,
+    rights: BitFlags<AccessFs>,
+    denied: &[std::path::PathBuf],
+    out: &mut Vec<(std::path::PathBuf, BitFlags<AccessFs>)>,
+) {
     if denied.iter().any(|d| d == top) {
+        return;
+    }
+    if !dir {
+        out.push((top.to_path_buf(), rights & file_rights()));
         return;
     }
     if !denied.iter().any(|d| d.starts_with(top)) {
@@ -246,19 +262,24 @@ fn split(
         if kind.is_symlink() {
             continue;
         }
-        split(&entry.path(), rights, denied, out);
+        split_entry(&entry.path(), kind.is_dir(), rights, denied, out);
     }
 }
 
-/// Adds a rule granting `rights` (those a file can have, for one that is
-/// not a directory) on `path`, opened with `O_PATH|O_NOFOLLOW`: a symlink
-/// put in place since the path was listed gets the rule itself, which
-/// grants nothing through it.
+/// The rights a rule on a file that is not a directory may hold.
+fn file_rights() -> BitFlags<AccessFs> {
+    AccessFs::from_file(ABI::V6)
+}
+
+/// Adds a rule granting `rights` on `path` (`split` gave a file only a
+/// file's rights), opened with `O_PATH|O_NOFOLLOW`: a symlink put in place
+/// since the path was listed gets the rule itself, which grants nothing
+/// through it; a directory put in place of a file (or the reverse) fails
+/// the ruleset (`CompatLevel::HardRequirement`): fail closed.
 fn add_path_rule(
     created: landlock::RulesetCreated,
     path: &Path,
     rights: BitFlags<AccessFs>,
-    abi: ABI,
 ) -> Result<landlock::RulesetCreated, SandboxProblem> {
     use std::os::fd::FromRawFd;
     use std::os::unix::ffi::OsStrExt;
@@ -285,17 +306,6 @@ fn add_path_rule(
     }
     // SAFETY: a fresh descriptor we own.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // fstat(2) works on an O_PATH descriptor (Linux 3.6).
-    let kind = nix::sys::stat::fstat(&fd).map(|st| st.st_mode & libc::S_IFMT);
-    if kind == Ok(libc::S_IFLNK) {
-        return Ok(created);
-    }
-    let is_dir = kind == Ok(libc::S_IFDIR);
-    let rights = if is_dir {
-        rights
-    } else {
-        rights & AccessFs::from_file(abi)
-    };
     if rights.is_empty() {
         return Ok(created);
     }
@@ -356,14 +366,17 @@ pub fn build(
         // to each denied entry (see `split`), and the exceptions inside.
         let mut reads = Vec::new();
         split(Path::new("/"), read_rights, &roots.read_denied, &mut reads);
-        reads.extend(
-            roots
-                .read_exceptions
-                .iter()
-                .map(|p| (p.clone(), read_rights)),
-        );
+        reads.extend(roots.read_exceptions.iter().map(|p| {
+            let dir = std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+            let rights = if dir {
+                read_rights
+            } else {
+                read_rights & file_rights()
+            };
+            (p.clone(), rights)
+        }));
         for (path, rights) in reads {
-            created = add_path_rule(created, &path, rights, abi)?;
+            created = add_path_rule(created, &path, rights)?;
         }
         // System paths: root-owned, not something the command can swap.
         let mut system: Vec<(&Path, BitFlags<AccessFs>)> = Vec::new();
@@ -397,7 +410,7 @@ pub fn build(
                 let mut parts = Vec::new();
                 split(&root.path, writable_rights, &roots.read_denied, &mut parts);
                 for (path, rights) in parts {
-                    created = add_path_rule(created, &path, rights, abi)?;
+                    created = add_path_rule(created, &path, rights)?;
                 }
                 continue;
             }
