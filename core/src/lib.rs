@@ -40,7 +40,7 @@ pub use capture::{CollectedOutput, Delta};
 pub use error::{Error, ErrorCode};
 pub use exec::{
     AbortSignals, AbortSource, DRAIN, Execution, FINAL_READ, NoAbort, Prepared, Started,
-    init_process, prepare, run, start,
+    init_process, prepare, run, start, wipe_scrubbed_environ,
 };
 pub use request::{Ambient, Request, UsageError, resolve};
 pub use result::{RunResult, Signal, exit};

@@ -39,7 +39,12 @@ pub(crate) fn resolve_args(args: RunArgs) -> Result<(Spec, bool, ColorChoice), E
         Err(e) => return Err(infrastructure_error(&e, json)),
     };
     match resolve(request, &ambient) {
-        Ok(spec) => Ok((spec, json, color)),
+        Ok(spec) => {
+            // The spec holds every value the child gets: the scrubbed ones
+            // leave this process's own environment block now.
+            let _ = dsh_exec_core::wipe_scrubbed_environ(&spec.env.scrubbed);
+            Ok((spec, json, color))
+        }
         Err(e) => Err(usage_error(&e.0)),
     }
 }

@@ -215,3 +215,31 @@ fn env_policy_core_and_none_pass_what_they_say() {
     let (_, status) = crate::support::run(&["--env-policy", "some", "--", "true"]);
     assert_eq!(status, 2);
 }
+
+#[test]
+fn scrubbed_values_leave_dsh_exec_s_own_environment_block() {
+    // Only a command with CAP_SYS_PTRACE can read the environ of the
+    // non-dumpable dsh-exec: as root, unconfined.
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: reading a non-dumpable parent's environ needs root");
+        return;
+    }
+    let out = Test::new()
+        .env("SCRUBBED_TOKEN", "tok-value-123")
+        .env("PLAIN_KEPT", "plain-value")
+        .args([
+            "--",
+            "tr '\\0' '\\n' < /proc/$PPID/environ | grep -a -E '^(SCRUBBED_TOKEN|PLAIN_KEPT)='",
+        ])
+        .run();
+    assert_eq!(
+        out.stdout,
+        "PLAIN_KEPT=plain-value\nSCRUBBED_TOKEN=\n[exit code: 0]\n"
+    );
+    // -e NAME still passes the value through: it was read before the wipe.
+    Test::new()
+        .env("SCRUBBED_TOKEN", "tok-value-123")
+        .args(["-e", "SCRUBBED_TOKEN", "--", "echo $SCRUBBED_TOKEN"])
+        .run()
+        .expect_stdout("tok-value-123\n[exit code: 0]\n");
+}

@@ -98,6 +98,63 @@ pub fn init_process() {
     let _ = proctree::become_subreaper();
 }
 
+/// Overwrites, in this process's initial environment block, the values of
+/// the variables named in `names` (those the scrub withheld from the
+/// command) with NUL bytes; returns how many it overwrote.
+///
+/// `/proc/PID/environ` shows that very block (proc(5): the memory from
+/// `env_start` to `env_end`, fields 50 and 51 of `/proc/PID/stat` since
+/// Linux 3.5), whatever `setenv(3)` did since: a root command with
+/// CAP_SYS_PTRACE reads it despite `PR_SET_DUMPABLE`. Call it once the
+/// spec (and with it the child's environment and every `-e NAME` value)
+/// is resolved: afterwards `getenv(3)` of those names in this process
+/// gives an empty string. Errors when `/proc/self/stat` cannot be read or
+/// parsed; nothing is overwritten then.
+pub fn wipe_scrubbed_environ(names: &[std::ffi::OsString]) -> std::io::Result<usize> {
+    use std::os::unix::ffi::OsStrExt;
+    if names.is_empty() {
+        return Ok(0);
+    }
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "/proc/self/stat");
+    // Fields after the command name, which may hold spaces and parentheses:
+    // the last `)` ends it; field 3 (state) comes next.
+    let rest = &stat[stat.rfind(')').ok_or_else(bad)? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |n: usize| -> std::io::Result<usize> {
+        fields
+            .get(n - 3)
+            .and_then(|f| f.parse().ok())
+            .ok_or_else(bad)
+    };
+    let (start, end) = (field(50)?, field(51)?);
+    if end <= start {
+        return Ok(0);
+    }
+    // SAFETY: [env_start, env_end) is this process's own initial stack
+    // area, mapped readable and writable for its whole life (execve(2)
+    // copies the environment strings there); nothing frees it. Values
+    // overwritten in place keep every pointer into it valid.
+    let block = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, end - start) };
+    let mut wiped = 0;
+    let mut at = 0;
+    while at < block.len() {
+        let len = block[at..]
+            .iter()
+            .position(|b| *b == 0)
+            .unwrap_or(block.len() - at);
+        let entry = &mut block[at..at + len];
+        if let Some(eq) = entry.iter().position(|b| *b == b'=')
+            && names.iter().any(|n| n.as_bytes() == &entry[..eq])
+        {
+            entry[eq + 1..].fill(0);
+            wiped += 1;
+        }
+        at += len + 1;
+    }
+    Ok(wiped)
+}
+
 /// Either a started command, or the result of a run whose command never
 /// ran: its deadline passed during preparation, or confining the child
 /// failed (`sandbox.runner_failed`).
