@@ -47,7 +47,7 @@ _dsh__exec() {
 
     case "${cmd}" in
         dsh__exec)
-            opts="-C -t -e -s -i -h -V --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --allow-read --network --interactive --background --detach-after --stream --json --color --help --version explain job parse-status"
+            opts="-C -t -e -s -i -h -V --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --json --color --help --version explain job parse-status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -133,6 +133,10 @@ _dsh__exec() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --read-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --allow-read)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -157,7 +161,7 @@ _dsh__exec() {
             return 0
             ;;
         dsh__subcmd__exec__subcmd__explain)
-            opts="-C -t -e -s -i -h --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --allow-read --network --interactive --background --detach-after --stream --json --color --help"
+            opts="-C -t -e -s -i -h --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --json --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -240,6 +244,10 @@ _dsh__exec() {
                     return 0
                     ;;
                 --deny-read)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --read-root)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dsh_exec_global_optspecs
-    string join \n C/workdir= t/timeout= kill-after= stdout-max-bytes= stderr-max-bytes= stdin-file= e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= deny-read= allow-read= network= i/interactive background detach-after= stream json color= h/help V/version
+    string join \n C/workdir= t/timeout= kill-after= stdout-max-bytes= stderr-max-bytes= stdin-file= e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream json color= h/help V/version
 end
 
 function __fish_dsh_exec_needs_command
@@ -44,6 +44,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l writable-root -d 'Ano
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l allow-unix-socket -d 'A Unix socket outside the writable roots that a confined command may connect to (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l protect -d 'Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l deny-read -d 'Make PATH unreadable in the confining modes, besides ~/.ssh, ~/.aws and the rest of the default list (repeatable)' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l read-root -d 'Read only PATH (repeatable), the workspace, the writable roots and the system\'s directories: /usr, /bin, /sbin, /lib*, /etc, /proc, /sys and the ordinary devices' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l allow-read -d 'Lift one entry of the read deny list (or make PATH inside a denied directory readable) (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l network -d 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]' -r -f -a "allow\t'IPv4 and IPv6 sockets work'
 deny\t'IPv4 and IPv6 sockets are refused; Unix sockets work'"
@@ -82,6 +83,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l writable-r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l allow-unix-socket -d 'A Unix socket outside the writable roots that a confined command may connect to (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l protect -d 'Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l deny-read -d 'Make PATH unreadable in the confining modes, besides ~/.ssh, ~/.aws and the rest of the default list (repeatable)' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l read-root -d 'Read only PATH (repeatable), the workspace, the writable roots and the system\'s directories: /usr, /bin, /sbin, /lib*, /etc, /proc, /sys and the ordinary devices' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l allow-read -d 'Lift one entry of the read deny list (or make PATH inside a denied directory readable) (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l network -d 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]' -r -f -a "allow\t'IPv4 and IPv6 sockets work'
 deny\t'IPv4 and IPv6 sockets are refused; Unix sockets work'"

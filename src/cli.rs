@@ -339,6 +339,9 @@ pub struct RunArgs {
     /// Make PATH unreadable in the confining modes, besides ~/.ssh, ~/.aws and the rest of the default list (repeatable).
     #[arg(long = "deny-read", value_name = "PATH")]
     pub deny_read: Vec<PathBuf>,
+    /// Read only PATH (repeatable), the workspace, the writable roots and the system's directories: /usr, /bin, /sbin, /lib*, /etc, /proc, /sys and the ordinary devices.
+    #[arg(long = "read-root", value_name = "PATH")]
+    pub read_roots: Vec<PathBuf>,
     /// Lift one entry of the read deny list (or make PATH inside a denied directory readable) (repeatable).
     #[arg(long = "allow-read", value_name = "PATH")]
     pub allow_read: Vec<PathBuf>,
@@ -391,6 +394,7 @@ impl RunArgs {
             allow_unix_sockets: self.allow_unix_sockets,
             protect: self.protect,
             deny_read: self.deny_read,
+            read_roots: self.read_roots,
             allow_read: self.allow_read,
             no_temp_write: self.no_temp_write,
             allow_caches: self.allow_caches,

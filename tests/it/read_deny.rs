@@ -207,3 +207,65 @@ fn git_cargo_and_python_ssl_work_with_the_deny_list_in_force() {
         );
     }
 }
+
+#[test]
+fn raw_devices_and_the_kernel_log_are_unreadable_the_ordinary_devices_work() {
+    if !Path::new("/dev/kmsg").exists() {
+        eprintln!("skipped: no /dev/kmsg");
+        return;
+    }
+    for tier in tiers() {
+        let h = home();
+        let script = "head -c 1 /dev/kmsg; head -c 4 /dev/urandom | wc -c; echo x > /dev/null && ls /dev | grep -c null";
+        let v = run(tier, &h, &["-s", "read-only"], script);
+        assert_eq!(v["stdout"]["text"], "4\n1\n", "{tier:?}: {v}");
+        assert_eq!(
+            v["sandbox"]["denials"],
+            json!([{"op": "read", "path": "/dev/kmsg", "errno": "EACCES", "source": "output",
+                    "network": false, "hint": "--allow-read /dev", "count": 1}]),
+            "{tier:?}"
+        );
+    }
+}
+
+#[test]
+fn read_roots_read_their_roots_the_workspace_and_the_system_and_nothing_else() {
+    for tier in tiers() {
+        let h = home();
+        let data = h.tmp.join("data");
+        let other = h.tmp.join("other");
+        for (dir, file) in [(&data, "d"), (&other, "o")] {
+            std::fs::create_dir(dir).unwrap();
+            std::fs::write(dir.join(file), format!("{file}\n")).unwrap();
+        }
+        std::fs::write(h.ws.join("w"), "w\n").unwrap();
+        let script = format!(
+            "cat {d}/d w; head -c 1 /etc/passwd; echo; cat {o}/o; cat ~/notes",
+            d = p(&data),
+            o = p(&other)
+        );
+        let v = run(
+            tier,
+            &h,
+            &["-s", "read-only", "--read-root", p(&data)],
+            &script,
+        );
+        assert_eq!(v["stdout"]["text"], "d\nw\nr\n", "{tier:?}: {v}");
+        let denied: Vec<(&str, &str)> = v["sandbox"]["denials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| (d["path"].as_str().unwrap(), d["hint"].as_str().unwrap()))
+            .collect();
+        let (o, notes) = (other.join("o"), h.home.join("notes"));
+        let (ho, hn) = (
+            format!("--read-root {}", p(&other)),
+            format!("--read-root {}", p(&h.home)),
+        );
+        assert_eq!(
+            denied,
+            [(p(&o), ho.as_str()), (p(&notes), hn.as_str())],
+            "{tier:?}"
+        );
+    }
+}

@@ -197,6 +197,7 @@ fn sandbox_json(spec: &Spec) -> Value {
             "mechanism": READ_DENY_MECHANISM,
             "paths": roots.read_denied.iter().map(|p| lossy(p)).collect::<Vec<_>>(),
             "exceptions": roots.read_exceptions.iter().map(|p| lossy(p)).collect::<Vec<_>>(),
+            "read_roots": roots.read_roots.iter().map(|p| lossy(p)).collect::<Vec<_>>(),
         })),
         "spill_dir": lossy(&a.spill_dir.0),
         "mode": policy.mode,

@@ -20,6 +20,7 @@
 //! allow_caches = true        # as --allow-caches
 //! deny_read = ["~/.config/op"] # added to --deny-read
 //! allow_read = ["~/.npmrc"]    # added to --allow-read
+//! read_roots = ["~/src"]       # as --read-root (flags replace it)
 //! env_policy = "core"          # as --env-policy
 //!
 //! [caps]
@@ -88,6 +89,9 @@ pub struct Defaults {
     /// `--deny-read`); `~/` is the home.
     #[serde(default)]
     pub deny_read: Vec<PathBuf>,
+    /// The read allow-list (`--read-root`); flags replace it.
+    #[serde(default)]
+    pub read_roots: Vec<PathBuf>,
     /// Entries of the read deny list lifted (added to `--allow-read`).
     #[serde(default)]
     pub allow_read: Vec<PathBuf>,

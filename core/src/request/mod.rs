@@ -69,6 +69,10 @@ pub struct Request {
     pub protect: Vec<PathBuf>,
     /// More paths unreadable in the confining modes (`--deny-read`).
     pub deny_read: Vec<PathBuf>,
+    /// The read allow-list (`--read-root`): when not empty, only these,
+    /// the workspace, the writable roots and [`SYSTEM_READ_ROOTS`] are
+    /// readable.
+    pub read_roots: Vec<PathBuf>,
     /// Entries of the read deny list lifted, or paths inside a denied
     /// directory made readable (`--allow-read`).
     pub allow_read: Vec<PathBuf>,
@@ -411,6 +415,33 @@ pub const READ_DENIED_IN_HOME: &[&str] = &[
     ".password-store",
 ];
 
+/// What a process needs to run, readable under `--read-root` besides the
+/// roots given: the system's programs and libraries, its configuration
+/// (`/etc`, less the deny list), the kernel's interfaces (`/proc`: other
+/// processes' private files are still guarded by ptrace access checks;
+/// `/sys`), and the devices of [`READABLE_DEVICES`].
+pub const SYSTEM_READ_ROOTS: [&str; 10] = [
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/sys",
+];
+
+/// What stays readable in `/dev`, which is on the read deny list: a
+/// root command could otherwise read raw disks (`/dev/sda`, and every
+/// secret on them), the kernel log, and the user's other terminals. The
+/// command's own terminal (`-i`) and the ones it makes (a private devpts)
+/// are granted on their own; `--allow-read /dev` lifts the entry.
+pub const READABLE_DEVICES: [&str; 10] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/shm",
+    "/dev/mqueue",
+    "/dev/hugepages",
+];
+
 /// `path` with a leading `~/` taken from `home`.
 fn tilde(path: &Path, home: Option<&Path>) -> PathBuf {
     match (path.strip_prefix("~"), home) {
@@ -494,6 +525,7 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
         .iter()
         .flat_map(|h| READ_DENIED_IN_HOME.iter().map(|e| h.join(e)))
         .chain(std::iter::once(ambient.state_dir.clone()))
+        .chain(std::iter::once(PathBuf::from("/dev")))
         .chain(
             config_lists(|d| &d.deny_read)
                 .iter()
@@ -504,8 +536,16 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
         .collect();
     let read_exceptions: Vec<PathBuf> = allow_read
         .into_iter()
+        .chain(READABLE_DEVICES.iter().map(PathBuf::from))
         .filter(|a| deny_read.iter().any(|d| a.starts_with(d) && a != d))
         .collect();
+    let read_roots: Vec<PathBuf> = match (&req.read_roots[..], &req.config) {
+        ([], Some(c)) => c.defaults.read_roots.clone(),
+        (flags, _) => flags.to_vec(),
+    }
+    .into_iter()
+    .map(|p| absolute(&ambient.cwd, tilde(&p, home)))
+    .collect();
     // Protected paths add up: the configuration file's and the flags'.
     let protect: Vec<PathBuf> = req
         .config
@@ -540,6 +580,7 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
         home: ambient.home.clone(),
         deny_read,
         read_exceptions,
+        read_roots,
         config_path: req
             .config
             .as_ref()
@@ -660,6 +701,7 @@ mod tests {
             allow_unix_sockets: vec![odd()],
             protect: vec![odd()],
             deny_read: vec![],
+            read_roots: vec![],
             allow_read: vec![],
             no_temp_write: false,
             allow_caches: false,

@@ -99,6 +99,8 @@ pub struct Context {
     /// `--allow-read` exceptions inside them.
     pub read_denied: Vec<PathBuf>,
     pub read_exceptions: Vec<PathBuf>,
+    /// Under `--read-root`: every path reads are granted on (empty: `/`).
+    pub read_roots: Vec<PathBuf>,
 }
 
 /// The name of an errno, for a denial.
@@ -216,17 +218,31 @@ impl Context {
     /// read deny list (Landlock refuses it with EACCES, whether or not the
     /// run failed).
     fn judge_read(&self, p: &Path, errno: &str) -> Option<DenialFact> {
-        let entry = self.read_denied.iter().find(|d| p.starts_with(d))?;
         if errno != "EACCES" || self.read_exceptions.iter().any(|x| p.starts_with(x)) {
             return None;
         }
+        let hint = match self.read_denied.iter().find(|d| p.starts_with(d)) {
+            Some(entry) => format!("--allow-read {}", entry.display()),
+            None if !self.read_roots.is_empty()
+                && !self.read_roots.iter().any(|r| p.starts_with(r))
+                && !self.under_writable(p) =>
+            {
+                let dir = if p.is_dir() {
+                    p
+                } else {
+                    p.parent().unwrap_or(p)
+                };
+                format!("--read-root {}", dir.display())
+            }
+            None => return None,
+        };
         Some(DenialFact {
             op: "read".into(),
             path: Some(p.to_string_lossy().into_owned()),
             errno: errno.into(),
             source: "output".into(),
             network: false,
-            hint: Some(format!("--allow-read {}", entry.display())),
+            hint: Some(hint),
             count: 1,
         })
     }
@@ -501,6 +517,7 @@ mod tests {
             read_only_tree: false,
             read_denied: vec![],
             read_exceptions: vec![],
+            read_roots: vec![],
         }
     }
 

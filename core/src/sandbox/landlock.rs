@@ -365,7 +365,14 @@ pub fn build(
         // Reads everywhere but the read deny list: `/` split along the way
         // to each denied entry (see `split`), and the exceptions inside.
         let mut reads = Vec::new();
-        split(Path::new("/"), read_rights, &roots.read_denied, &mut reads);
+        if roots.read_roots.is_empty() {
+            split(Path::new("/"), read_rights, &roots.read_denied, &mut reads);
+        }
+        // --read-root: only the roots (each split likewise).
+        for root in &roots.read_roots {
+            let dir = std::fs::symlink_metadata(root).is_ok_and(|m| m.is_dir());
+            split_entry(root, dir, read_rights, &roots.read_denied, &mut reads);
+        }
         reads.extend(roots.read_exceptions.iter().map(|p| {
             let dir = std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
             let rights = if dir {

@@ -189,6 +189,11 @@ pub struct Policy {
     /// `--allow-read` paths inside a denied directory: readable again.
     #[serde(default, with = "crate::serde_paths::exact_paths")]
     pub read_exceptions: Vec<PathBuf>,
+    /// `--read-root` paths (absolute): when not empty, reads are granted
+    /// only on these, the workspace, the writable roots and
+    /// `request::SYSTEM_READ_ROOTS` instead of everywhere.
+    #[serde(default, with = "crate::serde_paths::exact_paths")]
+    pub read_roots: Vec<PathBuf>,
     /// `dsh-exec`'s configuration file (the one read, or where one would
     /// be read): protected, so a run cannot widen a later one.
     #[serde(with = "crate::serde_paths::exact_opt_path")]
@@ -258,6 +263,10 @@ pub struct Roots {
     pub read_denied: Vec<PathBuf>,
     /// The `--allow-read` exceptions inside them that exist, real paths.
     pub read_exceptions: Vec<PathBuf>,
+    /// Under `--read-root`: every path reads are granted on (the roots
+    /// given, the workspace, the system's directories), real paths that
+    /// exist; empty: reads are granted on `/`.
+    pub read_roots: Vec<PathBuf>,
 }
 
 impl Roots {
@@ -360,6 +369,17 @@ pub fn open_roots(policy: &Policy) -> Roots {
         };
         roots.read_denied = real(&policy.deny_read);
         roots.read_exceptions = real(&policy.read_exceptions);
+        if !policy.read_roots.is_empty() {
+            let system = crate::request::SYSTEM_READ_ROOTS.iter().map(PathBuf::from);
+            let all: Vec<PathBuf> = policy
+                .read_roots
+                .iter()
+                .cloned()
+                .chain(std::iter::once(policy.workspace_root.value.clone()))
+                .chain(system)
+                .collect();
+            roots.read_roots = real(&all);
+        }
     }
     // The temp dir follows no symlink either: TMPDIR may name a directory
     // in a writable root of an earlier run.
@@ -941,6 +961,7 @@ impl Prepared {
                 .is_some_and(|m| m.tree_roots.is_some()),
             read_denied: self.roots.read_denied.clone(),
             read_exceptions: self.roots.read_exceptions.clone(),
+            read_roots: self.roots.read_roots.clone(),
         }
     }
 
