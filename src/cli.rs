@@ -47,7 +47,7 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
             "The last line is always the marker: [exit code: N], [killed by signal: NAME], or \
              [detached as job ID] for a --detach-after run still running. 'dsh-exec parse-status' \
              reads it back. With --json, one JSON object is printed instead: command, workdir, \
-             exit_code, signal, timed_out, aborted, aborted_by, capped, timeout_ms, duration_ms, \
+             exit_code, signal, timed_out, aborted, aborted_by, capped, env_scrubbed, timeout_ms, duration_ms, \
              stdout and stderr (text, truncated, total_bytes, spill_path), sandbox (mode, denied, \
              denials, denials_more, network_denied, enforcement, runner_failed, network, \
              network_enforcement, protected_changes).",
@@ -67,9 +67,12 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
     (
         "ENVIRONMENT",
         &[
-            "The command's environment is built in four layers: the environment of dsh-exec minus \
-             credential-shaped names (containing KEY, SECRET, TOKEN, PASSWORD, PASSWD or CREDENTIAL, \
-             in any case) and minus every DSH_* name; then PAGER=cat, GIT_PAGER=cat, MANPAGER=cat, \
+            "The command's environment is built in four layers: the environment of dsh-exec \
+             (--env-policy inherit; core passes only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, \
+             TZ, TMPDIR and TERM; none nothing) minus what is plainly a secret (a name with a word \
+             such as KEY, SECRET, TOKEN, PASSWORD, PASS, PWD, AUTH, SESSION, PAT, DSN or WEBHOOK; \
+             SSH_AUTH_SOCK, GPG_AGENT_INFO, KRB5CCNAME; a value with a URL password, a private key \
+             or a known token shape; see the README) and minus every DSH_* name; then PAGER=cat, GIT_PAGER=cat, MANPAGER=cat, \
              GIT_TERMINAL_PROMPT=0, TERM=dumb and NO_COLOR=1 (not with --interactive); then --env \
              entries; then --dsh-env entries, which no --env entry can displace. Sandboxed runs \
              also get DSH_SANDBOX_MODE (and DSH_SANDBOX_NETWORK=deny).",

@@ -130,10 +130,18 @@ pub struct Spec {
 impl Spec {
     /// The names scrubbed from the command's environment, sorted (the
     /// result's `env_scrubbed`).
+    /// A name passed back with `-e NAME` is not listed: the command got it.
     pub fn env_scrubbed(&self) -> Vec<String> {
+        let passed = |n: &std::ffi::OsString| {
+            self.env
+                .settings
+                .iter()
+                .any(|s| s.layer == crate::request::env::Layer::Explicit && n == s.name.as_str())
+        };
         self.env
             .scrubbed
             .iter()
+            .filter(|n| !passed(n))
             .map(|n| n.to_string_lossy().into_owned())
             .collect()
     }

@@ -243,3 +243,29 @@ fn scrubbed_values_leave_dsh_exec_s_own_environment_block() {
         .run()
         .expect_stdout("tok-value-123\n[exit code: 0]\n");
 }
+
+#[test]
+fn env_policy_none_still_names_the_granted_temp_dir_and_env_scrubbed_omits_what_e_passed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let out = Test::new()
+        .env("TMPDIR", tmp.path())
+        .env("A_TOKEN", "t")
+        .env("B_TOKEN", "t")
+        .args([
+            "--json",
+            "-s",
+            "workspace-write",
+            "--env-policy",
+            "none",
+            "-e",
+            "A_TOKEN",
+            "-C",
+        ])
+        .arg(ws.path())
+        .args(["--", "mktemp >/dev/null && echo made"])
+        .run();
+    let v = out.json();
+    assert_eq!(v["stdout"]["text"], "made\n", "{v}");
+    assert_eq!(v["env_scrubbed"], serde_json::json!(["B_TOKEN"]));
+}

@@ -222,7 +222,7 @@ fn raw_devices_and_the_kernel_log_are_unreadable_the_ordinary_devices_work() {
         assert_eq!(
             v["sandbox"]["denials"],
             json!([{"op": "read", "path": "/dev/kmsg", "errno": "EACCES", "source": "output",
-                    "network": false, "hint": "--allow-read /dev", "count": 1}]),
+                    "network": false, "hint": "--allow-read /dev/kmsg", "count": 1}]),
             "{tier:?}"
         );
     }
@@ -267,5 +267,61 @@ fn read_roots_read_their_roots_the_workspace_and_the_system_and_nothing_else() {
             [(p(&o), ho.as_str()), (p(&notes), hn.as_str())],
             "{tier:?}"
         );
+    }
+}
+
+#[test]
+fn a_denied_entry_renamed_or_linked_by_a_run_is_not_readable_to_the_next() {
+    for tier in tiers() {
+        let h = home();
+        std::fs::create_dir(h.home.join(".cargo")).unwrap();
+        std::fs::write(h.home.join(".cargo/credentials"), "CARGO TOKEN\n").unwrap();
+        // The home as the workspace: the directories along the way to the
+        // denied entries are writable.
+        let plant = "mv .netrc n2; ln .cargo/credentials .cargo/c3; ln .cargo/credentials c4; true";
+        Test::in_tier(tier)
+            .env("HOME", &h.home)
+            .env("TMPDIR", &h.tmp)
+            .args(["-s", "workspace-write", "-C", p(&h.home), "--", plant])
+            .run();
+        let v = run(
+            tier,
+            &h,
+            &["-s", "read-only"],
+            "cat ~/n2 ~/.cargo/c3 ~/c4 ~/.netrc",
+        );
+        assert_eq!(v["stdout"]["text"], "", "{tier:?}: {v}");
+        assert_eq!(
+            std::fs::read_to_string(h.home.join(".netrc")).unwrap(),
+            "machine x password y\n",
+            "{tier:?}"
+        );
+    }
+}
+
+#[test]
+fn a_symlink_in_a_denied_directory_and_an_entry_made_during_the_run_stay_unreadable() {
+    for tier in tiers() {
+        let h = home();
+        let keys = h.tmp.join("keys");
+        std::fs::create_dir(&keys).unwrap();
+        std::fs::write(keys.join("awscred"), "AWS SECRET\n").unwrap();
+        std::fs::create_dir(h.home.join(".aws")).unwrap();
+        std::os::unix::fs::symlink(keys.join("awscred"), h.home.join(".aws/credentials")).unwrap();
+        // ~/.config/gh appears while the run waits.
+        std::fs::create_dir(h.home.join(".config")).unwrap();
+        let gh = h.home.join(".config/gh");
+        let script = format!(
+            "cat ~/.aws/credentials; while [ ! -e {g}/hosts.yml ]; do sleep 0.05; done; cat {g}/hosts.yml",
+            g = p(&gh)
+        );
+        let maker = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            std::fs::create_dir(&gh).unwrap();
+            std::fs::write(gh.join("hosts.yml"), "GH TOKEN\n").unwrap();
+        });
+        let v = run(tier, &h, &["-s", "read-only", "--timeout", "20s"], &script);
+        maker.join().unwrap();
+        assert_eq!(v["stdout"]["text"], "", "{tier:?}: {v}");
     }
 }

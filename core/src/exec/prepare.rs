@@ -131,6 +131,12 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         .transpose()?;
     if let Some(scratch) = sandbox.as_ref().and_then(|s| s.roots.scratch.as_ref()) {
         point_temp_at(&mut env, scratch);
+    } else if let Some(temp) = sandbox.as_ref().and_then(|s| s.roots.temp_dir.as_ref())
+        && !env.iter().any(|(k, _)| k == "TMPDIR")
+    {
+        // --env-policy none: the command would fall back to /tmp, which
+        // may not be the temp dir the sandbox grants.
+        point_temp_at(&mut env, temp);
     }
     let (spill_parent, moved) = spill_parent(spec, sandbox.as_ref())?;
     let spill_dir = SpillDir::new(&spill_parent)?;

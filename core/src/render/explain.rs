@@ -280,11 +280,15 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
             rows.push((name.into(), p.display().to_string(), String::new()));
         }
         for p in &roots.read_exceptions {
-            rows.push((
-                "read-allowed".into(),
-                p.display().to_string(),
-                "(--allow-read)".into(),
-            ));
+            let built_in = crate::request::READABLE_DEVICES
+                .iter()
+                .any(|d| p == std::path::Path::new(d));
+            let why = if built_in {
+                "(built in)"
+            } else {
+                "(--allow-read)"
+            };
+            rows.push(("read-allowed".into(), p.display().to_string(), why.into()));
         }
         if !roots.read_denied.is_empty() {
             rows.push((
@@ -292,6 +296,10 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
                 READ_DENY_MECHANISM.into(),
                 String::new(),
             ));
+        }
+        for (i, p) in roots.read_roots.iter().enumerate() {
+            let name = if i == 0 { "read-roots" } else { "" };
+            rows.push((name.into(), p.display().to_string(), "(--read-root)".into()));
         }
         if let Some(parent) = &policy.scratch_parent {
             rows.push(("scratch".into(), scratch(parent), String::new()));

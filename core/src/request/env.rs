@@ -10,6 +10,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -51,7 +52,7 @@ pub const SECRET_NAMES: [&str; 3] = ["SSH_AUTH_SOCK", "GPG_AGENT_INFO", "KRB5CCN
 /// why (the README lists them): the working directory, the desktop
 /// session's identifiers and its D-Bus bus (an address, no credential),
 /// and terminals' session ids.
-pub const HARMLESS_NAMES: [(&str, &str); 12] = [
+pub const HARMLESS_NAMES: [(&str, &str); 14] = [
     ("PWD", "the working directory"),
     ("OLDPWD", "the previous working directory"),
     ("XDG_SESSION_ID", "the login session's number"),
@@ -70,12 +71,17 @@ pub const HARMLESS_NAMES: [(&str, &str); 12] = [
     ("SESSION_MANAGER", "the X session manager's socket address"),
     ("TERM_SESSION_ID", "a terminal's session id"),
     ("GPG_TTY", "the terminal gpg asks on"),
+    (
+        "GPG_KEY",
+        "a public release key's fingerprint (official Python images set it)",
+    ),
+    ("WT_SESSION", "Windows Terminal's session id"),
 ];
 
 /// Well-known shapes of token values, by name: a value holding one is
 /// scrubbed whatever its variable is called. Each is a prefix and the
 /// least count of token characters (`[A-Za-z0-9_-]`) after it.
-pub const TOKEN_SHAPES: [(&str, &str, usize); 14] = [
+pub const TOKEN_SHAPES: [(&str, &str, usize); 21] = [
     ("github", "ghp_", 30),
     ("github", "gho_", 30),
     ("github", "ghu_", 30),
@@ -90,6 +96,13 @@ pub const TOKEN_SHAPES: [(&str, &str, usize); 14] = [
     ("hugging face", "hf_", 30),
     ("npm", "npm_", 36),
     ("aws access key id", "AKIA", 16),
+    ("aws access key id", "ASIA", 16),
+    ("jwt", "eyJ", 15),
+    ("pypi", "pypi-AgE", 30),
+    ("stripe", "sk_live_", 20),
+    ("stripe", "rk_live_", 20),
+    ("google api key", "AIza", 30),
+    ("slack", "xapp-", 10),
 ];
 
 /// Why a variable would be scrubbed: `managed DSH_`, `name SSH_AUTH_SOCK`,
@@ -99,20 +112,112 @@ pub fn scrub_rule(name: &OsStr, value: &OsStr) -> Option<String> {
     if is_managed(name) {
         return Some(format!("managed {MANAGED_PREFIX}"));
     }
-    let upper = String::from_utf8_lossy(name.as_bytes()).to_ascii_uppercase();
+    let raw = String::from_utf8_lossy(name.as_bytes());
+    let upper = raw.to_ascii_uppercase();
     if SECRET_NAMES.contains(&upper.as_str()) {
         return Some(format!("name {upper}"));
     }
-    if !HARMLESS_NAMES.iter().any(|(n, _)| *n == upper) {
-        let words: Vec<&str> = upper.split('_').collect();
-        if let Some(w) = words.iter().find(|w| SECRET_WORDS.contains(w)) {
-            return Some(format!("word {w}"));
-        }
-        if words.windows(2).any(|w| w == ["CONNECTION", "STRING"]) {
-            return Some("word CONNECTION_STRING".into());
+    let text = String::from_utf8_lossy(value.as_bytes());
+    if !HARMLESS_NAMES.iter().any(|(n, _)| *n == upper) && !harmless_value(&text) {
+        let words = name_words(&raw);
+        // `..._PATH`, `..._DIR`, `..._FILE`: where a secret is, not one.
+        let names_a_place = words
+            .last()
+            .is_some_and(|w| ["PATH", "DIR", "DIRECTORY", "FILE", "HOME"].contains(&w.as_str()));
+        let harmless_session = words.windows(2).any(|w| {
+            w[0] == "SESSION"
+                && [
+                    "ID", "TYPE", "VERSION", "PID", "NAME", "CLASS", "DESKTOP", "PATH", "MANAGER",
+                    "BUS",
+                ]
+                .contains(&w[1].as_str())
+        });
+        if !names_a_place {
+            if let Some(w) = words.iter().find_map(|w| secret_word(w))
+                && !(w == "SESSION" && harmless_session)
+            {
+                return Some(format!("word {w}"));
+            }
+            if words
+                .windows(2)
+                .any(|w| w == ["CONNECTION", "STRING"] || w == ["CONNECTION", "STRINGS"])
+            {
+                return Some("word CONNECTION_STRING".into());
+            }
         }
     }
     value_rule(value.as_bytes())
+}
+
+/// The words of a name, in upper case: split at every character that is
+/// not a letter or a digit (`_`, `.`, `-`, `/`, `:`), and where a lower-case
+/// letter meets an upper-case one (`GithubToken`, `dbPassword`).
+fn name_words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if !c.is_ascii_alphanumeric() {
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && prev_lower && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit() && prev_lower;
+        word.push(c.to_ascii_uppercase());
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// The secret word a word of a name is, if any: one of [`SECRET_WORDS`],
+/// its plural, or a compound that ends with one of the long ones
+/// (`PGPASSWORD`, `ROOTPASSWORD`, `AUTHTOKEN`) or starts with `SECRET`
+/// or `PASSWORD` (`SECRETKEY`; not `TOKENIZERS`).
+fn secret_word(word: &str) -> Option<&'static str> {
+    const LONG: [&str; 7] = [
+        "PASSWORD",
+        "PASSWD",
+        "PASSPHRASE",
+        "SECRET",
+        "TOKEN",
+        "APIKEY",
+        "CREDENTIAL",
+    ];
+    let singular = word
+        .strip_suffix('S')
+        .filter(|w| w.len() >= 3)
+        .unwrap_or(word);
+    SECRET_WORDS
+        .iter()
+        .find(|w| **w == word || **w == singular)
+        .copied()
+        .or_else(|| {
+            LONG.iter()
+                .find(|l| {
+                    singular.ends_with(*l)
+                        || singular.starts_with(*l) && ["SECRET", "PASSWORD"].contains(l)
+                })
+                .copied()
+        })
+}
+
+/// A value no secret can be: empty, a switch (`0`, `1`, `true`, `no`), or
+/// an absolute path to something that exists (a name like
+/// `GOOGLE_APPLICATION_CREDENTIALS` then says where a secret is, not what).
+fn harmless_value(value: &str) -> bool {
+    let v = value.trim();
+    let switch = ["", "0", "1", "true", "false", "yes", "no", "on", "off"]
+        .iter()
+        .any(|s| v.eq_ignore_ascii_case(s));
+    let path = v.starts_with('/') && !v.contains(char::is_whitespace) && Path::new(v).exists();
+    switch || path
 }
 
 /// The value rules of [`scrub_rule`].
@@ -124,15 +229,35 @@ fn value_rule(value: &[u8]) -> Option<String> {
     if text.contains("-----BEGIN") && text.contains("PRIVATE KEY") {
         return Some("private key".into());
     }
+    let lower = text.to_ascii_lowercase();
+    // A password in a connection string or a document: JDBC `password=`,
+    // ADO.NET `Password=...;`, JSON `"password": ...`.
+    for marker in [
+        "password=",
+        "pwd=",
+        "\"password\":",
+        "\"password\" :",
+        "passwd=",
+    ] {
+        if lower.contains(marker) {
+            return Some("inline password".into());
+        }
+    }
+    if lower.contains("basic ") && lower.contains("authorization") || lower.starts_with("bearer ") {
+        return Some("authorization header".into());
+    }
     let token_char = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
+    // A token starts the value or follows a separator; not a path or a
+    // file name (`/data/hf_models`).
+    let boundary_char = |c: u8| !token_char(c) && c != b'/' && c != b'.';
     for (what, prefix, least) in TOKEN_SHAPES {
         let mut from = 0;
         while let Some(at) = text[from..].find(prefix) {
             let start = from + at;
-            let boundary = start == 0 || !token_char(text.as_bytes()[start - 1]);
+            let boundary = start == 0 || boundary_char(text.as_bytes()[start - 1]);
             let tail = &text.as_bytes()[start + prefix.len()..];
             let run = tail.iter().take_while(|c| token_char(**c)).count();
-            let aws_ok = prefix != "AKIA"
+            let aws_ok = (prefix != "AKIA" && prefix != "ASIA")
                 || tail[..run.min(16)]
                     .iter()
                     .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
@@ -152,10 +277,10 @@ fn url_has_password(text: &str) -> bool {
     let mut rest = text;
     while let Some(at) = rest.find("://") {
         let after = &rest[at + 3..];
-        let authority_end = after
-            .find(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace() || c == ',')
-            .unwrap_or(after.len());
-        let authority = &after[..authority_end];
+        // Up to the last `@` before the next blank: a password may hold an
+        // unencoded `/`, `?`, `#` or `,` (`postgres://u:pa/ss@h/db`).
+        let end = after.find(char::is_whitespace).unwrap_or(after.len());
+        let authority = &after[..end];
         if let Some(userinfo_end) = authority.rfind('@') {
             let userinfo = &authority[..userinfo_end];
             if userinfo
@@ -358,8 +483,10 @@ impl EnvPlan {
             };
             let control = (confined && CONTROL_SOCKETS.iter().any(|c| k == *c))
                 .then(|| "control socket".to_string());
+            // A secret is listed (and wiped from dsh-exec's own block)
+            // whatever the policy; the policy drops the rest.
             let rule = scrub_rule(k, v).or(control);
-            if let Some(rule) = rule.filter(|_| kept_by_policy) {
+            if let Some(rule) = rule {
                 if !scrubbed.iter().any(|(n, _)| n == k) {
                     scrubbed.push((k.clone(), rule));
                 }
@@ -484,6 +611,18 @@ mod tests {
             ("SSH_AUTH_SOCK", "name SSH_AUTH_SOCK"),
             ("GPG_AGENT_INFO", "name GPG_AGENT_INFO"),
             ("KRB5CCNAME", "name KRB5CCNAME"),
+            ("PGPASSWORD", "word PASSWORD"),
+            ("GithubToken", "word TOKEN"),
+            ("dbPassword", "word PASSWORD"),
+            ("MYSQL_ROOTPASSWORD", "word PASSWORD"),
+            ("MINIO_SECRETKEY", "word SECRET"),
+            ("NPM_AUTHTOKEN", "word TOKEN"),
+            ("AWS_SECRETS", "word SECRET"),
+            ("API_KEYS", "word KEY"),
+            ("spring.datasource.password", "word PASSWORD"),
+            ("MY-TOKEN", "word TOKEN"),
+            ("npm_config_//registry.npmjs.org/:_authToken", "word AUTH"),
+            ("ConnectionStrings__Default", "word CONNECTION_STRING"),
             ("DSH_OLD", "managed DSH_"),
         ] {
             assert_eq!(rule(name, "x").as_deref(), Some(why), "{name}");
@@ -503,9 +642,26 @@ mod tests {
             "PATCH_LEVEL",
             "KEYBOARD",
             "GIT_AUTHOR_NAME",
+            "GPG_KEY",
+            "DBUS_SESSION_BUS_PID",
+            "ITERM_SESSION_ID",
+            "KDE_SESSION_VERSION",
+            "SESSION_TYPE",
+            "TF_VAR_session_name",
+            "PASSWORD_STORE_DIR",
+            "PUBLIC_KEY_PATH",
+            "PASSWD_FILE",
+            "WT_SESSION",
+            "TOKENIZERS_PARALLELISM",
         ] {
             assert_eq!(rule(name, "x"), None, "{name}");
         }
+        // A switch or an existing path is no secret, whatever the name.
+        assert_eq!(rule("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1"), None);
+        assert_eq!(
+            rule("GOOGLE_APPLICATION_CREDENTIALS", "/etc/hostname"),
+            None
+        );
     }
 
     #[test]
@@ -540,7 +696,31 @@ mod tests {
             ),
             (
                 "Bearer ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+                "authorization header",
+            ),
+            (
+                "{\"auth\": \"ghp_abcdefghijklmnopqrstuvwxyz0123456789\"}",
                 "token shape github",
+            ),
+            ("postgres://user:pa/ss@h/db", "url password"),
+            ("jdbc:mysql://h/db?user=u&password=x", "inline password"),
+            (
+                "Server=h;Database=d;User Id=u;Password=x;",
+                "inline password",
+            ),
+            ("{\"password\": \"x\"}", "inline password"),
+            (
+                "pypi-AgEIcHlwaS5vcmcCJGFiY2RlZmdoLWlqa2w",
+                "token shape pypi",
+            ),
+            ("sk_live_abcdefghijklmnopqrstuvwx", "token shape stripe"),
+            (
+                "AIzaSyAbcdefghijklmnopqrstuvwxyz0123456",
+                "token shape google api key",
+            ),
+            (
+                "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcdefghijk",
+                "token shape jwt",
             ),
             ("-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n", "private key"),
         ] {
@@ -549,11 +729,11 @@ mod tests {
         for value in [
             "postgres://h/db",
             "https://user@h/x",
-            "https://example.com/a:b@c",
             "desk-top",
             "task-runner",
             "AKIA",
             "/usr/bin:/bin",
+            "/data/hf_models_cache_directory_long_name_x",
         ] {
             assert_eq!(rule("PLAIN_VALUE", value), None, "{value}");
         }
@@ -578,7 +758,8 @@ mod tests {
         assert_eq!(names(EnvPolicy::Core), ["PATH", "LC_TIME"]);
         assert!(names(EnvPolicy::None).is_empty());
         let plan = EnvPlan::build(&amb, true, false, EnvPolicy::Core, &[], &[]);
-        assert_eq!((plan.policy_dropped, plan.scrubbed.len()), (2, 0));
+        // A_TOKEN is listed as scrubbed (and wiped) whatever the policy.
+        assert_eq!((plan.policy_dropped, plan.scrubbed.len()), (1, 1));
     }
 
     #[test]

@@ -524,7 +524,11 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
     let deny_read: Vec<PathBuf> = homes
         .iter()
         .flat_map(|h| READ_DENIED_IN_HOME.iter().map(|e| h.join(e)))
-        .chain(std::iter::once(ambient.state_dir.clone()))
+        // The state directory, unless it is the fallback inside the temp
+        // dir (no home): denying it would split the temp dir's grant, and
+        // no new file directly in $TMPDIR could be written. It stays
+        // protected (read-only) there.
+        .chain(Some(ambient.state_dir.clone()).filter(|s| !s.starts_with(&ambient.temp_dir)))
         .chain(std::iter::once(PathBuf::from("/dev")))
         .chain(
             config_lists(|d| &d.deny_read)

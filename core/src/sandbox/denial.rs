@@ -222,6 +222,8 @@ impl Context {
             return None;
         }
         let hint = match self.read_denied.iter().find(|d| p.starts_with(d)) {
+            // Lifting all of /dev would open the raw disks: name the device.
+            Some(entry) if entry == Path::new("/dev") => format!("--allow-read {}", p.display()),
             Some(entry) => format!("--allow-read {}", entry.display()),
             None if !self.read_roots.is_empty()
                 && !self.read_roots.iter().any(|r| p.starts_with(r))
@@ -265,7 +267,9 @@ impl Context {
             // EBUSY.
             (true, "EBUSY") => protected,
             (true, e) => e == "EROFS" || e == "ENOENT",
-            (false, e) => e != "EROFS" && e != "EBUSY",
+            // Landlock refuses with EACCES; EPERM on a device is a
+            // capability (CAP_SYSLOG for /dev/kmsg), not the sandbox.
+            (false, e) => e != "EROFS" && e != "EBUSY" && !(pseudo && e == "EPERM"),
         };
         // A write lands in a directory that exists (or makes the file that
         // is there): `refs/heads/x` of git's `cannot lock ref` is no file.
@@ -325,9 +329,14 @@ fn paths_in(line: &str) -> Vec<String> {
     // `prog: ...`: the program's name is no path (`/usr/bin/ld: cannot open
     // output file m: Read-only file system`).
     let fields: Vec<&str> = line.split(": ").collect();
+    let marker_at = fields.iter().position(|f| {
+        let f = f.to_lowercase();
+        DENIAL_MARKERS.iter().any(|m| f.starts_with(m))
+    });
+    // `PATH: Read-only file system` (git init): the first field is the path.
     let program = fields
         .first()
-        .filter(|f| fields.len() > 1 && !f.contains(char::is_whitespace))
+        .filter(|f| fields.len() > 1 && !f.contains(char::is_whitespace) && marker_at != Some(1))
         .copied();
     if found.is_empty() {
         // The field just before the refusal names the file: `bash: line 1:
@@ -338,7 +347,8 @@ fn paths_in(line: &str) -> Vec<String> {
             .iter()
             .position(|f| DENIAL_MARKERS.iter().any(|m| f.starts_with(m)))
         {
-            let before = fields[1.min(at)..at]
+            let first = if program.is_some() { 1 } else { 0 };
+            let before = fields[first.min(at)..at]
                 .iter()
                 .rev()
                 .map(|f| f.trim())
@@ -475,9 +485,32 @@ pub fn from_output(ctx: &Context, failed: bool, stdout: &str, stderr: &str) -> V
                     (Some(rest), Some(home)) => home.join(rest).to_string_lossy().into_owned(),
                     _ => path,
                 };
-                if let Some(mut d) = ctx.judge(&path, errno)
-                    && !found.iter().any(|f| f.path == d.path)
+                if let Some(same) = ctx
+                    .judge(&path, errno)
+                    .and_then(|d| found.iter_mut().find(|f| f.path == d.path))
                 {
+                    same.count += 1;
+                    continue;
+                }
+                if let Some(mut d) = ctx.judge(&path, errno) {
+                    // A refused write to a denied path is a write, not a read.
+                    let writes = [
+                        "cannot create",
+                        "cannot touch",
+                        "cannot remove",
+                        "cannot move",
+                        "cannot mkdir",
+                        "cannot write",
+                        "failed to create",
+                        "could not create",
+                        "could not write",
+                        "could not lock",
+                        "for writing",
+                    ];
+                    if d.op == "read" && writes.iter().any(|w| lower.contains(w)) {
+                        d.op = "write".into();
+                        d.hint = None;
+                    }
                     // coreutils name a metadata change (chmod, chown, touch).
                     if d.op == "write" {
                         d.op = if lower.contains("changing permissions") {
@@ -578,6 +611,10 @@ mod tests {
                 "/root/.npm/x",
             ),
         ] {
+            assert_eq!(paths_in(line), vec![path.to_string()], "{line}");
+        }
+        {
+            let (line, path) = ("/tmp/ws/.git: Read-only file system", "/tmp/ws/.git");
             assert_eq!(paths_in(line), vec![path.to_string()], "{line}");
         }
     }

@@ -346,6 +346,67 @@ fn open_no_symlinks(path: &Path) -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// The real path of `path` as far as it exists: its longest existing
+/// ancestor made real (canonicalize(3)), the rest appended.
+fn real_as_far_as_it_exists(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = path.to_path_buf();
+    loop {
+        if let Ok(mut r) = std::fs::canonicalize(&at) {
+            r.extend(rest.iter().rev());
+            return r;
+        }
+        match (at.file_name().map(|n| n.to_os_string()), at.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                at = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// The real targets of the symlinks inside the denied directories (at most
+/// [`SYMLINK_SCAN`] entries looked at in all): those outside every denied
+/// entry.
+fn symlink_targets(denied: &[PathBuf]) -> Vec<PathBuf> {
+    let mut budget = SYMLINK_SCAN;
+    let mut out = Vec::new();
+    // Not /dev: its symlinks name /proc/self (whose target is this
+    // process's, not the command's) and devices, which have rules of their
+    // own.
+    let mut stack: Vec<PathBuf> = denied
+        .iter()
+        .filter(|d| d.is_dir() && !d.starts_with("/dev"))
+        .cloned()
+        .collect();
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if budget == 0 {
+                return out;
+            }
+            budget -= 1;
+            let Ok(kind) = e.file_type() else { continue };
+            if kind.is_dir() {
+                stack.push(e.path());
+            } else if kind.is_symlink()
+                && let Ok(t) = std::fs::canonicalize(e.path())
+                && !t.starts_with("/proc")
+                && !denied.iter().any(|d| t.starts_with(d))
+            {
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+/// How many entries of the denied directories are looked at for symlinks.
+const SYMLINK_SCAN: usize = 2048;
+
 /// Opens the writable roots of `policy`, each once: a root that is missing
 /// or not a directory is skipped with its reason, and so is a
 /// `--writable-root` that is itself a symlink (not followed: whoever could
@@ -367,7 +428,23 @@ pub fn open_roots(policy: &Policy) -> Roots {
             }
             out
         };
-        roots.read_denied = real(&policy.deny_read);
+        // Every entry, whether it exists or not: one made later (by another
+        // process, or `gh auth login` during a job) is then unreadable too,
+        // its existing parent being split. Made real as far as it exists.
+        for p in &policy.deny_read {
+            let r = real_as_far_as_it_exists(p);
+            if !roots.read_denied.contains(&r) {
+                roots.read_denied.push(r);
+            }
+        }
+        // What a symlink inside a denied directory points at is denied too
+        // (dotfile managers keep ~/.aws/credentials elsewhere).
+        let targets = symlink_targets(&roots.read_denied);
+        for t in targets {
+            if !roots.read_denied.contains(&t) {
+                roots.read_denied.push(t);
+            }
+        }
         roots.read_exceptions = real(&policy.read_exceptions);
         if !policy.read_roots.is_empty() {
             let system = crate::request::SYSTEM_READ_ROOTS.iter().map(PathBuf::from);
@@ -575,6 +652,94 @@ pub(crate) struct AfterRun {
     /// The indexes of the protected repositories, for the submodules a
     /// run may register in them (`gitcheck`).
     pub(crate) indexes: Vec<gitcheck::IndexWatch>,
+    /// Without a mount namespace: the denied entries inside writable roots,
+    /// for the names a run gave them (see [`DeniedWatch`]).
+    pub(crate) denied: Option<DeniedWatch>,
+}
+
+/// The read deny list's entries that lie inside writable roots, watched
+/// where no mount namespace keeps them in place: in a directory along the
+/// way to one (which Landlock grants the entry rights), a run can rename a
+/// denied file or hard-link it to a new name in the same directory, or in
+/// another such directory (Landlock's refer check allows a link between
+/// directories of equal rights; into a readable one it refuses it, EXDEV),
+/// and the next run, which splits by name, would read it. After the run,
+/// every name in those directories that is a denied inode but not its
+/// own name is removed (a hard link: no data goes) or, when the entry's
+/// own name is gone, renamed back. Relies on readdir(3) and fstatat(2)
+/// with AT_SYMLINK_NOFOLLOW, each directory opened with no symlink on the
+/// way (openat2(2) RESOLVE_NO_SYMLINKS).
+#[derive(Debug, Default)]
+pub(crate) struct DeniedWatch {
+    /// (device, inode) and real path of each denied entry.
+    entries: Vec<((u64, u64), PathBuf)>,
+    /// The directories along the way, inside the writable roots.
+    dirs: Vec<PathBuf>,
+}
+
+impl DeniedWatch {
+    fn record(denied: &[PathBuf], writable: &[PathBuf]) -> Option<DeniedWatch> {
+        use std::os::unix::fs::MetadataExt;
+        let mut w = DeniedWatch::default();
+        for d in denied {
+            let Some(root) = writable.iter().find(|r| d.starts_with(r)) else {
+                continue;
+            };
+            let Ok(m) = std::fs::symlink_metadata(d) else {
+                continue;
+            };
+            w.entries.push(((m.dev(), m.ino()), d.clone()));
+            for dir in d.ancestors().skip(1) {
+                if !dir.starts_with(root) {
+                    break;
+                }
+                if !w.dirs.iter().any(|x| x == dir) {
+                    w.dirs.push(dir.to_path_buf());
+                }
+            }
+        }
+        (!w.entries.is_empty()).then_some(w)
+    }
+
+    /// Puts the denied entries back under their own names only.
+    fn undo(&self) -> Vec<protect::ProtectedChange> {
+        use std::os::fd::AsRawFd;
+        let mut changes = Vec::new();
+        for dir in &self.dirs {
+            let Ok(fd) = undo::open_root(dir) else {
+                continue;
+            };
+            for name in undo::names(fd.as_raw_fd()) {
+                let Ok(st) = undo::stat_at(fd.as_raw_fd(), &name) else {
+                    continue;
+                };
+                let path = dir.join(&name);
+                let Some((_, own)) = self
+                    .entries
+                    .iter()
+                    .find(|(id, _)| *id == (st.st_dev, st.st_ino))
+                else {
+                    continue;
+                };
+                if *own == path {
+                    continue;
+                }
+                let back =
+                    own.parent() == Some(dir.as_path()) && std::fs::symlink_metadata(own).is_err();
+                let done = if back {
+                    std::fs::rename(&path, own).is_ok()
+                } else {
+                    undo::remove_at(fd.as_raw_fd(), &name)
+                };
+                changes.push(protect::ProtectedChange {
+                    path,
+                    change: if back { "replaced" } else { "removed" },
+                    restored: done,
+                });
+            }
+        }
+        changes
+    }
 }
 
 impl AfterRun {
@@ -585,6 +750,9 @@ impl AfterRun {
             None => protect::remove_created(&self.absent),
         };
         changes.extend(self.indexes.iter().flat_map(gitcheck::IndexWatch::check));
+        if let Some(denied) = &self.denied {
+            changes.extend(denied.undo());
+        }
         if let Some(scratch) = &self.scratch {
             undo::remove_dir(&scratch.0);
         }
@@ -610,6 +778,20 @@ pub fn protection(policy: &Policy, roots: &Roots, workdir: &Path) -> protect::Pr
         return protect::Protection::default();
     }
     let real_roots: Vec<PathBuf> = roots.writable.iter().map(|r| r.path.clone()).collect();
+    // A denied entry inside a writable root is protected too: renamed or
+    // hard-linked to a name beside it, it would be readable to the next run.
+    let extra_protect: Vec<PathBuf> = policy
+        .protect
+        .iter()
+        .cloned()
+        .chain(
+            roots
+                .read_denied
+                .iter()
+                .filter(|d| d.exists() && real_roots.iter().any(|r| d.starts_with(r)))
+                .cloned(),
+        )
+        .collect();
     protect::plan(
         &real_roots,
         &protect::Inputs {
@@ -618,7 +800,7 @@ pub fn protection(policy: &Policy, roots: &Roots, workdir: &Path) -> protect::Pr
             home: policy.home.as_deref(),
             config_file: policy.config_path.as_deref(),
             state_dir: Some(&policy.state_dir),
-            extra: &policy.protect,
+            extra: &extra_protect,
         },
     )
 }
@@ -803,6 +985,9 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
             .iter()
             .map(|r| gitcheck::IndexWatch::record(r))
             .collect(),
+        denied: (!privileged && policy.mode.value == Mode::WorkspaceWrite)
+            .then(|| DeniedWatch::record(&roots.read_denied, &protection.roots))
+            .flatten(),
     };
     if !privileged && !protection.protected.is_empty() {
         enforcement.missing.push(Unenforced::ProtectedPaths);

@@ -54,7 +54,7 @@ fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
 }
 
 /// lstat of `name` in `dir` (fstatat(2), `AT_SYMLINK_NOFOLLOW`).
-fn stat_at(dir: RawFd, name: &OsStr) -> io::Result<libc::stat> {
+pub(crate) fn stat_at(dir: RawFd, name: &OsStr) -> io::Result<libc::stat> {
     let c = cstr(name)?;
     // SAFETY: fstatat fills the zeroed stat we own.
     unsafe {
