@@ -97,3 +97,13 @@ fn with_json_an_infrastructure_error_is_also_an_object_on_stdout() {
             .contains("/nonexistent")
     );
 }
+
+#[test]
+fn read_restrictions_without_a_confining_mode_are_usage_errors() {
+    for args in [
+        &["--deny-read", "/etc"][..],
+        &["-s", "full-access", "--read-root", "/usr"][..],
+    ] {
+        assert_refused(args, 2, "needs --sandbox read-only or workspace-write");
+    }
+}

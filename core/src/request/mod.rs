@@ -254,6 +254,19 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         cwd.clone()
     });
     let sandbox = resolve_sandbox(&req, ambient, &workdir.value);
+    // Read restrictions asked for on the command line must not be silently
+    // without effect: they need a confining mode.
+    let confining = sandbox.as_ref().is_some_and(|p| p.mode.value.confines());
+    for (flag, given) in [
+        ("--deny-read", !req.deny_read.is_empty()),
+        ("--read-root", !req.read_roots.is_empty()),
+    ] {
+        if given && !confining {
+            return Err(UsageError(format!(
+                "{flag} needs --sandbox read-only or workspace-write"
+            )));
+        }
+    }
     let mut managed = req.dsh_env.clone();
     if let Some(policy) = &sandbox {
         managed.push(("DSH_SANDBOX_MODE".into(), policy.mode.value.as_str().into()));
