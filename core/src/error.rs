@@ -98,6 +98,10 @@ pub enum SandboxProblem {
     /// A seccomp filter could not be built for this architecture.
     #[error("seccomp filter: {0}")]
     Seccomp(String),
+    /// What the policy asks cannot be enforced here (the message says what
+    /// and what to do instead).
+    #[error("{0}")]
+    Policy(String),
 }
 
 fn landlock_text(e: nix::errno::Errno) -> String {

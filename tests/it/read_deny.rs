@@ -278,12 +278,29 @@ fn a_denied_entry_renamed_or_linked_by_a_run_is_not_readable_to_the_next() {
         std::fs::write(h.home.join(".cargo/credentials"), "CARGO TOKEN\n").unwrap();
         // The home as the workspace: the directories along the way to the
         // denied entries are writable.
-        let plant = "mv .netrc n2; ln .cargo/credentials .cargo/c3; ln .cargo/credentials c4; true";
-        Test::in_tier(tier)
+        let plant = "mv .netrc n2; ln .cargo/credentials .cargo/c3; ln .cargo/credentials c4; \
+                     cat .netrc; git init -q repo && echo made > repo/f && cat repo/f";
+        let out = Test::in_tier(tier)
             .env("HOME", &h.home)
             .env("TMPDIR", &h.tmp)
             .args(["-s", "workspace-write", "-C", p(&h.home), "--", plant])
             .run();
+        match tier {
+            // Hidden under mounts: no rename (EBUSY), no link (EXDEV), an
+            // empty file to read; new files and directories work.
+            Tier::MountNamespace => assert_eq!(
+                out.stdout,
+                "made\n[stderr]\nmv: cannot move '.netrc' to 'n2': Device or resource busy\n\
+                 ln: failed to create hard link '.cargo/c3' => '.cargo/credentials': Invalid cross-device link\n\
+                 ln: failed to create hard link 'c4' => '.cargo/credentials': Invalid cross-device link\n\
+                 [exit code: 0]\n"
+            ),
+            // They cannot be hidden without a mount namespace: no run.
+            Tier::Gate => {
+                assert_eq!(out.status, 125, "{}", out.stdout);
+                assert!(out.stderr.contains("cannot be hidden"), "{}", out.stderr);
+            }
+        }
         let v = run(
             tier,
             &h,

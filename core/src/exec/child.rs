@@ -71,6 +71,7 @@ pub(crate) enum Step {
     UnshareFiles,
     MountNamespace,
     BindMount,
+    HideMount,
     Devpts,
     ProcMount,
     LandlockRule,
@@ -139,6 +140,7 @@ impl Step {
             Step::UnshareFiles => "unshare(CLONE_FILES)",
             Step::MountNamespace => "unshare(CLONE_NEWNS)",
             Step::BindMount => "mount(MS_BIND) of a protected path",
+            Step::HideMount => "mount over a path on the read deny list",
             Step::Devpts => "mount(devpts, newinstance)",
             Step::ProcMount => "mount(proc)",
             Step::LandlockRule => "landlock_add_rule",
@@ -164,6 +166,7 @@ impl Step {
             | Step::UnshareFiles
             | Step::MountNamespace
             | Step::BindMount
+            | Step::HideMount
             | Step::Devpts
             | Step::ProcMount
             | Step::LandlockRule
@@ -212,10 +215,15 @@ pub(crate) struct ChildConfine {
     pub(crate) gate: libc::sock_fprog,
 }
 
-/// One bind mount of a path over itself.
+/// One mount over a path: the path bind-mounted over itself (read-only
+/// where asked), or, `hide` set, the path hidden: an empty read-only tmpfs
+/// over a directory, `/dev/null` bound read-only over a file (`hide_dir`
+/// says which).
 pub(crate) struct ChildMount {
     pub(crate) path: *const c_char,
     pub(crate) read_only: bool,
+    pub(crate) hide: bool,
+    pub(crate) hide_dir: bool,
 }
 
 /// One writable root as the parent opened it: its real path and the
@@ -768,6 +776,35 @@ unsafe fn enter_mount_namespace(c: &ChildConfine) -> Result<(), Step> {
         }
         for i in 0..m.bind_count {
             let b = &*m.binds.add(i);
+            if b.hide {
+                // An entry of the read deny list inside a writable root:
+                // hidden under a mount (which also keeps it from being
+                // renamed, EBUSY, or hard-linked, EXDEV).
+                let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+                let hidden = if b.hide_dir {
+                    libc::mount(
+                        c"tmpfs".as_ptr(),
+                        b.path,
+                        c"tmpfs".as_ptr(),
+                        flags,
+                        c"size=4k,mode=0500".as_ptr().cast(),
+                    ) == 0
+                } else {
+                    let ro = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY;
+                    libc::mount(
+                        c"/dev/null".as_ptr(),
+                        b.path,
+                        none,
+                        libc::MS_BIND,
+                        std::ptr::null(),
+                    ) == 0
+                        && libc::mount(none, b.path, none, ro, std::ptr::null()) == 0
+                };
+                if !hidden {
+                    return Err(Step::HideMount);
+                }
+                continue;
+            }
             if libc::mount(
                 b.path,
                 b.path,

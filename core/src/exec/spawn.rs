@@ -37,6 +37,9 @@ pub(crate) struct MountPlan {
     /// Paths to bind-mount over themselves, outermost first, and whether
     /// read-only.
     pub(crate) binds: Vec<(CString, bool)>,
+    /// Entries of the read deny list inside writable roots, hidden under a
+    /// mount after the binds: the path, and whether it is a directory.
+    pub(crate) hides: Vec<(CString, bool)>,
     /// A private devpts instance, granted to Landlock with `pts_access`.
     pub(crate) private_devpts: bool,
     pub(crate) pts_access: u64,
@@ -450,7 +453,15 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
                 .map(|(p, ro)| ChildMount {
                     path: p.as_ptr(),
                     read_only: *ro,
+                    hide: false,
+                    hide_dir: false,
                 })
+                .chain(m.hides.iter().map(|(p, dir)| ChildMount {
+                    path: p.as_ptr(),
+                    read_only: true,
+                    hide: true,
+                    hide_dir: *dir,
+                }))
                 .collect()
         })
         .unwrap_or_default();

@@ -410,17 +410,9 @@ pub fn build(
         }
     }
     // In read-only the writable roots are the run's scratch directory alone.
-    // A root with a denied entry inside is split like `/`.
+    // A denied entry inside one is hidden under a mount (`sandbox::prepare`).
     if confining {
         for root in &roots.writable {
-            if roots.read_denied.iter().any(|d| d.starts_with(&root.path)) {
-                let mut parts = Vec::new();
-                split(&root.path, writable_rights, &roots.read_denied, &mut parts);
-                for (path, rights) in parts {
-                    created = add_path_rule(created, &path, rights)?;
-                }
-                continue;
-            }
             created = created
                 .add_rule(PathBeneath::new(&root.fd, writable_rights))
                 .map_err(SandboxProblem::Ruleset)?;

@@ -652,94 +652,6 @@ pub(crate) struct AfterRun {
     /// The indexes of the protected repositories, for the submodules a
     /// run may register in them (`gitcheck`).
     pub(crate) indexes: Vec<gitcheck::IndexWatch>,
-    /// Without a mount namespace: the denied entries inside writable roots,
-    /// for the names a run gave them (see [`DeniedWatch`]).
-    pub(crate) denied: Option<DeniedWatch>,
-}
-
-/// The read deny list's entries that lie inside writable roots, watched
-/// where no mount namespace keeps them in place: in a directory along the
-/// way to one (which Landlock grants the entry rights), a run can rename a
-/// denied file or hard-link it to a new name in the same directory, or in
-/// another such directory (Landlock's refer check allows a link between
-/// directories of equal rights; into a readable one it refuses it, EXDEV),
-/// and the next run, which splits by name, would read it. After the run,
-/// every name in those directories that is a denied inode but not its
-/// own name is removed (a hard link: no data goes) or, when the entry's
-/// own name is gone, renamed back. Relies on readdir(3) and fstatat(2)
-/// with AT_SYMLINK_NOFOLLOW, each directory opened with no symlink on the
-/// way (openat2(2) RESOLVE_NO_SYMLINKS).
-#[derive(Debug, Default)]
-pub(crate) struct DeniedWatch {
-    /// (device, inode) and real path of each denied entry.
-    entries: Vec<((u64, u64), PathBuf)>,
-    /// The directories along the way, inside the writable roots.
-    dirs: Vec<PathBuf>,
-}
-
-impl DeniedWatch {
-    fn record(denied: &[PathBuf], writable: &[PathBuf]) -> Option<DeniedWatch> {
-        use std::os::unix::fs::MetadataExt;
-        let mut w = DeniedWatch::default();
-        for d in denied {
-            let Some(root) = writable.iter().find(|r| d.starts_with(r)) else {
-                continue;
-            };
-            let Ok(m) = std::fs::symlink_metadata(d) else {
-                continue;
-            };
-            w.entries.push(((m.dev(), m.ino()), d.clone()));
-            for dir in d.ancestors().skip(1) {
-                if !dir.starts_with(root) {
-                    break;
-                }
-                if !w.dirs.iter().any(|x| x == dir) {
-                    w.dirs.push(dir.to_path_buf());
-                }
-            }
-        }
-        (!w.entries.is_empty()).then_some(w)
-    }
-
-    /// Puts the denied entries back under their own names only.
-    fn undo(&self) -> Vec<protect::ProtectedChange> {
-        use std::os::fd::AsRawFd;
-        let mut changes = Vec::new();
-        for dir in &self.dirs {
-            let Ok(fd) = undo::open_root(dir) else {
-                continue;
-            };
-            for name in undo::names(fd.as_raw_fd()) {
-                let Ok(st) = undo::stat_at(fd.as_raw_fd(), &name) else {
-                    continue;
-                };
-                let path = dir.join(&name);
-                let Some((_, own)) = self
-                    .entries
-                    .iter()
-                    .find(|(id, _)| *id == (st.st_dev, st.st_ino))
-                else {
-                    continue;
-                };
-                if *own == path {
-                    continue;
-                }
-                let back =
-                    own.parent() == Some(dir.as_path()) && std::fs::symlink_metadata(own).is_err();
-                let done = if back {
-                    std::fs::rename(&path, own).is_ok()
-                } else {
-                    undo::remove_at(fd.as_raw_fd(), &name)
-                };
-                changes.push(protect::ProtectedChange {
-                    path,
-                    change: if back { "replaced" } else { "removed" },
-                    restored: done,
-                });
-            }
-        }
-        changes
-    }
 }
 
 impl AfterRun {
@@ -750,9 +662,6 @@ impl AfterRun {
             None => protect::remove_created(&self.absent),
         };
         changes.extend(self.indexes.iter().flat_map(gitcheck::IndexWatch::check));
-        if let Some(denied) = &self.denied {
-            changes.extend(denied.undo());
-        }
         if let Some(scratch) = &self.scratch {
             undo::remove_dir(&scratch.0);
         }
@@ -778,20 +687,6 @@ pub fn protection(policy: &Policy, roots: &Roots, workdir: &Path) -> protect::Pr
         return protect::Protection::default();
     }
     let real_roots: Vec<PathBuf> = roots.writable.iter().map(|r| r.path.clone()).collect();
-    // A denied entry inside a writable root is protected too: renamed or
-    // hard-linked to a name beside it, it would be readable to the next run.
-    let extra_protect: Vec<PathBuf> = policy
-        .protect
-        .iter()
-        .cloned()
-        .chain(
-            roots
-                .read_denied
-                .iter()
-                .filter(|d| d.exists() && real_roots.iter().any(|r| d.starts_with(r)))
-                .cloned(),
-        )
-        .collect();
     protect::plan(
         &real_roots,
         &protect::Inputs {
@@ -800,7 +695,7 @@ pub fn protection(policy: &Policy, roots: &Roots, workdir: &Path) -> protect::Pr
             home: policy.home.as_deref(),
             config_file: policy.config_path.as_deref(),
             state_dir: Some(&policy.state_dir),
-            extra: &extra_protect,
+            extra: &policy.protect,
         },
     )
 }
@@ -985,9 +880,6 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
             .iter()
             .map(|r| gitcheck::IndexWatch::record(r))
             .collect(),
-        denied: (!privileged && policy.mode.value == Mode::WorkspaceWrite)
-            .then(|| DeniedWatch::record(&roots.read_denied, &protection.roots))
-            .flatten(),
     };
     if !privileged && !protection.protected.is_empty() {
         enforcement.missing.push(Unenforced::ProtectedPaths);
@@ -1060,7 +952,55 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         Vec::new(),
         Some(seccomp::chain(programs).map_err(unavailable)?),
     );
+    // Entries of the read deny list inside writable roots: a writable root
+    // grants reads beneath it, and Landlock cannot take one back; split,
+    // the root would refuse new files in every directory along the way,
+    // and a rename or hard link of the entry within it would reach the next
+    // run. So each is hidden under a mount (an empty read-only tmpfs, or
+    // /dev/null for a file), which also keeps it from being renamed or
+    // linked; without a mount namespace the run cannot be confined so, and
+    // does not start.
+    let hidden: Vec<&PathBuf> = if policy.mode.value == Mode::WorkspaceWrite {
+        roots
+            .read_denied
+            .iter()
+            .filter(|d| roots.writable.iter().any(|r| d.starts_with(&r.path)))
+            // /dev inside a writable root (`--writable-root /`, which is
+            // warned about) stays: the command's devices live there.
+            .filter(|d| !d.starts_with("/dev"))
+            .filter(|d| std::fs::symlink_metadata(d).is_ok())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    // dsh-exec's own state directory inside a writable root (the home as
+    // the workspace) is protected read-only there already; without a mount
+    // namespace it stays readable rather than refusing every such run.
+    let unhideable: Vec<&&PathBuf> = hidden
+        .iter()
+        .filter(|d| !d.starts_with(&policy.state_dir))
+        .collect();
+    if !unhideable.is_empty() && !privileged {
+        let names: Vec<String> = unhideable.iter().map(|d| d.display().to_string()).collect();
+        return Err(Error::SandboxUnavailable(
+            crate::error::SandboxProblem::Policy(format!(
+                "the writable roots hold {} on the read deny list, which cannot be hidden there \
+             without a mount namespace (CAP_SYS_ADMIN); keep it out of the writable roots, or \
+             --allow-read it",
+                names.join(", ")
+            )),
+        ));
+    }
     let mounts = (privileged && (confining || run.pid_namespace)).then(|| crate::exec::MountPlan {
+        hides: hidden
+            .iter()
+            .filter_map(|d| {
+                let dir = std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir());
+                std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(d.as_os_str()))
+                    .ok()
+                    .map(|c| (c, dir))
+            })
+            .collect(),
         binds: protection
             .mounts
             .iter()
