@@ -243,7 +243,12 @@ fn value_rule(value: &[u8]) -> Option<String> {
             return Some("inline password".into());
         }
     }
-    if lower.contains("basic ") && lower.contains("authorization") || lower.starts_with("bearer ") {
+    // An HTTP credential (RFC 9110 section 11.6.2), as a header or alone:
+    // `Authorization: Bearer ...`, `-H 'Authorization: ...'`, `Basic ...`.
+    let scheme = ["bearer ", "basic ", "token "]
+        .iter()
+        .any(|p| lower.starts_with(p));
+    if lower.contains("authorization") || scheme {
         return Some("authorization header".into());
     }
     let token_char = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
@@ -698,6 +703,12 @@ mod tests {
                 "Bearer ghp_abcdefghijklmnopqrstuvwxyz0123456789",
                 "authorization header",
             ),
+            (
+                "Authorization: Bearer abcdef0123456789abcdef",
+                "authorization header",
+            ),
+            ("Basic dXNlcjpwYXNz", "authorization header"),
+            ("-H 'Authorization: Bearer x'", "authorization header"),
             (
                 "{\"auth\": \"ghp_abcdefghijklmnopqrstuvwxyz0123456789\"}",
                 "token shape github",
