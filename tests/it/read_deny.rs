@@ -342,3 +342,25 @@ fn a_symlink_in_a_denied_directory_and_an_entry_made_during_the_run_stay_unreada
         assert_eq!(v["stdout"]["text"], "", "{tier:?}: {v}");
     }
 }
+
+#[test]
+fn the_directories_holding_a_hidden_entry_cannot_be_renamed_away() {
+    if !tiers().contains(&Tier::MountNamespace) {
+        eprintln!("skipped: needs CAP_SYS_ADMIN (a mount namespace)");
+        return;
+    }
+    let h = home();
+    let secrets = h.ws.join("proj/secrets");
+    std::fs::create_dir_all(&secrets).unwrap();
+    std::fs::write(secrets.join("key.pem"), "KEY\n").unwrap();
+    let key = secrets.join("key.pem");
+    let args = ["-s", "workspace-write", "--deny-read", p(&key)];
+    let v = run(
+        Tier::MountNamespace,
+        &h,
+        &args,
+        "mv proj/secrets proj/s2; mv proj p2; cat proj/secrets/key.pem; echo n > proj/secrets/n && cat proj/secrets/n",
+    );
+    assert_eq!(v["stdout"]["text"], "n\n", "{v}");
+    assert!(key.exists() && h.ws.join("proj/secrets/n").exists());
+}

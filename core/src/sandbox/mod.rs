@@ -346,6 +346,34 @@ fn open_no_symlinks(path: &Path) -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// The protection's bind mounts plus an anchor (a directory bind-mounted
+/// over itself) for every directory between a writable root and a hidden
+/// entry: a mount point cannot be renamed (EBUSY), so the run cannot move
+/// the directory that holds the entry to a name the next run would not
+/// hide. Outermost first, no path twice.
+fn with_anchors(
+    mounts: &[(PathBuf, bool)],
+    hidden: &[&PathBuf],
+    roots: &Roots,
+) -> Vec<(PathBuf, bool)> {
+    let mut all: Vec<(PathBuf, bool)> = mounts.to_vec();
+    for entry in hidden {
+        let Some(root) = roots.writable.iter().find(|r| entry.starts_with(&r.path)) else {
+            continue;
+        };
+        for dir in entry.ancestors().skip(1) {
+            if dir == root.path || !dir.starts_with(&root.path) {
+                break;
+            }
+            if !all.iter().any(|(p, _)| p == dir) {
+                all.push((dir.to_path_buf(), false));
+            }
+        }
+    }
+    all.sort_by_key(|(p, _)| p.components().count());
+    all
+}
+
 /// The real path of `path` as far as it exists: its longest existing
 /// ancestor made real (canonicalize(3)), the rest appended.
 fn real_as_far_as_it_exists(path: &Path) -> PathBuf {
@@ -1001,8 +1029,7 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
                     .map(|c| (c, dir))
             })
             .collect(),
-        binds: protection
-            .mounts
+        binds: with_anchors(&protection.mounts, &hidden, &roots)
             .iter()
             .filter_map(|(p, ro)| {
                 std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str()))
