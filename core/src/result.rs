@@ -152,6 +152,11 @@ pub struct SandboxFacts {
     /// `full` or `partial`: how completely the kernel enforced the mode.
     #[schemars(with = "String")]
     pub enforcement: EnforcementLevel,
+    /// How reads are restricted in a confining mode (`landlock: deny list`,
+    /// `landlock: read roots`, with `; mounts hide ...` where deny-list
+    /// entries inside writable roots are hidden); `null` in `full-access`.
+    #[serde(default)]
+    pub read_enforcement: Option<String>,
     /// True when confining the child failed after fork (the command never ran).
     pub runner_failed: bool,
     /// `allow` or `deny`.

@@ -288,13 +288,33 @@ fn a_denied_entry_renamed_or_linked_by_a_run_is_not_readable_to_the_next() {
         match tier {
             // Hidden under mounts: no rename (EBUSY), no link (EXDEV), an
             // empty file to read; new files and directories work.
-            Tier::MountNamespace => assert_eq!(
-                out.stdout,
-                "made\n[stderr]\nmv: cannot move '.netrc' to 'n2': Device or resource busy\n\
+            Tier::MountNamespace => {
+                let v = Test::in_tier(tier)
+                    .env("HOME", &h.home)
+                    .env("TMPDIR", &h.tmp)
+                    .args([
+                        "--json",
+                        "-s",
+                        "workspace-write",
+                        "-C",
+                        p(&h.home),
+                        "--",
+                        "true",
+                    ])
+                    .run()
+                    .json();
+                assert_eq!(
+                    v["sandbox"]["read_enforcement"],
+                    "landlock: deny list; mounts hide its entries in writable roots"
+                );
+                assert_eq!(
+                    out.stdout,
+                    "made\n[stderr]\nmv: cannot move '.netrc' to 'n2': Device or resource busy\n\
                  ln: failed to create hard link '.cargo/c3' => '.cargo/credentials': Invalid cross-device link\n\
                  ln: failed to create hard link 'c4' => '.cargo/credentials': Invalid cross-device link\n\
                  [exit code: 0]\n"
-            ),
+                );
+            }
             // They cannot be hidden without a mount namespace: no run.
             Tier::Gate => {
                 assert_eq!(out.status, 125, "{}", out.stdout);

@@ -200,7 +200,14 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         spec.sandbox
             .as_ref()
             .zip(prepared.sandbox.as_ref())
-            .map(|(policy, p)| sandbox::facts(policy, &p.enforcement, runner_failed, false))
+            .map(|(policy, p)| {
+                let hidden = p
+                    .confinement
+                    .as_ref()
+                    .and_then(|c| c.mounts.as_ref())
+                    .is_some_and(|m| !m.hides.is_empty());
+                sandbox::facts(policy, &p.enforcement, runner_failed, false, hidden)
+            })
     };
     if deadline.is_some_and(|d| Instant::now() >= d) {
         let mut result = not_run(spec, started, "");

@@ -1139,8 +1139,22 @@ pub(crate) fn facts(
     enforcement: &Enforcement,
     runner_failed: bool,
     denied: bool,
+    hidden: bool,
 ) -> SandboxFacts {
+    let confining = policy.mode.value.confines();
+    let reads = match (confining, policy.read_roots.is_empty(), hidden) {
+        (false, _, _) => None,
+        (true, true, false) => Some("landlock: deny list"),
+        (true, true, true) => {
+            Some("landlock: deny list; mounts hide its entries in writable roots")
+        }
+        (true, false, false) => Some("landlock: read roots"),
+        (true, false, true) => {
+            Some("landlock: read roots; mounts hide deny-list entries in writable roots")
+        }
+    };
     SandboxFacts {
+        read_enforcement: reads.map(String::from),
         mode: policy.mode.value,
         denied,
         enforcement: if enforcement.is_partial() {
