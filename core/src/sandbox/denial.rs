@@ -368,10 +368,15 @@ fn paths_in(line: &str) -> Vec<String> {
                         "failed to",
                         "unable to",
                     ];
-                    verbs
+                    let last = f.rsplit(char::is_whitespace).next().unwrap_or("");
+                    // The last word names a file when the phrase says so
+                    // (`output file m`, `mkdir r`) or it looks like one
+                    // (`m.o`, `a/b`): not `failed to create pseudo-terminal`.
+                    let names_a_file = ["file", "directory", "mkdir", "folder"]
                         .iter()
-                        .any(|v| l.starts_with(v))
-                        .then(|| f.rsplit(char::is_whitespace).next().unwrap_or(""))
+                        .any(|w| l.contains(w))
+                        || last.contains(['.', '/']);
+                    (verbs.iter().any(|v| l.starts_with(v)) && names_a_file).then_some(last)
                 } else {
                     Some(f)
                 };
@@ -611,7 +616,12 @@ mod tests {
                 "/root/.npm/x",
             ),
         ] {
-            assert_eq!(paths_in(line), vec![path.to_string()], "{line}");
+            let want: Vec<String> = [path]
+                .iter()
+                .filter(|p| !p.is_empty())
+                .map(|p| p.to_string())
+                .collect();
+            assert_eq!(paths_in(line), want, "{line}");
         }
         {
             let (line, path) = ("/tmp/ws/.git: Read-only file system", "/tmp/ws/.git");
