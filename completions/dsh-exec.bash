@@ -160,7 +160,7 @@ _dsh__exec() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dsh__subcmd__exec__subcmd__explain)
+        dsh__exec__subcmd__explain)
             opts="-C -t -e -s -i -h --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --json --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -274,7 +274,7 @@ _dsh__exec() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dsh__subcmd__exec__subcmd__job)
+        dsh__exec__subcmd__job)
             opts="-h --help read wait kill list prune"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -288,7 +288,7 @@ _dsh__exec() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dsh__subcmd__exec__subcmd__job__subcmd__kill)
+        dsh__exec__subcmd__job__subcmd__kill)
             opts="-h --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -302,7 +302,7 @@ _dsh__exec() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dsh__subcmd__exec__subcmd__job__subcmd__list)
+        dsh__exec__subcmd__job__subcmd__list)
             opts="-h --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -316,7 +316,7 @@ _dsh__exec() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dsh__subcmd__exec__subcmd__job__subcmd__prune)
+        dsh__exec__subcmd__job__subcmd__prune)
             opts="-h --spill --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -330,7 +330,7 @@ _dsh__exec() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dsh__subcmd__exec__subcmd__job__subcmd__read)
+        dsh__exec__subcmd__job__subcmd__read)
             opts="-h --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -344,7 +344,7 @@ _dsh__exec() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dsh__subcmd__exec__subcmd__job__subcmd__wait)
+        dsh__exec__subcmd__job__subcmd__wait)
             opts="-t -h --timeout --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -366,7 +366,7 @@ _dsh__exec() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dsh__subcmd__exec__subcmd__parse__subcmd__status)
+        dsh__exec__subcmd__parse__subcmd__status)
             opts="-h --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -30,6 +30,9 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
     ] {
         let mut out = Vec::new();
         clap_complete::generate(shell, &mut cli::command(), "dsh-exec", &mut out);
+        if shell == Shell::Bash {
+            out = bash_names_fixed(out);
+        }
         files.push((Path::new("completions").join(name), out));
     }
     files.push((Path::new("man").join("dsh-exec.1"), man_page()));
@@ -51,6 +54,17 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
         files.push((Path::new("man").join(format!("{name}.1")), out));
     }
     files
+}
+
+/// clap_complete's bash script for a hyphenated binary name sets
+/// `cmd="dsh__exec__subcmd__job"` while its case branches read
+/// `dsh__subcmd__exec__subcmd__job)`, so no subcommand ever completes:
+/// the branch names are made to match what `cmd` is set to.
+fn bash_names_fixed(script: Vec<u8>) -> Vec<u8> {
+    String::from_utf8(script)
+        .expect("clap_complete writes UTF-8")
+        .replace("dsh__subcmd__exec__", "dsh__exec__")
+        .into_bytes()
 }
 
 /// The man page: clap_mangen's title, name, synopsis, description, options

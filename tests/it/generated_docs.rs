@@ -43,3 +43,31 @@ fn the_man_page_renders_without_warnings() {
         );
     }
 }
+
+#[test]
+fn bash_completes_subcommands_and_their_options() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let complete = |words: &str, cword: usize, cur: &str, prev: &str| {
+        let script = format!(
+            "source {root}/completions/dsh-exec.bash; COMP_WORDS=({words}); COMP_CWORD={cword}; \
+             _dsh__exec dsh-exec '{cur}' '{prev}'; echo \"${{COMPREPLY[@]}}\""
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(
+        complete("dsh-exec job ''", 2, "", "job"),
+        "-h --help read wait kill list prune"
+    );
+    assert_eq!(
+        complete("dsh-exec explain --j", 2, "--j", "explain"),
+        "--json"
+    );
+    assert_eq!(
+        complete("dsh-exec parse-status --h", 2, "--h", "parse-status"),
+        "--help"
+    );
+}
