@@ -135,29 +135,6 @@ fn normalize(base: &Path, path: &Path) -> PathBuf {
     out
 }
 
-/// The real path of `path` as far as it exists: its longest existing
-/// ancestor made real, the rest appended.
-fn real(path: &Path) -> PathBuf {
-    let mut rest = Vec::new();
-    let mut at = path.to_path_buf();
-    loop {
-        if let Ok(r) = std::fs::canonicalize(&at) {
-            let mut r = r;
-            for part in rest.iter().rev() {
-                r.push(part);
-            }
-            return r;
-        }
-        match (at.file_name().map(|n| n.to_os_string()), at.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                at = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
-}
-
 /// Whether this process's user could write `path` (or create it in its
 /// longest existing ancestor), as access(2) judges: when not, the sandbox
 /// is not why a write there failed.
@@ -253,7 +230,7 @@ impl Context {
     /// why it was refused.
     fn judge(&self, path: &str, errno: &str) -> Option<DenialFact> {
         let named = Path::new(path);
-        let p = real(&normalize(&self.workdir, named));
+        let p = super::real_as_far_as_it_exists(&normalize(&self.workdir, named));
         if let Some(read) = self.judge_read(&p, errno) {
             return Some(read);
         }
@@ -490,47 +467,45 @@ pub fn from_output(ctx: &Context, failed: bool, stdout: &str, stderr: &str) -> V
                     (Some(rest), Some(home)) => home.join(rest).to_string_lossy().into_owned(),
                     _ => path,
                 };
-                if let Some(same) = ctx
-                    .judge(&path, errno)
-                    .and_then(|d| found.iter_mut().find(|f| f.path == d.path))
-                {
+                let Some(mut d) = ctx.judge(&path, errno) else {
+                    continue;
+                };
+                if let Some(same) = found.iter_mut().find(|f| f.path == d.path) {
                     same.count += 1;
                     continue;
                 }
-                if let Some(mut d) = ctx.judge(&path, errno) {
-                    // A refused write to a denied path is a write, not a read.
-                    let writes = [
-                        "cannot create",
-                        "cannot touch",
-                        "cannot remove",
-                        "cannot move",
-                        "cannot mkdir",
-                        "cannot write",
-                        "failed to create",
-                        "could not create",
-                        "could not write",
-                        "could not lock",
-                        "for writing",
-                    ];
-                    if d.op == "read" && writes.iter().any(|w| lower.contains(w)) {
-                        d.op = "write".into();
-                        d.hint = None;
-                    }
-                    // coreutils name a metadata change (chmod, chown, touch).
-                    if d.op == "write" {
-                        d.op = if lower.contains("changing permissions") {
-                            "chmod"
-                        } else if lower.contains("changing ownership") {
-                            "chown"
-                        } else if lower.contains("setting times") {
-                            "utime"
-                        } else {
-                            "write"
-                        }
-                        .into();
-                    }
-                    found.push(d);
+                // A refused write to a denied path is a write, not a read.
+                let writes = [
+                    "cannot create",
+                    "cannot touch",
+                    "cannot remove",
+                    "cannot move",
+                    "cannot mkdir",
+                    "cannot write",
+                    "failed to create",
+                    "could not create",
+                    "could not write",
+                    "could not lock",
+                    "for writing",
+                ];
+                if d.op == "read" && writes.iter().any(|w| lower.contains(w)) {
+                    d.op = "write".into();
+                    d.hint = None;
                 }
+                // coreutils name a metadata change (chmod, chown, touch).
+                if d.op == "write" {
+                    d.op = if lower.contains("changing permissions") {
+                        "chmod"
+                    } else if lower.contains("changing ownership") {
+                        "chown"
+                    } else if lower.contains("setting times") {
+                        "utime"
+                    } else {
+                        "write"
+                    }
+                    .into();
+                }
+                found.push(d);
             }
         }
     }

@@ -311,39 +311,9 @@ fn open_dir(path: &Path, follow: bool) -> Result<Root, PathProblem> {
 }
 
 /// `path` opened as a directory with `O_PATH`, following no symlink on the
-/// way (openat2(2), `RESOLVE_NO_SYMLINKS`, Linux 5.6): ELOOP when one is.
+/// way (`undo::open_no_symlinks`): ELOOP when one is.
 fn open_no_symlinks(path: &Path) -> std::io::Result<OwnedFd> {
-    use std::os::fd::FromRawFd;
-    use std::os::unix::ffi::OsStrExt;
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
-    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-    let how = OpenHow {
-        flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve: RESOLVE_NO_SYMLINKS,
-    };
-    // SAFETY: openat2 with our C string and open_how; the result is checked.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            &how,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    undo::open_no_symlinks(path, libc::O_PATH | libc::O_DIRECTORY)
 }
 
 /// The protection's bind mounts plus an anchor (a directory bind-mounted
@@ -376,7 +346,7 @@ fn with_anchors(
 
 /// The real path of `path` as far as it exists: its longest existing
 /// ancestor made real (canonicalize(3)), the rest appended.
-fn real_as_far_as_it_exists(path: &Path) -> PathBuf {
+pub(crate) fn real_as_far_as_it_exists(path: &Path) -> PathBuf {
     let mut rest = Vec::new();
     let mut at = path.to_path_buf();
     loop {

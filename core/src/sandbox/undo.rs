@@ -86,6 +86,13 @@ pub(crate) fn open_dir_at(dir: RawFd, name: &OsStr) -> io::Result<OwnedFd> {
 /// without following a symlink anywhere on its path (openat2(2),
 /// `RESOLVE_NO_SYMLINKS`): ELOOP when one is on the way.
 pub(crate) fn open_root(root: &Path) -> io::Result<OwnedFd> {
+    open_no_symlinks(root, libc::O_RDONLY | libc::O_DIRECTORY)
+}
+
+/// `path` opened with `flags` (and `O_CLOEXEC`), following no symlink
+/// anywhere on the way (openat2(2), `RESOLVE_NO_SYMLINKS`, Linux 5.6):
+/// ELOOP when one is.
+pub(crate) fn open_no_symlinks(path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
     #[repr(C)]
     struct OpenHow {
         flags: u64,
@@ -93,9 +100,9 @@ pub(crate) fn open_root(root: &Path) -> io::Result<OwnedFd> {
         resolve: u64,
     }
     const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-    let c = cstr(root.as_os_str())?;
+    let c = cstr(path.as_os_str())?;
     let how = OpenHow {
-        flags: (libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+        flags: (flags | libc::O_CLOEXEC) as u64,
         mode: 0,
         resolve: RESOLVE_NO_SYMLINKS,
     };
