@@ -117,36 +117,44 @@ pub fn scrub_rule(name: &OsStr, value: &OsStr) -> Option<String> {
     if SECRET_NAMES.contains(&upper.as_str()) {
         return Some(format!("name {upper}"));
     }
-    let text = String::from_utf8_lossy(value.as_bytes());
-    if !HARMLESS_NAMES.iter().any(|(n, _)| *n == upper) && !harmless_value(&text) {
-        let words = name_words(&raw);
-        // `..._PATH`, `..._DIR`, `..._FILE`: where a secret is, not one.
-        let names_a_place = words
-            .last()
-            .is_some_and(|w| ["PATH", "DIR", "DIRECTORY", "FILE", "HOME"].contains(&w.as_str()));
-        let harmless_session = words.windows(2).any(|w| {
-            w[0] == "SESSION"
-                && [
-                    "ID", "TYPE", "VERSION", "PID", "NAME", "CLASS", "DESKTOP", "PATH", "MANAGER",
-                    "BUS",
-                ]
-                .contains(&w[1].as_str())
-        });
-        if !names_a_place {
-            if let Some(w) = words.iter().find_map(|w| secret_word(w))
-                && !(w == "SESSION" && harmless_session)
-            {
-                return Some(format!("word {w}"));
-            }
-            if words
-                .windows(2)
-                .any(|w| w == ["CONNECTION", "STRING"] || w == ["CONNECTION", "STRINGS"])
-            {
-                return Some("word CONNECTION_STRING".into());
-            }
-        }
+    if !HARMLESS_NAMES.iter().any(|(n, _)| *n == upper)
+        && let Some(rule) = name_rule(&name_words(&raw))
+        // Checked last: it may stat the value as a path.
+        && !harmless_value(&String::from_utf8_lossy(value.as_bytes()))
+    {
+        return Some(rule);
     }
     value_rule(value.as_bytes())
+}
+
+/// The rule a name's words match, if any: a secret word, or
+/// `CONNECTION_STRING`, unless the name says where a thing is (`..._PATH`,
+/// `..._DIR`, `..._FILE`) or names a harmless kind of session.
+fn name_rule(words: &[String]) -> Option<String> {
+    // `..._PATH`, `..._DIR`, `..._FILE`: where a secret is, not one.
+    let names_a_place = words
+        .last()
+        .is_some_and(|w| ["PATH", "DIR", "DIRECTORY", "FILE", "HOME"].contains(&w.as_str()));
+    if names_a_place {
+        return None;
+    }
+    let harmless_session = words.windows(2).any(|w| {
+        w[0] == "SESSION"
+            && [
+                "ID", "TYPE", "VERSION", "PID", "NAME", "CLASS", "DESKTOP", "PATH", "MANAGER",
+                "BUS",
+            ]
+            .contains(&w[1].as_str())
+    });
+    if let Some(w) = words.iter().find_map(|w| secret_word(w))
+        && !(w == "SESSION" && harmless_session)
+    {
+        return Some(format!("word {w}"));
+    }
+    words
+        .windows(2)
+        .any(|w| w == ["CONNECTION", "STRING"] || w == ["CONNECTION", "STRINGS"])
+        .then(|| "word CONNECTION_STRING".into())
 }
 
 /// The words of a name, in upper case: split at every character that is
@@ -255,21 +263,24 @@ fn value_rule(value: &[u8]) -> Option<String> {
     // A token starts the value or follows a separator; not a path or a
     // file name (`/data/hf_models`).
     let boundary_char = |c: u8| !token_char(c) && c != b'/' && c != b'.';
-    for (what, prefix, least) in TOKEN_SHAPES {
-        let mut from = 0;
-        while let Some(at) = text[from..].find(prefix) {
-            let start = from + at;
-            let boundary = start == 0 || boundary_char(text.as_bytes()[start - 1]);
-            let tail = &text.as_bytes()[start + prefix.len()..];
+    // One pass: at each position where a token may start, try each shape.
+    let bytes = text.as_bytes();
+    for start in 0..bytes.len() {
+        if start > 0 && !boundary_char(bytes[start - 1]) {
+            continue;
+        }
+        for (what, prefix, least) in TOKEN_SHAPES {
+            let Some(tail) = bytes[start..].strip_prefix(prefix.as_bytes()) else {
+                continue;
+            };
             let run = tail.iter().take_while(|c| token_char(**c)).count();
             let aws_ok = (prefix != "AKIA" && prefix != "ASIA")
                 || tail[..run.min(16)]
                     .iter()
                     .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
-            if boundary && run >= least && aws_ok {
+            if run >= least && aws_ok {
                 return Some(format!("token shape {what}"));
             }
-            from = start + prefix.len();
         }
     }
     None
