@@ -67,16 +67,40 @@ pub(crate) fn live_start_time(pid: i32) -> Option<u64> {
 
 /// `(state, process group, start_time)` of a process, from `/proc/PID/stat`.
 fn stat_full(pid: i32) -> Option<(char, i32, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut buf = Vec::with_capacity(512);
+    if !read_proc(&format!("/proc/{pid}/stat"), &mut buf) {
+        return None;
+    }
+    let text = std::str::from_utf8(&buf[buf.iter().rposition(|&b| b == b')')? + 1..]).ok()?;
     // The command name (field 2) may hold spaces and parentheses: split
     // after its last ')'. Then field 3 is the state, field 5 the process
     // group, field 22 the start time.
-    let rest = &text[text.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
+    let mut fields = text.split_ascii_whitespace();
     let state = fields.next()?.chars().next()?;
     let pgrp = fields.nth(1)?.parse().ok()?;
     let start_time = fields.nth(16)?.parse().ok()?;
     Some((state, pgrp, start_time))
+}
+
+/// Reads a whole file of `/proc` into `out` with read(2) alone: std's
+/// `read_to_end` first asks fstat(2) for a size, which proc files report as
+/// 0, a system call per read for nothing on the sweep's hot path. False
+/// when the file cannot be opened or read (the process is gone).
+fn read_proc(path: &str, out: &mut Vec<u8>) -> bool {
+    use std::io::Read;
+    out.clear();
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut chunk = [0u8; 512];
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => return true,
+            Ok(n) => out.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
 }
 
 /// The children of every thread of `pid`.
@@ -85,11 +109,14 @@ fn children(pid: i32) -> Vec<i32> {
         return Vec::new();
     };
     let mut out = Vec::new();
+    let mut list = Vec::with_capacity(512);
     for task in tasks.flatten() {
-        if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
+        let tid = task.file_name();
+        let path = format!("/proc/{pid}/task/{}/children", tid.to_string_lossy());
+        if read_proc(&path, &mut list) {
             out.extend(
-                list.split_whitespace()
-                    .filter_map(|p| p.parse::<i32>().ok()),
+                list.split(|b| b.is_ascii_whitespace())
+                    .filter_map(|p| std::str::from_utf8(p).ok()?.parse::<i32>().ok()),
             );
         }
     }
