@@ -6,6 +6,16 @@
 //! of the stream, starting with the bytes already held, so it ends up holding
 //! the exact full stream. Memory stays bounded by the budget whatever the
 //! command prints; a stream that fits never touches the disk.
+//!
+//! While the spill file takes every byte, the tail is not copied into
+//! memory at all: it is the file's last `budget` bytes, read back with
+//! pread(2) when a delta or the result needs it. A stream that prints
+//! gigabytes through a small budget so costs one copy (pipe to file) in
+//! this process, not two. This relies on nothing but this process writing
+//! the file: it is created O_EXCL in the run's private 0700 directory, and a
+//! confined command cannot reach that directory (it lies outside the
+//! writable roots, or is hidden). An unconfined command, which runs as the
+//! same user, could rewrite the file; it could as well print those bytes.
 
 mod spill;
 pub(crate) mod utf8;
@@ -13,6 +23,7 @@ pub(crate) mod utf8;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -80,6 +91,9 @@ pub struct StreamCapture {
     spill_path: Option<PathBuf>,
     spill_file: Option<File>,
     spill_error: Option<String>,
+    /// The tail is the spill file's last `min(budget, total)` bytes, not
+    /// `tail` (see the module documentation).
+    tail_in_file: bool,
 }
 
 impl StreamCapture {
@@ -96,6 +110,7 @@ impl StreamCapture {
             spill_path: None,
             spill_file: None,
             spill_error: None,
+            tail_in_file: false,
         }
     }
 
@@ -109,17 +124,56 @@ impl StreamCapture {
         if outgrows && self.spill_path.is_none() && self.spill_error.is_none() {
             self.open_spill(spill_dir);
         }
-        if let Some(file) = &mut self.spill_file
-            && let Err(e) = file.write_all(chunk)
-        {
-            self.spill_error = Some(e.to_string());
-            self.spill_file = None;
+        if let Some(file) = &mut self.spill_file {
+            match file.write_all(chunk) {
+                Ok(()) => {
+                    self.total += chunk.len() as u64;
+                    if !self.tail_in_file {
+                        self.tail_in_file = true;
+                        self.tail = VecDeque::new();
+                    }
+                    return;
+                }
+                Err(e) => {
+                    // The file holds the stream up to this chunk (a partial
+                    // write only adds bytes past `total`): the tail comes
+                    // back from it, and from here on lives in memory only.
+                    self.load_tail();
+                    self.spill_error = Some(e.to_string());
+                    self.spill_file = None;
+                }
+            }
         }
         self.total += chunk.len() as u64;
         let keep = &chunk[chunk.len().saturating_sub(self.budget)..];
         let excess = (self.tail.len() + keep.len()).saturating_sub(self.budget);
         self.tail.drain(..excess);
         self.tail.extend(keep);
+    }
+
+    /// Brings the tail back into memory from the spill file, when it lives
+    /// there. A file made shorter behind this process's back gives a shorter
+    /// tail (what could be read), never an error.
+    fn load_tail(&mut self) {
+        if !std::mem::take(&mut self.tail_in_file) {
+            return;
+        }
+        let Some(file) = &self.spill_file else {
+            return;
+        };
+        let n = (self.budget as u64).min(self.total);
+        let mut buf = vec![0u8; n as usize];
+        let mut got = 0;
+        while got < buf.len() {
+            match file.read_at(&mut buf[got..], self.total - n + got as u64) {
+                Ok(0) => break,
+                Ok(k) => got += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        buf.truncate(got);
+        self.tail = VecDeque::from(buf);
     }
 
     fn open_spill(&mut self, spill_dir: &mut SpillDir) {
@@ -141,6 +195,7 @@ impl StreamCapture {
     /// Takes a note that `dsh-exec` itself adds to the stream (it never
     /// outgrows an unlimited budget, so no spill directory is needed).
     pub fn push_text(&mut self, text: &str) {
+        self.load_tail();
         self.total += text.len() as u64;
         self.tail.extend(text.as_bytes());
     }
@@ -153,6 +208,7 @@ impl StreamCapture {
     /// Consumes the bytes produced since the previous call (the background
     /// projection of the same capture).
     pub fn read_delta(&mut self) -> Delta {
+        self.load_tail();
         let held_from = self.total - self.tail.len() as u64;
         let lossy = self.read_cursor < held_from;
         let start = self.read_cursor.max(held_from) - held_from;
@@ -163,6 +219,7 @@ impl StreamCapture {
 
     /// Finishes the capture: closes the spill file and renders the tail.
     pub fn finish(mut self) -> CollectedOutput {
+        self.load_tail();
         drop(self.spill_file.take());
         let truncated = self.total > self.tail.len() as u64;
         let bytes = self.tail.make_contiguous();
@@ -260,6 +317,28 @@ mod tests {
             }
         );
     }
+
+    #[test]
+    fn a_spill_write_that_fails_brings_the_tail_back_and_keeps_every_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sd = SpillDir::new(dir.path()).unwrap();
+        let mut c = StreamCapture::new("stdout", 4);
+        c.push(b"abcdef", &mut sd);
+        assert!(
+            c.tail_in_file,
+            "a spilling stream keeps its tail in the file"
+        );
+        // Writes now fail (EBADF), reads still work: the disk is full.
+        let path = c.spill_path.clone().unwrap();
+        c.spill_file = Some(File::open(&path).unwrap());
+        c.push(b"gh", &mut sd);
+        let out = c.finish();
+        assert_eq!(out.text, "efgh");
+        assert_eq!(out.total_bytes, 8);
+        assert!(out.spill_error.is_some());
+        // The file has what came before the failure; the tail has the rest.
+        assert_eq!(std::fs::read(&path).unwrap(), b"abcdef");
+    }
 }
 
 #[cfg(test)]
@@ -292,6 +371,36 @@ mod properties {
             match &out.spill_path {
                 Some(p) => prop_assert_eq!(&std::fs::read(p).unwrap(), &all),
                 None => prop_assert!(!out.truncated),
+            }
+        }
+
+        #[test]
+        fn deltas_are_the_newest_bytes_whether_the_tail_is_in_memory_or_the_file(
+            chunks in prop::collection::vec(
+                (prop::collection::vec(any::<u8>(), 0..300), any::<bool>()), 0..20),
+            budget in 0u64..700,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut sd = SpillDir::new(dir.path()).unwrap();
+            let mut c = StreamCapture::new("stdout", budget);
+            let mut unread: Vec<u8> = Vec::new();
+            let mut all: Vec<u8> = Vec::new();
+            for (chunk, read) in &chunks {
+                c.push(chunk, &mut sd);
+                unread.extend(chunk);
+                all.extend(chunk);
+                if *read {
+                    let d = c.read_delta();
+                    let held = unread.len().min(budget as usize).min(all.len());
+                    prop_assert_eq!(&d.bytes, &unread[unread.len() - held..]);
+                    prop_assert_eq!(d.lossy, unread.len() > held);
+                    unread.clear();
+                }
+            }
+            let out = c.finish();
+            prop_assert_eq!(out.total_bytes, all.len() as u64);
+            if let Some(p) = &out.spill_path {
+                prop_assert_eq!(&std::fs::read(p).unwrap(), &all);
             }
         }
 

@@ -115,7 +115,7 @@ impl SpillDir {
         let fd = openat(
             dirfd,
             name,
-            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
             Mode::from_bits_truncate(0o600),
         )?;
         fchmod(&fd, Mode::from_bits_truncate(0o600))?;
