@@ -2,9 +2,10 @@
 //! confining modes, `--allow-read` and `--deny-read`, and ordinary work
 //! (git, cargo, python's ssl) unharmed by it.
 
-use crate::support::{Test, Tier, tiers};
+use crate::support::{Test, Tier, poll_until, processes_naming, tiers};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 struct Home {
     _root: tempfile::TempDir,
@@ -352,8 +353,17 @@ fn a_symlink_in_a_denied_directory_and_an_entry_made_during_the_run_stay_unreada
             "cat ~/.aws/credentials; while [ ! -e {g}/hosts.yml ]; do sleep 0.05; done; cat {g}/hosts.yml",
             g = p(&gh)
         );
+        // Only once the command runs (its bash, confined before exec, is
+        // there) does ~/.config/gh appear.
+        let marker = format!("{}/hosts.yml", p(&gh));
         let maker = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(300));
+            let bash = poll_until(Duration::from_secs(15), || {
+                processes_naming(&marker).into_iter().find(|pid| {
+                    std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .is_ok_and(|c| c.starts_with(b"bash\0-c\0"))
+                })
+            });
+            assert!(bash.is_some(), "the command never started");
             std::fs::create_dir(&gh).unwrap();
             std::fs::write(gh.join("hosts.yml"), "GH TOKEN\n").unwrap();
         });

@@ -168,20 +168,6 @@ fn a_child_the_process_image_already_had_is_never_touched() {
     assert!(alive_after, "the pre-existing sleep {pid} was killed");
 }
 
-/// Processes whose command line names `marker` (a path unique to a test).
-fn processes_naming(marker: &str) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| c.windows(marker.len()).any(|w| w == marker.as_bytes()))
-        })
-        .filter(|pid| alive(*pid))
-        .collect()
-}
-
 /// A "hopper": each instance starts the next and exits at once, so the
 /// chain is always between a parent that is leaving and a child that is
 /// being reparented. 25 runs confined and 25 unconfined leave no survivor.

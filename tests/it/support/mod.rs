@@ -315,3 +315,17 @@ pub fn example(name: &str) -> PathBuf {
     assert!(status.success(), "cargo build --example {name}");
     path
 }
+
+/// Processes whose command line names `marker` (a path unique to a test).
+pub fn processes_naming(marker: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.windows(marker.len()).any(|w| w == marker.as_bytes()))
+        })
+        .filter(|pid| alive(*pid))
+        .collect()
+}
