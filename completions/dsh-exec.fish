@@ -35,7 +35,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l env-policy -d 'Which 
 core\t'only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TZ, TMPDIR and TERM'
 none\t'nothing of this process\'s'"
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l dsh-env -d 'Set a managed DSH_KEY=VALUE entry, applied after every --env entry' -r
-complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l spill-dir -d 'Where the run\'s private spill directory is created [default: $TMPDIR or /tmp]' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l spill-dir -d 'Where the run\'s private spill directory is created [default: STATE/spill, out of confined runs\' reach; $TMPDIR or /tmp if that cannot be made]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s s -l sandbox -d 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)' -r -f -a "read-only\t'Read and execute anything; write nothing but character devices'
 workspace-write\t'Also write under the workspace root, writable roots and the temp dir'
 full-access\t'No confinement'"
@@ -74,7 +74,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l env-policy
 core\t'only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TZ, TMPDIR and TERM'
 none\t'nothing of this process\'s'"
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l dsh-env -d 'Set a managed DSH_KEY=VALUE entry, applied after every --env entry' -r
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l spill-dir -d 'Where the run\'s private spill directory is created [default: $TMPDIR or /tmp]' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l spill-dir -d 'Where the run\'s private spill directory is created [default: STATE/spill, out of confined runs\' reach; $TMPDIR or /tmp if that cannot be made]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s s -l sandbox -d 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)' -r -f -a "read-only\t'Read and execute anything; write nothing but character devices'
 workspace-write\t'Also write under the workspace root, writable roots and the temp dir'
 full-access\t'No confinement'"

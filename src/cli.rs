@@ -315,7 +315,7 @@ pub struct RunArgs {
     /// Set a managed DSH_KEY=VALUE entry, applied after every --env entry.
     #[arg(long = "dsh-env", value_name = "DSH_KEY=VALUE", value_parser = managed_value)]
     pub dsh_env: Vec<(String, String)>,
-    /// Where the run's private spill directory is created [default: $TMPDIR or /tmp].
+    /// Where the run's private spill directory is created [default: STATE/spill, out of confined runs' reach; $TMPDIR or /tmp if that cannot be made].
     #[arg(long, value_name = "DIR")]
     pub spill_dir: Option<PathBuf>,
     /// Confine the command: read-only, workspace-write or full-access (Linux Landlock).

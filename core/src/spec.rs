@@ -109,6 +109,11 @@ pub struct Spec {
     /// Parent directory of the run's private spill directory (absolute).
     #[serde(with = "crate::serde_paths::exact_sourced_path")]
     pub spill_dir: Sourced<PathBuf>,
+    /// Where the spill directory goes when the default `spill_dir`
+    /// (`STATE/spill`) cannot be created (a read-only home): the temp dir.
+    /// `None` when `spill_dir` was given or is the temp dir already.
+    #[serde(default, with = "crate::serde_paths::exact_opt_path")]
+    pub spill_fallback: Option<PathBuf>,
     /// The child environment plan.
     pub env: EnvPlan,
     /// The sandbox policy; `None` when neither `--sandbox` nor `--network`

@@ -453,31 +453,35 @@ fn no_env_value_appears_in_any_command_line_while_the_job_runs() {
 #[test]
 fn a_relative_tmpdir_is_taken_from_the_current_directory() {
     // The supervisor runs from /: the spec it is handed must hold absolute
-    // paths only.
-    let jobs = Jobs::new();
+    // paths only. With no runtime dir and no home, the state directory (and
+    // so the jobs and the spill directory) falls back to the temp dir.
     let cwd = tempfile::tempdir().unwrap();
     std::fs::create_dir(cwd.path().join("tmp")).unwrap();
-    let out = jobs
-        .cmd()
-        .current_dir(cwd.path())
-        .env("TMPDIR", "tmp")
-        .args([
-            "--background",
-            "--json",
-            "--stdout-max-bytes",
-            "1",
-            "--",
-            "echo hello",
-        ])
-        .output()
-        .unwrap();
+    let at_cwd = |args: &[&str]| {
+        dsh()
+            .current_dir(cwd.path())
+            .env("TMPDIR", "tmp")
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("HOME", "/nonexistent-home")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = at_cwd(&[
+        "--background",
+        "--json",
+        "--stdout-max-bytes",
+        "1",
+        "--",
+        "echo hello",
+    ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let id = v["job_id"].as_str().unwrap();
-    let (_, status) = jobs.wait(id);
-    assert_eq!(status, 0);
-    let (read, _) = jobs.run(&["job", "read", id, "--json"]);
-    let v: Value = serde_json::from_str(&read).unwrap();
+    let waited = at_cwd(&["job", "wait", id, "--timeout", "10s"]);
+    assert_eq!(code(&waited), 0, "{}", stdout(&waited));
+    let read = at_cwd(&["job", "read", id, "--json"]);
+    let v: Value = serde_json::from_slice(&read.stdout).unwrap();
     let spill = v["result"]["stdout"]["spill_path"]
         .as_str()
         .unwrap()

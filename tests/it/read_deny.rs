@@ -394,3 +394,38 @@ fn the_directories_holding_a_hidden_entry_cannot_be_renamed_away() {
     assert_eq!(v["stdout"]["text"], "n\n", "{v}");
     assert!(key.exists() && h.ws.join("proj/secrets/n").exists());
 }
+
+#[test]
+fn an_earlier_unconfined_runs_spill_file_is_out_of_a_confined_runs_reach() {
+    let h = home();
+    let out = Test::new()
+        .env("HOME", &h.home)
+        .env("TMPDIR", &h.tmp)
+        .args([
+            "--json",
+            "--stdout-max-bytes",
+            "1",
+            "--",
+            "echo SPILLED OUTPUT",
+        ])
+        .run()
+        .json();
+    let spill = out["stdout"]["spill_path"].as_str().unwrap().to_string();
+    let state = h.home.join(".local/state/dsh-exec/spill");
+    assert!(
+        spill.starts_with(&format!("{}/dsh-exec-", p(&state))),
+        "{out}"
+    );
+    assert_eq!(std::fs::read(&spill).unwrap(), b"SPILLED OUTPUT\n");
+    for tier in tiers() {
+        for mode in ["read-only", "workspace-write"] {
+            let v = run(tier, &h, &["-s", mode], &format!("cat {spill}"));
+            assert_eq!(v["stdout"]["text"], "", "{tier:?} {mode}: {v}");
+            assert_eq!(
+                v["stderr"]["text"],
+                format!("cat: {spill}: Permission denied\n"),
+                "{tier:?} {mode}: {v}"
+            );
+        }
+    }
+}

@@ -165,22 +165,39 @@ fn spill_parent(
     spec: &Spec,
     sandbox: Option<&sandbox::Prepared>,
 ) -> Result<(PathBuf, bool), Error> {
-    let asked = &spec.spill_dir.value;
+    let mut asked = &spec.spill_dir.value;
+    // The default parent (`STATE/spill`, see `request::default_spill_parent`)
+    // is made on first use. It lies in this user's runtime dir or home,
+    // where no other user can have put it in place. When it cannot be made
+    // (a read-only home), the temp dir serves, as it did before.
+    if let Some(fallback) = &spec.spill_fallback
+        && !asked.is_dir()
+        && make_private_dir(asked).is_err()
+    {
+        asked = fallback;
+    }
     let (Some(policy), Some(prepared)) = (&spec.sandbox, sandbox) else {
         return Ok((asked.clone(), false));
     };
     let (parent, moved) = sandbox::spill_parent(policy, &prepared.roots, asked);
     if moved {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&parent)
-            .map_err(|e| Error::SpillUnusable {
-                path: parent.clone(),
-                problem: PathProblem::Io(e),
-            })?;
+        make_private_dir(&parent)?;
     }
     Ok((parent, moved))
+}
+
+/// Creates `path` and its missing parents, mode 0700.
+///
+/// Errors with [`Error::SpillUnusable`].
+fn make_private_dir(path: &Path) -> Result<(), Error> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(|e| Error::SpillUnusable {
+            path: path.to_path_buf(),
+            problem: PathProblem::Io(e),
+        })
 }
 
 /// Where the stdin bytes come from, opened (or checked) before the spawn.

@@ -19,7 +19,7 @@ use self::config::Config;
 use self::env::{EnvArg, EnvPlan};
 use self::units::{format_duration, format_size};
 use crate::sandbox::{Mode, Network, Policy};
-use crate::spec::{LiveOutput, Sourced, Spec, StdinSource};
+use crate::spec::{LiveOutput, Origin, Sourced, Spec, StdinSource};
 
 /// Default deadline of a foreground run: 10 minutes.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -133,6 +133,21 @@ pub fn state_dir(env: &[(OsString, OsString)], temp_dir: &Path) -> PathBuf {
         .or_else(|| home.map(|h| h.join(".local").join("state")))
         .map(|base| base.join("dsh-exec"))
         .unwrap_or_else(|| temp_dir.join(format!(".dsh-exec-{}", nix::unistd::geteuid())))
+}
+
+/// The default parent of a run's spill directory: `STATE/spill`, inside
+/// `dsh-exec`'s own state directory, which every confining mode keeps
+/// unreadable (the read deny list): a confined command cannot read the
+/// output of other runs, confined or not. The temp dir when the state
+/// directory is the temp-dir fallback (no usable runtime dir or HOME),
+/// which a confined command may be granted. `STATE/spill` is created (0700)
+/// when the run is prepared.
+pub fn default_spill_parent(ambient: &Ambient) -> PathBuf {
+    if ambient.state_dir.starts_with(&ambient.temp_dir) {
+        ambient.temp_dir.clone()
+    } else {
+        ambient.state_dir.join("spill")
+    }
 }
 
 impl Ambient {
@@ -298,6 +313,14 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
             DEFAULT_MAX_BYTES
         });
     cap_budget(&mut stderr_max_bytes, caps.max_stderr_bytes);
+    let spill_dir = Sourced::pick(
+        req.spill_dir.map(|p| absolute(cwd, p)),
+        defaults.spill_dir.map(|p| absolute(cwd, p)),
+        || default_spill_parent(ambient),
+    );
+    let spill_fallback = (spill_dir.origin == Origin::Default
+        && spill_dir.value != ambient.temp_dir)
+        .then(|| absolute(cwd, ambient.temp_dir.clone()));
     Ok(Spec {
         script,
         workdir,
@@ -306,11 +329,8 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         stdout_max_bytes,
         stderr_max_bytes,
         stdin: Sourced::pick(stdin, None, || StdinSource::Closed),
-        spill_dir: Sourced::pick(
-            req.spill_dir.map(|p| absolute(cwd, p)),
-            defaults.spill_dir.map(|p| absolute(cwd, p)),
-            || ambient.temp_dir.clone(),
-        ),
+        spill_dir,
+        spill_fallback,
         env: EnvPlan::build(
             &ambient.env,
             req.interactive,
@@ -638,7 +658,10 @@ mod tests {
         assert_eq!(spec.timeout.value, Some(DEFAULT_TIMEOUT));
         assert_eq!(spec.stdout_max_bytes.value, 1 << 20);
         assert_eq!(spec.stdin.value, StdinSource::Closed);
-        assert_eq!(spec.spill_dir.value, PathBuf::from("/tmp"));
+        assert_eq!(
+            spec.spill_dir.value,
+            PathBuf::from("/home/u/.local/state/dsh-exec/spill")
+        );
     }
 
     #[test]
