@@ -36,7 +36,7 @@ core\t'only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TZ, TMPDIR and TERM'
 none\t'nothing of this process\'s'"
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l dsh-env -d 'Set a managed DSH_KEY=VALUE entry, applied after every --env entry' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l spill-dir -d 'Where the run\'s private spill directory is created [default: STATE/spill, out of confined runs\' reach; $TMPDIR or /tmp if that cannot be made]' -r -F
-complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s s -l sandbox -d 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)' -r -f -a "read-only\t'Read and execute anything; write nothing but character devices'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s s -l sandbox -d 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)' -r -f -a "read-only\t'Read and execute anything but the read deny list; write nothing but a few devices and a private scratch TMPDIR'
 workspace-write\t'Also write under the workspace root, writable roots and the temp dir'
 full-access\t'No confinement'"
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l workspace-root -d 'Root the command may write under in workspace-write [default: the workdir]' -r -F
@@ -46,7 +46,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l protect -d 'Keep PATH
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l deny-read -d 'Make PATH unreadable in the confining modes, besides ~/.ssh, ~/.aws and the rest of the default list (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l read-root -d 'Read only PATH (repeatable), the workspace, the writable roots and the system\'s directories: /usr, /bin, /sbin, /lib*, /etc, /proc, /sys and the ordinary devices' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l allow-read -d 'Lift one entry of the read deny list (or make PATH inside a denied directory readable) (repeatable)' -r -F
-complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l network -d 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]' -r -f -a "allow\t'IPv4 and IPv6 sockets work'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l network -d 'Allow or deny IPv4/IPv6 sockets [default: allow]. Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket' -r -f -a "allow\t'IPv4 and IPv6 sockets work'
 deny\t'IPv4 and IPv6 sockets are refused; Unix sockets work'"
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l detach-after -d 'If the command still runs after this long, print its output so far and leave it running as a background job' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l color -d 'Colour the notices and the marker' -r -f -a "auto\t'On a terminal (or with CLICOLOR_FORCE), unless NO_COLOR is set'
@@ -75,7 +75,7 @@ core\t'only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TZ, TMPDIR and TERM'
 none\t'nothing of this process\'s'"
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l dsh-env -d 'Set a managed DSH_KEY=VALUE entry, applied after every --env entry' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l spill-dir -d 'Where the run\'s private spill directory is created [default: STATE/spill, out of confined runs\' reach; $TMPDIR or /tmp if that cannot be made]' -r -F
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s s -l sandbox -d 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)' -r -f -a "read-only\t'Read and execute anything; write nothing but character devices'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s s -l sandbox -d 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)' -r -f -a "read-only\t'Read and execute anything but the read deny list; write nothing but a few devices and a private scratch TMPDIR'
 workspace-write\t'Also write under the workspace root, writable roots and the temp dir'
 full-access\t'No confinement'"
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l workspace-root -d 'Root the command may write under in workspace-write [default: the workdir]' -r -F
@@ -85,7 +85,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l protect -d
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l deny-read -d 'Make PATH unreadable in the confining modes, besides ~/.ssh, ~/.aws and the rest of the default list (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l read-root -d 'Read only PATH (repeatable), the workspace, the writable roots and the system\'s directories: /usr, /bin, /sbin, /lib*, /etc, /proc, /sys and the ordinary devices' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l allow-read -d 'Lift one entry of the read deny list (or make PATH inside a denied directory readable) (repeatable)' -r -F
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l network -d 'Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow]' -r -f -a "allow\t'IPv4 and IPv6 sockets work'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l network -d 'Allow or deny IPv4/IPv6 sockets [default: allow]. Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket' -r -f -a "allow\t'IPv4 and IPv6 sockets work'
 deny\t'IPv4 and IPv6 sockets are refused; Unix sockets work'"
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l detach-after -d 'If the command still runs after this long, print its output so far and leave it running as a background job' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l color -d 'Colour the notices and the marker' -r -f -a "auto\t'On a terminal (or with CLICOLOR_FORCE), unless NO_COLOR is set'

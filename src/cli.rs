@@ -49,8 +49,8 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
              reads it back. With --json, one JSON object is printed instead: command, workdir, \
              exit_code, signal, timed_out, aborted, aborted_by, capped, env_scrubbed, timeout_ms, duration_ms, \
              stdout and stderr (text, truncated, total_bytes, spill_path), sandbox (mode, denied, \
-             denials, denials_more, network_denied, enforcement, runner_failed, network, \
-             network_enforcement, protected_changes).",
+             denials, denials_more, network_denied, enforcement, read_enforcement, runner_failed, \
+             network, network_enforcement, protected_changes).",
         ],
     ),
     (
@@ -59,8 +59,8 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
             "The command's own exit status; 124 when the deadline passed; 128+S when the command \
              was killed by signal S, or when dsh-exec was aborted by signal S (SIGINT 130, SIGTERM \
              143, SIGHUP 129); 125 when dsh-exec itself failed (WORKDIR_UNUSABLE, SHELL_NOT_FOUND, \
-             STDIN_UNREADABLE, SPILL_UNUSABLE, SANDBOX_UNAVAILABLE, SPAWN_FAILED, CONFIG_INVALID, \
-             SUPERVISION_FAILED) or the sandbox runner failed; 2 for a usage error. 126 and \
+             STDIN_UNREADABLE, SPILL_UNUSABLE, CONFIG_INVALID, JOBS_UNUSABLE, SANDBOX_UNAVAILABLE, \
+             SPAWN_FAILED, RUNTIME_FAILED, SUPERVISION_FAILED) or the sandbox runner failed; 2 for a usage error. 126 and \
              127 come from bash itself.",
         ],
     ),
@@ -77,11 +77,14 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
              entries; then --dsh-env entries, which no --env entry can displace. Sandboxed runs \
              also get DSH_SANDBOX_MODE (and DSH_SANDBOX_NETWORK=deny).",
             "NO_COLOR (non-empty) turns colour off; CLICOLOR_FORCE (non-empty, not 0) turns it \
-             on when not on a terminal; NO_COLOR wins. TMPDIR is the default spill directory and \
-             the temp directory that workspace-write may write. DSH_EXEC_CONFIG, else \
+             on when not on a terminal; NO_COLOR wins. TMPDIR is the temp directory that \
+             workspace-write may write. DSH_EXEC_CONFIG, else \
              XDG_CONFIG_HOME/dsh-exec/config.toml, else ~/.config/dsh-exec/config.toml is the \
              configuration file (defaults and caps; flags win over it, caps over both). \
-             XDG_RUNTIME_DIR holds the background jobs.",
+             dsh-exec's state directory STATE (background jobs in STATE/jobs, spill files in \
+             STATE/spill) is XDG_RUNTIME_DIR/dsh-exec, else XDG_STATE_HOME/dsh-exec, else \
+             ~/.local/state/dsh-exec, else TMPDIR/.dsh-exec-UID; every confining mode keeps it \
+             unreadable.",
         ],
     ),
 ];
@@ -348,7 +351,7 @@ pub struct RunArgs {
     /// Lift one entry of the read deny list (or make PATH inside a denied directory readable) (repeatable).
     #[arg(long = "allow-read", value_name = "PATH")]
     pub allow_read: Vec<PathBuf>,
-    /// Allow or deny IPv4/IPv6 sockets (Unix sockets always work) [default: allow].
+    /// Allow or deny IPv4/IPv6 sockets [default: allow]. Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket.
     #[arg(long, value_name = "allow|deny", value_enum)]
     pub network: Option<NetworkArg>,
     /// Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand).

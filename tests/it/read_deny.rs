@@ -429,3 +429,21 @@ fn an_earlier_unconfined_runs_spill_file_is_out_of_a_confined_runs_reach() {
         }
     }
 }
+
+#[test]
+fn an_allow_read_entry_that_does_not_exist_is_warned_about() {
+    let h = home();
+    let missing = h.home.join(".ssh/nonexistent");
+    Test::new()
+        .env("HOME", &h.home)
+        .env("TMPDIR", &h.tmp)
+        .args(["-s", "read-only", "-C", p(&h.ws), "--allow-read"])
+        .arg(&missing)
+        .args(["--", "cat ~/.ssh/id_rsa 2>/dev/null; echo done"])
+        .run()
+        .expect_stdout("done\n[exit code: 0]\n")
+        .expect_stderr(&format!(
+            "dsh-exec: warning: --allow-read {}: no such file or directory; nothing lifted\n",
+            p(&missing)
+        ));
+}

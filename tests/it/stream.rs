@@ -121,8 +121,13 @@ fn a_reader_that_stops_reading_does_not_hold_the_deadline_off() {
     // killed at its deadline.
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
+    // `yes` spills a gigabyte or more in that second: into `dir`, removed
+    // with it.
     let mut child = dsh()
-        .args(["--stream", "--timeout", "1s", "--kill-after", "200ms", "--"])
+        .args(["--stream", "--timeout", "1s", "--kill-after", "200ms"])
+        .arg("--spill-dir")
+        .arg(dir.path())
+        .arg("--")
         .arg(format!("echo $$ > {}; exec yes", pidfile.display()))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -103,6 +103,7 @@ fn read_restrictions_without_a_confining_mode_are_usage_errors() {
     for args in [
         &["--deny-read", "/etc"][..],
         &["-s", "full-access", "--read-root", "/usr"][..],
+        &["--allow-read", "/root/.ssh"][..],
     ] {
         assert_refused(args, 2, "needs --sandbox read-only or workspace-write");
     }

@@ -141,6 +141,21 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
     let (spill_parent, moved) = spill_parent(spec, sandbox.as_ref())?;
     let spill_dir = SpillDir::new(&spill_parent)?;
     let mut warnings = Vec::new();
+    // An --allow-read entry that does not exist lifts nothing: say so
+    // rather than drop it (the ordinary devices may well be missing).
+    if let Some(policy) = &spec.sandbox {
+        for p in &policy.read_exceptions {
+            let device = crate::request::READABLE_DEVICES
+                .iter()
+                .any(|d| Path::new(d) == p);
+            if !device && std::fs::symlink_metadata(p).is_err() {
+                warnings.push(format!(
+                    "--allow-read {}: no such file or directory; nothing lifted",
+                    p.display()
+                ));
+            }
+        }
+    }
     if moved && spec.spill_dir.origin != crate::spec::Origin::Default {
         warnings.push(format!(
             "spill directory {} is writable by the confined command; spilling to {} instead",

@@ -274,6 +274,7 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
     let confining = sandbox.as_ref().is_some_and(|p| p.mode.value.confines());
     for (flag, given) in [
         ("--deny-read", !req.deny_read.is_empty()),
+        ("--allow-read", !req.allow_read.is_empty()),
         ("--read-root", !req.read_roots.is_empty()),
     ] {
         if given && !confining {

@@ -101,6 +101,10 @@ pub struct Context {
     pub read_exceptions: Vec<PathBuf>,
     /// Under `--read-root`: every path reads are granted on (empty: `/`).
     pub read_roots: Vec<PathBuf>,
+    /// `dsh-exec`'s own state directory (jobs, spill files), on the deny
+    /// list: a refusal there gets no hint, since lifting it would open
+    /// every run's output to the command.
+    pub state_dir: Option<PathBuf>,
 }
 
 /// The name of an errno, for a denial.
@@ -199,9 +203,12 @@ impl Context {
             return None;
         }
         let hint = match self.read_denied.iter().find(|d| p.starts_with(d)) {
+            Some(entry) if self.state_dir.as_deref() == Some(entry) => None,
             // Lifting all of /dev would open the raw disks: name the device.
-            Some(entry) if entry == Path::new("/dev") => format!("--allow-read {}", p.display()),
-            Some(entry) => format!("--allow-read {}", entry.display()),
+            Some(entry) if entry == Path::new("/dev") => {
+                Some(format!("--allow-read {}", p.display()))
+            }
+            Some(entry) => Some(format!("--allow-read {}", entry.display())),
             None if !self.read_roots.is_empty()
                 && !self.read_roots.iter().any(|r| p.starts_with(r))
                 && !self.under_writable(p) =>
@@ -211,7 +218,7 @@ impl Context {
                 } else {
                     p.parent().unwrap_or(p)
                 };
-                format!("--read-root {}", dir.display())
+                Some(format!("--read-root {}", dir.display()))
             }
             None => return None,
         };
@@ -221,7 +228,7 @@ impl Context {
             errno: errno.into(),
             source: "output".into(),
             network: false,
-            hint: Some(hint),
+            hint,
             count: 1,
         })
     }
@@ -460,6 +467,11 @@ pub fn from_output(ctx: &Context, failed: bool, stdout: &str, stderr: &str) -> V
                 continue;
             }
             for path in paths {
+                // bash's own names for a socket (bash(1), REDIRECTION):
+                // never a file, and the network fact covers the refusal.
+                if path.starts_with("/dev/tcp/") || path.starts_with("/dev/udp/") {
+                    continue;
+                }
                 if shell_exec_failure(ctx, line, &path, errno) {
                     continue;
                 }
@@ -470,10 +482,6 @@ pub fn from_output(ctx: &Context, failed: bool, stdout: &str, stderr: &str) -> V
                 let Some(mut d) = ctx.judge(&path, errno) else {
                     continue;
                 };
-                if let Some(same) = found.iter_mut().find(|f| f.path == d.path) {
-                    same.count += 1;
-                    continue;
-                }
                 // A refused write to a denied path is a write, not a read.
                 let writes = [
                     "cannot create",
@@ -505,6 +513,12 @@ pub fn from_output(ctx: &Context, failed: bool, stdout: &str, stderr: &str) -> V
                     }
                     .into();
                 }
+                // One denial per path and kind: a read and then a removal
+                // of the same file are two.
+                if let Some(same) = found.iter_mut().find(|f| f.path == d.path && f.op == d.op) {
+                    same.count += 1;
+                    continue;
+                }
                 found.push(d);
             }
         }
@@ -531,7 +545,37 @@ mod tests {
             read_denied: vec![],
             read_exceptions: vec![],
             read_roots: vec![],
+            state_dir: None,
         }
+    }
+
+    #[test]
+    fn a_read_then_a_removal_of_a_file_in_the_state_dir_are_two_denials_without_a_hint() {
+        let state = tempfile::tempdir().unwrap();
+        let state = std::fs::canonicalize(state.path()).unwrap();
+        let spill = state.join("spill/dsh-exec-ab12cd34/stdout");
+        let mut c = ctx(Mode::WorkspaceWrite);
+        c.read_denied = vec![state.clone()];
+        c.state_dir = Some(state.clone());
+        let lines = format!(
+            "cat: {p}: Permission denied\nrm: cannot remove '{p}': Permission denied\n",
+            p = spill.display()
+        );
+        let out = from_output(&c, true, "", &lines);
+        let ops: Vec<(&str, Option<&str>)> = out
+            .iter()
+            .map(|d| (d.op.as_str(), d.hint.as_deref()))
+            .collect();
+        assert_eq!(ops, [("read", None), ("write", None)], "{out:?}");
+    }
+
+    #[test]
+    fn bash_socket_paths_are_not_files() {
+        let mut c = ctx(Mode::ReadOnly);
+        c.read_denied = vec![PathBuf::from("/dev")];
+        let line =
+            "bash: connect: Permission denied\nbash: /dev/tcp/127.0.0.1/80: Permission denied\n";
+        assert!(from_output(&c, true, "", line).is_empty());
     }
 
     #[test]

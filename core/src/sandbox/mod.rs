@@ -68,7 +68,9 @@ macro_rules! named_values {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
-    /// Read and execute anything; write nothing but character devices.
+    /// Read and execute anything but the read deny list; write nothing but
+    /// a few devices (`/dev/null`, `/dev/tty`, ...) and a private scratch
+    /// `$TMPDIR`.
     ReadOnly,
     /// Also write under the workspace root, writable roots and the temp dir.
     WorkspaceWrite,
@@ -92,7 +94,9 @@ impl Mode {
     /// One line on what the mode allows, for help texts.
     pub fn describe(self) -> &'static str {
         match self {
-            Mode::ReadOnly => "Read and execute anything; write nothing but character devices",
+            Mode::ReadOnly => {
+                "Read and execute anything but the read deny list; write nothing but a few devices and a private scratch TMPDIR"
+            }
             Mode::WorkspaceWrite => {
                 "Also write under the workspace root, writable roots and the temp dir"
             }
@@ -1085,6 +1089,7 @@ impl Prepared {
             read_denied: self.roots.read_denied.clone(),
             read_exceptions: self.roots.read_exceptions.clone(),
             read_roots: self.roots.read_roots.clone(),
+            state_dir: std::fs::canonicalize(&policy.state_dir).ok(),
         }
     }
 
