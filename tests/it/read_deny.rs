@@ -447,3 +447,52 @@ fn an_allow_read_entry_that_does_not_exist_is_warned_about() {
             p(&missing)
         ));
 }
+
+/// A bind mount of `/` elsewhere (distrobox's /run/host, a container's
+/// second view of the home) shows the denied entries again: they stay
+/// unreadable through it, and through their own paths.
+#[test]
+fn a_denied_entry_stays_unreadable_through_a_bind_mount_of_an_ancestor() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root (a bind mount in a private mount namespace)");
+        return;
+    }
+    for tier in tiers() {
+        let h = home();
+        let bind = h.tmp.join("bindroot");
+        std::fs::create_dir(&bind).unwrap();
+        let key = h.home.join(".ssh/id_rsa");
+        let via_bind = format!("{}{}", p(&bind), p(&key));
+        let runner = match tier {
+            Tier::Gate => "setpriv --bounding-set=-sys_admin",
+            Tier::MountNamespace => "",
+        };
+        // The bind lives in a private mount namespace: gone with it.
+        let script = format!(
+            "mount --bind / {b} && exec {runner} {bin} --json -s read-only -C {ws} -- 'cat {via_bind}; cat {key}'",
+            b = p(&bind),
+            bin = crate::support::bin().display(),
+            ws = p(&h.ws),
+            key = p(&key),
+        );
+        let out = std::process::Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", &script])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &h.home)
+            .env("TMPDIR", &h.tmp)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{tier:?}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(v["stdout"]["text"], "", "{tier:?}: {v}");
+        assert_eq!(
+            v["stderr"]["text"],
+            format!(
+                "cat: {via_bind}: Permission denied\ncat: {}: Permission denied\n",
+                p(&key)
+            ),
+            "{tier:?}: {v}"
+        );
+    }
+}

@@ -245,8 +245,40 @@ fn entry_rights(rights: BitFlags<AccessFs>) -> BitFlags<AccessFs> {
 /// listed gets the file's rights; a file in place of a directory makes the
 /// kernel refuse the directory rights (EINVAL), and the ruleset fails:
 /// fail closed.
+///
+/// A bind mount can show a directory a second time, somewhere else (a bind
+/// of `/` under `/run/host`): the deny list then holds the denied entries
+/// under both paths ([`super::open_roots`] adds them from mountinfo), and a
+/// directory reached through one that is, by inode, a directory being
+/// split through the other (`/run/host/tmp` when `/tmp` is split) gets only
+/// the entry rights, because a Landlock rule is attached to the inode and
+/// would reach the denied entry through the other path. `split_dirs` holds
+/// those inodes; it is empty when no mount shows a denied entry twice, and
+/// then nothing is checked.
 struct ReadSplit<'a> {
     ruleset: BorrowedFd<'a>,
+    split_dirs: std::collections::HashSet<(u64, u64)>,
+}
+
+/// The (device, inode) of every existing directory above a `denied` path
+/// (the directories [`ReadSplit`] splits).
+fn split_dir_inodes(denied: &[std::path::PathBuf]) -> std::collections::HashSet<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen = std::collections::HashSet::new();
+    let mut out = std::collections::HashSet::new();
+    for d in denied {
+        for a in d.ancestors().skip(1) {
+            if !seen.insert(a.to_path_buf()) {
+                continue;
+            }
+            if let Ok(m) = std::fs::symlink_metadata(a)
+                && m.is_dir()
+            {
+                out.insert((m.dev(), m.ino()));
+            }
+        }
+    }
+    out
 }
 
 /// Whether `path` is `dir` or lies beneath it, compared as bytes (both are
@@ -285,8 +317,22 @@ impl ReadSplit<'_> {
         if !dir {
             return self.grant(at, name, path, rights & file_rights());
         }
-        if denied.is_empty() {
+        if denied.is_empty() && self.split_dirs.is_empty() {
             return self.grant(at, name, path, rights);
+        }
+        if denied.is_empty() {
+            // A directory that may be a split one seen again (see above).
+            let flags = OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+            let Some(fd) = open_entry(at, name, path, flags)? else {
+                return Ok(());
+            };
+            let st = nix::sys::stat::fstat(&fd).map_err(|e| split_problem(path)(e.into()))?;
+            let rights = if self.split_dirs.contains(&(st.st_dev, st.st_ino)) {
+                entry_rights(rights)
+            } else {
+                rights
+            };
+            return add_beneath(self.ruleset, fd.as_fd(), rights).map_err(split_problem(path));
         }
         let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
         let Some(fd) = open_entry(at, name, path, flags)? else {
@@ -516,6 +562,11 @@ pub fn build(
         // to each denied entry (see `ReadSplit`), and the exceptions inside.
         let split = ReadSplit {
             ruleset: fd.as_fd(),
+            split_dirs: if roots.read_aliases {
+                split_dir_inodes(&roots.read_denied)
+            } else {
+                Default::default()
+            },
         };
         let denied: Vec<&[u8]> = roots
             .read_denied

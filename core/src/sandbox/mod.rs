@@ -265,6 +265,9 @@ pub struct Roots {
     /// symlink's target), no path twice: the Landlock ruleset grants no
     /// file read beneath them.
     pub read_denied: Vec<PathBuf>,
+    /// Some of `read_denied` are the same entries seen through another
+    /// mount (a bind mount): the split then checks directories by inode.
+    pub read_aliases: bool,
     /// The `--allow-read` exceptions inside them that exist, real paths.
     pub read_exceptions: Vec<PathBuf>,
     /// Under `--read-root`: every path reads are granted on (the roots
@@ -346,6 +349,93 @@ fn with_anchors(
     }
     all.sort_by_key(|(p, _)| p.components().count());
     all
+}
+
+/// One line of `/proc/self/mountinfo` (proc(5)): the file system (device
+/// number), the directory of it that is mounted (`root`), and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Mount {
+    dev: Vec<u8>,
+    root: PathBuf,
+    mount_point: PathBuf,
+}
+
+/// The mounts of a `/proc/self/mountinfo` table; lines that do not parse
+/// are skipped. Fields 3, 4 and 5 are the device (`major:minor`), the root
+/// and the mount point, with space, tab, newline and backslash written as
+/// octal escapes (`\040`).
+fn parse_mountinfo(table: &[u8]) -> Vec<Mount> {
+    use std::os::unix::ffi::OsStringExt;
+    let unescape = |field: &[u8]| {
+        let mut out = Vec::with_capacity(field.len());
+        let mut i = 0;
+        while i < field.len() {
+            let octal = field
+                .get(i + 1..i + 4)
+                .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+            match (field[i], octal) {
+                (b'\\', Some(d)) => {
+                    out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                    i += 4;
+                }
+                (c, _) => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+        }
+        PathBuf::from(std::ffi::OsString::from_vec(out))
+    };
+    table
+        .split(|&b| b == b'\n')
+        .filter_map(|line| {
+            let mut fields = line.split(|&b| b == b' ');
+            let dev = fields.nth(2)?.to_vec();
+            let root = unescape(fields.next()?);
+            let mount_point = unescape(fields.next()?);
+            Some(Mount {
+                dev,
+                root,
+                mount_point,
+            })
+        })
+        .collect()
+}
+
+/// The other paths at which the `denied` paths (real, absolute) can be
+/// reached through `mounts`: a path lies in the file system of the mount
+/// with the longest mount point above it; any other mount of the same
+/// file system (a bind mount) whose root is above that place shows it
+/// again beneath its mount point, and one whose root is beneath it shows a
+/// part of it at its mount point. Both are denied too.
+fn mount_aliases(mounts: &[Mount], denied: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for d in denied {
+        let Some(home) = mounts
+            .iter()
+            .filter(|m| d.starts_with(&m.mount_point))
+            .max_by_key(|m| m.mount_point.components().count())
+        else {
+            continue;
+        };
+        let Ok(rest) = d.strip_prefix(&home.mount_point) else {
+            continue;
+        };
+        let inside = home.root.join(rest);
+        for m in mounts.iter().filter(|m| m.dev == home.dev && *m != home) {
+            let alias = if let Ok(below) = inside.strip_prefix(&m.root) {
+                m.mount_point.join(below)
+            } else if m.root.starts_with(&inside) {
+                m.mount_point.clone()
+            } else {
+                continue;
+            };
+            if alias != *d && !out.contains(&alias) {
+                out.push(alias);
+            }
+        }
+    }
+    out
 }
 
 /// The real path of `path` as far as it exists: its longest existing
@@ -446,6 +536,18 @@ pub fn open_roots(policy: &Policy) -> Roots {
         for t in targets {
             if !roots.read_denied.contains(&t) {
                 roots.read_denied.push(t);
+            }
+        }
+        // The same directories seen through other mounts (a bind of `/`
+        // or of the home elsewhere): a Landlock rule lands on the inode, so
+        // a grant on the other path would reach the denied entry too.
+        if let Ok(table) = std::fs::read("/proc/self/mountinfo") {
+            let mounts = parse_mountinfo(&table);
+            for alias in mount_aliases(&mounts, &roots.read_denied) {
+                roots.read_aliases = true;
+                if !roots.read_denied.contains(&alias) {
+                    roots.read_denied.push(alias);
+                }
             }
         }
         roots.read_exceptions = real(&policy.read_exceptions);
@@ -1148,5 +1250,60 @@ pub(crate) fn facts(
             Network::Deny => NetworkEnforcement::Full,
             Network::Allow => NetworkEnforcement::None,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_lines_parse_with_their_escapes() {
+        let table = b"22 27 0:21 / /proc rw,relatime - proc proc rw\n\
+            36 27 254:0 /home/a\\040b /mnt/x\\134y rw - ext4 /dev/vda rw\n\
+            garbage\n";
+        assert_eq!(
+            parse_mountinfo(table),
+            [
+                Mount {
+                    dev: b"0:21".to_vec(),
+                    root: "/".into(),
+                    mount_point: "/proc".into()
+                },
+                Mount {
+                    dev: b"254:0".to_vec(),
+                    root: "/home/a b".into(),
+                    mount_point: "/mnt/x\\y".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bind_of_an_ancestor_or_of_a_part_of_a_denied_path_is_denied_too() {
+        let m = |dev: &str, root: &str, at: &str| Mount {
+            dev: dev.as_bytes().to_vec(),
+            root: root.into(),
+            mount_point: at.into(),
+        };
+        let mounts = [
+            m("254:0", "/", "/"),
+            m("0:6", "/", "/dev"),
+            m("254:0", "/", "/run/host"),
+            m("254:0", "/root", "/srv/home"),
+            m("254:0", "/root/.ssh/keys", "/mnt/keys"),
+            m("254:0", "/etc", "/mnt/etc"),
+            m("0:6", "/", "/chroot/dev"),
+        ];
+        let denied = [PathBuf::from("/root/.ssh"), PathBuf::from("/dev")];
+        assert_eq!(
+            mount_aliases(&mounts, &denied),
+            [
+                PathBuf::from("/run/host/root/.ssh"),
+                PathBuf::from("/srv/home/.ssh"),
+                PathBuf::from("/mnt/keys"),
+                PathBuf::from("/chroot/dev"),
+            ]
+        );
     }
 }
