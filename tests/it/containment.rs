@@ -1266,7 +1266,7 @@ fn a_config_file_that_is_a_fifo_or_a_device_is_refused_at_once() {
 
 #[test]
 fn a_forged_supervisor_record_makes_job_kill_signal_nothing_else() {
-    let runtime = tempfile::tempdir().unwrap();
+    let runtime = crate::jobs::runtime_dir();
     let run = |args: &[&str]| {
         let out = dsh()
             .env("XDG_RUNTIME_DIR", runtime.path())

@@ -11,10 +11,17 @@ struct Jobs {
     runtime: tempfile::TempDir,
 }
 
+/// A runtime dir for the jobs of one test. Not in the temp dir (/tmp, as
+/// these runs see it): a runtime dir there is not taken as dsh-exec's
+/// state directory, since sandboxed runs may write the temp dir.
+pub fn runtime_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
 impl Jobs {
     fn new() -> Jobs {
         Jobs {
-            runtime: tempfile::tempdir().unwrap(),
+            runtime: runtime_dir(),
         }
     }
 

@@ -496,3 +496,72 @@ fn a_denied_entry_stays_unreadable_through_a_bind_mount_of_an_ancestor() {
         );
     }
 }
+
+#[test]
+fn a_writable_root_inside_a_denied_entry_does_not_start() {
+    for tier in tiers() {
+        let h = home();
+        let sub = h.home.join(".ssh/sub");
+        std::fs::create_dir(&sub).unwrap();
+        std::fs::write(sub.join("s"), "SECRET\n").unwrap();
+        let out = Test::in_tier(tier)
+            .env("HOME", &h.home)
+            .env("TMPDIR", &h.tmp)
+            .args(["-s", "workspace-write", "-C", p(&sub), "--", "cat s"])
+            .run();
+        out.expect_status(125).expect_stdout("");
+        let ssh = h.home.join(".ssh");
+        assert_eq!(
+            out.stderr,
+            format!(
+                "dsh-exec: error: sandbox unavailable: the writable root {} lies inside {}, which \
+                 the read deny list keeps unreadable; --allow-read {} to work there \
+                 (SANDBOX_UNAVAILABLE)\n",
+                p(&sub),
+                p(&ssh),
+                p(&ssh)
+            ),
+            "{tier:?}"
+        );
+    }
+}
+
+/// With the home as the workspace, dsh-exec's state directory lies in a
+/// writable root: the run's spill file survives the run, and a command
+/// that rewrites it (possible without a mount namespace) cannot change
+/// the tail the result reports.
+#[test]
+fn with_the_home_writable_the_spill_file_survives_and_its_tail_cannot_be_forged() {
+    for tier in tiers() {
+        // A home with nothing on the deny list (the gate tier refuses a
+        // writable root that holds some).
+        let h = home();
+        let home = &h.ws;
+        let script = "head -c 5000 /dev/zero | tr '\\0' a; echo; echo REAL-END; sleep 0.2; \
+                      for f in ~/.local/state/dsh-exec/spill/*/stdout; do \
+                      printf 'FORGED!!\\n' | dd of=\"$f\" bs=1 seek=$(( $(stat -c %s \"$f\") - 9 )) \
+                      conv=notrunc 2>/dev/null; done; true";
+        let v = Test::in_tier(tier)
+            .env("HOME", home)
+            .env("TMPDIR", &h.tmp)
+            .args([
+                "--json",
+                "-s",
+                "workspace-write",
+                "--stdout-max-bytes",
+                "1K",
+                "-C",
+            ])
+            .arg(home)
+            .args(["--", script])
+            .run()
+            .json();
+        let text = v["stdout"]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{tier:?}: {v}"));
+        assert!(text.ends_with("aaaa\nREAL-END\n"), "{tier:?}: {v}");
+        let spill = v["stdout"]["spill_path"].as_str().unwrap();
+        let kept = std::fs::read(spill).unwrap_or_else(|e| panic!("{tier:?}: {spill}: {e}"));
+        assert_eq!(kept.len(), 5010, "{tier:?}");
+    }
+}

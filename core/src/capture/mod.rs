@@ -16,6 +16,9 @@
 //! confined command cannot reach that directory (it lies outside the
 //! writable roots, or is hidden). An unconfined command, which runs as the
 //! same user, could rewrite the file; it could as well print those bytes.
+//! Where a confined command can write the spill directory after all (the
+//! gate tier with dsh-exec's state directory inside a writable root), the
+//! [`SpillDir`] says so and the tail stays in memory.
 
 mod spill;
 pub(crate) mod utf8;
@@ -126,7 +129,7 @@ impl StreamCapture {
         }
         if let Some(file) = &mut self.spill_file {
             match file.write_all(chunk) {
-                Ok(()) => {
+                Ok(()) if !spill_dir.exposed() => {
                     self.total += chunk.len() as u64;
                     if !self.tail_in_file {
                         self.tail_in_file = true;
@@ -134,6 +137,7 @@ impl StreamCapture {
                     }
                     return;
                 }
+                Ok(()) => {}
                 Err(e) => {
                     // The file holds the stream up to this chunk (a partial
                     // write only adds bytes past `total`): the tail comes

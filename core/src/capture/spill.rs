@@ -36,6 +36,10 @@ pub struct SpillDir {
     parent: PathBuf,
     parent_fd: OwnedFd,
     dir: Option<(PathBuf, OwnedFd)>,
+    /// The command can write where the spill files go (no place outside
+    /// its writable roots was to be had): the tails are then kept in
+    /// memory, never read back from the files.
+    exposed: bool,
 }
 
 impl SpillDir {
@@ -70,7 +74,20 @@ impl SpillDir {
             parent: parent.to_path_buf(),
             parent_fd,
             dir: None,
+            exposed: false,
         })
+    }
+
+    /// Marks the spill files as writable by the command: the captures keep
+    /// their tails in memory (see [`SpillDir::exposed`]).
+    pub fn set_exposed(&mut self) {
+        self.exposed = true;
+    }
+
+    /// Whether the command can write the spill files (the tails then stay
+    /// in memory: a tail read back from such a file could be forged).
+    pub fn exposed(&self) -> bool {
+        self.exposed
     }
 
     /// Creates the private directory on first use: (its path, its descriptor).

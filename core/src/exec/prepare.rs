@@ -139,7 +139,23 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         point_temp_at(&mut env, temp);
     }
     let (spill_parent, moved) = spill_parent(spec, sandbox.as_ref())?;
-    let spill_dir = SpillDir::new(&spill_parent)?;
+    let mut spill_dir = SpillDir::new(&spill_parent)?;
+    // Even STATE/spill can lie in a writable root (the home as the
+    // workspace, without a mount namespace): the spill files are then the
+    // command's to change, and the tails must not be read back from them.
+    if let (Some(policy), Some(prepared)) = (&spec.sandbox, sandbox.as_ref())
+        && policy.mode.value.confines()
+    {
+        let real = std::fs::canonicalize(&spill_parent).unwrap_or_else(|_| spill_parent.clone());
+        if prepared
+            .roots
+            .writable
+            .iter()
+            .any(|r| real.starts_with(&r.path))
+        {
+            spill_dir.set_exposed();
+        }
+    }
     let mut warnings = Vec::new();
     // An --allow-read entry that does not exist lifts nothing: say so
     // rather than drop it (the ordinary devices may well be missing).

@@ -110,7 +110,8 @@ pub struct Ambient {
     pub home: Option<PathBuf>,
     /// The directory of `dsh-exec`'s own state (jobs, private spill files):
     /// `$XDG_RUNTIME_DIR/dsh-exec` when that runtime directory exists, else
-    /// `$XDG_STATE_HOME/dsh-exec`, else `~/.local/state/dsh-exec`, else,
+    /// `$XDG_STATE_HOME/dsh-exec`, else `~/.local/state/dsh-exec` (neither
+    /// of the first two inside the temp dir), else,
     /// with no usable HOME, `TEMP/.dsh-exec-UID`. The temp dir comes last on
     /// purpose: `workspace-write` commands may write there.
     pub state_dir: PathBuf,
@@ -126,10 +127,16 @@ pub fn state_dir(env: &[(OsString, OsString)], temp_dir: &Path) -> PathBuf {
     };
     // The runtime dir must exist already (the login session makes it); a
     // state home is created on use, as long as HOME itself is a directory.
+    // Neither inside the temp dir (containers set XDG_RUNTIME_DIR=/tmp/...):
+    // workspace-write commands may write there, and the state directory
+    // holds the spill files of every run.
     let home = get("HOME").filter(|h| h.is_absolute() && h.is_dir());
     get("XDG_RUNTIME_DIR")
-        .filter(|r| r.is_absolute() && r.is_dir())
-        .or_else(|| get("XDG_STATE_HOME").filter(|s| s.is_absolute() && home.is_some()))
+        .filter(|r| r.is_absolute() && r.is_dir() && !r.starts_with(temp_dir))
+        .or_else(|| {
+            get("XDG_STATE_HOME")
+                .filter(|s| s.is_absolute() && home.is_some() && !s.starts_with(temp_dir))
+        })
         .or_else(|| home.map(|h| h.join(".local").join("state")))
         .map(|base| base.join("dsh-exec"))
         .unwrap_or_else(|| temp_dir.join(format!(".dsh-exec-{}", nix::unistd::geteuid())))
@@ -633,6 +640,31 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runtime_dir_inside_the_temp_dir_is_not_the_state_dir() {
+        let temp = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let runtime = temp.path().join("runtime-0");
+        std::fs::create_dir(&runtime).unwrap();
+        let env: Vec<(OsString, OsString)> = vec![
+            ("XDG_RUNTIME_DIR".into(), runtime.clone().into()),
+            ("HOME".into(), home.path().into()),
+        ];
+        assert_eq!(
+            state_dir(&env, temp.path()),
+            home.path().join(".local/state/dsh-exec")
+        );
+        let elsewhere = tempfile::tempdir().unwrap();
+        let env: Vec<(OsString, OsString)> = vec![
+            ("XDG_RUNTIME_DIR".into(), elsewhere.path().into()),
+            ("HOME".into(), home.path().into()),
+        ];
+        assert_eq!(
+            state_dir(&env, temp.path()),
+            elsewhere.path().join("dsh-exec")
+        );
+    }
     use crate::spec::Origin;
 
     fn ambient() -> Ambient {

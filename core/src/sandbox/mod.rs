@@ -968,11 +968,20 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         add_scratch(&mut roots, parent);
     }
     if policy.mode.value == Mode::WorkspaceWrite {
-        // Created before the run, so that it exists to be protected.
-        let _ = std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&policy.state_dir);
+        // Created before the run, so that it exists to be protected; with
+        // the directories dsh-exec itself writes during the run (this
+        // run's spill directory, a job started meanwhile), which restoring
+        // the protected state directory after the run would otherwise take
+        // for the command's.
+        for dir in [
+            policy.state_dir.join("spill"),
+            policy.state_dir.join("jobs"),
+        ] {
+            let _ = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir);
+        }
     }
     let protection = protection(policy, &roots, run.workdir);
     let after_run = AfterRun {
@@ -1057,6 +1066,28 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         Vec::new(),
         Some(seccomp::chain(programs).map_err(unavailable)?),
     );
+    // A writable root inside an entry of the read deny list (`-C
+    // ~/.password-store/sub`) would grant reads of that part of it: the
+    // run does not start, and says how to ask for it.
+    // (/dev/shm, granted in the gate tier, is one of the devices /dev keeps.)
+    if let Some((root, entry)) = roots.writable.iter().find_map(|r| {
+        roots
+            .read_denied
+            .iter()
+            .filter(|d| d.as_path() != Path::new("/dev"))
+            .find(|d| r.path.starts_with(d) && r.path != **d)
+            .map(|d| (&r.path, d))
+    }) {
+        return Err(Error::SandboxUnavailable(
+            crate::error::SandboxProblem::Policy(format!(
+                "the writable root {} lies inside {}, which the read deny list keeps \
+                 unreadable; --allow-read {} to work there",
+                root.display(),
+                entry.display(),
+                entry.display()
+            )),
+        ));
+    }
     // Entries of the read deny list inside writable roots: a writable root
     // grants reads beneath it, and Landlock cannot take one back; split,
     // the root would refuse new files in every directory along the way,
