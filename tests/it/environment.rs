@@ -144,6 +144,12 @@ fn plain_secrets_are_scrubbed_and_harmless_names_are_kept() {
         ("V_AWS", "AKIAIOSFODNN7EXAMPLE"),
         ("V_OPENAI", "sk-proj-abcdefghijklmnopqrstuvwx"),
         ("V_PEM", "-----BEGIN RSA PRIVATE KEY-----\nx\n"),
+        ("API_KEY2", "x"),
+        ("SLACK_TOKEN1", "x"),
+        (
+            "REPO_URL",
+            "https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/o/r.git",
+        ),
     ];
     let kept = [
         ("MONKEY", "1"),
@@ -151,6 +157,7 @@ fn plain_secrets_are_scrubbed_and_harmless_names_are_kept() {
         ("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring"),
         ("PLAIN_DB_URL", "postgres://h/db"),
         ("XDG_SESSION_TYPE", "tty"),
+        ("GIT_CONFIG_KEY_0", "safe.directory"),
     ];
     let mut t = Test::new();
     for (k, v) in scrubbed.iter().chain(&kept) {
@@ -268,4 +275,40 @@ fn env_policy_none_still_names_the_granted_temp_dir_and_env_scrubbed_omits_what_
     let v = out.json();
     assert_eq!(v["stdout"]["text"], "made\n", "{v}");
     assert_eq!(v["env_scrubbed"], serde_json::json!(["B_TOKEN"]));
+}
+
+/// git's configuration in the environment (GIT_CONFIG_COUNT and its
+/// pairs, as actions/checkout passes them): a pair with a plain value
+/// reaches git; when a value is withheld (an Authorization header), the
+/// count goes with it, so that git ignores the pairs instead of refusing
+/// to start.
+#[test]
+fn git_config_pairs_reach_git_and_a_withheld_value_takes_the_count_along() {
+    let plain = Test::new()
+        .env("GIT_CONFIG_COUNT", "1")
+        .env("GIT_CONFIG_KEY_0", "safe.directory")
+        .env("GIT_CONFIG_VALUE_0", "*")
+        .args(["--", "git config --get safe.directory"])
+        .run();
+    plain.expect_stdout("*\n[exit code: 0]\n");
+    let withheld = Test::new()
+        .env("GIT_CONFIG_COUNT", "1")
+        .env("GIT_CONFIG_KEY_0", "http.https://github.com/.extraheader")
+        .env(
+            "GIT_CONFIG_VALUE_0",
+            "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46c2VjcmV0",
+        )
+        .args([
+            "--json",
+            "--",
+            "git config --get http.https://github.com/.extraheader; echo rc=$?",
+        ])
+        .run()
+        .json();
+    assert_eq!(withheld["stdout"]["text"], "rc=1\n", "{withheld}");
+    assert_eq!(withheld["stderr"]["text"], "", "{withheld}");
+    assert_eq!(
+        withheld["env_scrubbed"],
+        serde_json::json!(["GIT_CONFIG_COUNT", "GIT_CONFIG_VALUE_0"])
+    );
 }

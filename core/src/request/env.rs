@@ -105,6 +105,12 @@ pub const TOKEN_SHAPES: [(&str, &str, usize); 21] = [
     ("slack", "xapp-", 10),
 ];
 
+/// Whether `name` is `prefix` followed by a number (`GIT_CONFIG_KEY_0`).
+fn is_git_config_pair(name: &[u8], prefix: &[u8]) -> bool {
+    name.strip_prefix(prefix)
+        .is_some_and(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit))
+}
+
 /// Why a variable would be scrubbed: `managed DSH_`, `name SSH_AUTH_SOCK`,
 /// `word KEY`, `url password`, `token shape github`, `private key`; `None`
 /// to keep it. Never says anything of the value itself.
@@ -117,7 +123,10 @@ pub fn scrub_rule(name: &OsStr, value: &OsStr) -> Option<String> {
     if SECRET_NAMES.contains(&upper.as_str()) {
         return Some(format!("name {upper}"));
     }
-    if !HARMLESS_NAMES.iter().any(|(n, _)| *n == upper)
+    // GIT_CONFIG_KEY_<n> holds the name of a git setting, not a secret.
+    let git_key = is_git_config_pair(upper.as_bytes(), b"GIT_CONFIG_KEY_");
+    if !git_key
+        && !HARMLESS_NAMES.iter().any(|(n, _)| *n == upper)
         && let Some(rule) = name_rule(&name_words(&raw))
         // Checked last: it may stat the value as a path.
         && !harmless_value(&String::from_utf8_lossy(value.as_bytes()))
@@ -198,6 +207,8 @@ fn secret_word(word: &str) -> Option<&'static str> {
         "APIKEY",
         "CREDENTIAL",
     ];
+    // A number after the word counts for nothing (`API_KEY2`, `TOKEN1`).
+    let word = word.trim_end_matches(|c: char| c.is_ascii_digit());
     let singular = word
         .strip_suffix('S')
         .filter(|w| w.len() >= 3)
@@ -266,7 +277,8 @@ fn value_rule(value: &[u8]) -> Option<String> {
     // One pass: at each position where a token may start, try each shape.
     let bytes = text.as_bytes();
     for start in 0..bytes.len() {
-        if start > 0 && !boundary_char(bytes[start - 1]) {
+        // A token starts a URL's userinfo too (`https://ghp_...@github.com`).
+        if start > 0 && !boundary_char(bytes[start - 1]) && !bytes[..start].ends_with(b"://") {
             continue;
         }
         for (what, prefix, least) in TOKEN_SHAPES {
@@ -513,6 +525,23 @@ impl EnvPlan {
                 // getenv(3) returns: every later layer then replaces it.
                 plan.inherited.push((k.clone(), v.clone()));
             }
+        }
+        // git's GIT_CONFIG_COUNT / GIT_CONFIG_KEY_<n> / GIT_CONFIG_VALUE_<n>
+        // (git-config(1), ENVIRONMENT; actions/checkout passes an
+        // `http.extraheader` with a token so): with a value withheld, git
+        // refuses to start ("missing config value"). Withholding the count
+        // too makes git ignore the pairs.
+        let git_value_withheld = scrubbed
+            .iter()
+            .any(|(n, _)| is_git_config_pair(n.as_bytes(), b"GIT_CONFIG_VALUE_"));
+        if git_value_withheld
+            && let Some(at) = plan
+                .inherited
+                .iter()
+                .position(|(n, _)| n == "GIT_CONFIG_COUNT")
+        {
+            let (name, _) = plan.inherited.remove(at);
+            scrubbed.push((name, "git config value withheld".into()));
         }
         scrubbed.sort();
         (plan.scrubbed, plan.scrub_rules) = scrubbed.into_iter().unzip();
