@@ -565,3 +565,26 @@ fn with_the_home_writable_the_spill_file_survives_and_its_tail_cannot_be_forged(
         assert_eq!(kept.len(), 5010, "{tier:?}");
     }
 }
+
+/// A big cache in one denied directory does not use up the symlink scan
+/// of another: a key linked from ~/.ssh stays unreadable.
+#[test]
+fn a_symlinked_key_stays_denied_beside_a_big_kube_cache() {
+    let h = home();
+    let cache = h.home.join(".kube/cache/discovery");
+    std::fs::create_dir_all(&cache).unwrap();
+    for i in 0..2100 {
+        std::fs::write(cache.join(format!("f{i}")), "").unwrap();
+    }
+    let dots = h.tmp.join("dots");
+    std::fs::create_dir(&dots).unwrap();
+    std::fs::write(dots.join("id_secret"), "LINKED KEY\n").unwrap();
+    std::os::unix::fs::symlink(dots.join("id_secret"), h.home.join(".ssh/id_link")).unwrap();
+    let v = run(
+        Tier::MountNamespace,
+        &h,
+        &["-s", "read-only"],
+        "cat ~/.ssh/id_link",
+    );
+    assert_eq!(v["stdout"]["text"], "", "{v}");
+}

@@ -458,47 +458,52 @@ pub(crate) fn real_as_far_as_it_exists(path: &Path) -> PathBuf {
     }
 }
 
-/// The real targets of the symlinks inside the denied directories (at most
-/// [`SYMLINK_SCAN`] entries looked at in all): those outside every denied
-/// entry.
+/// The real targets of the symlinks inside the denied directories: those
+/// outside every denied entry. Each denied directory is scanned breadth
+/// first, its shallow entries (where dotfile managers put their links)
+/// before its deep ones, with a budget of its own of [`SYMLINK_SCAN`]
+/// entries: a big cache in one (`~/.kube/cache`) cannot use up the scan of
+/// another (`~/.ssh`).
 fn symlink_targets(denied: &[PathBuf], state_dir: &Path) -> Vec<PathBuf> {
-    let mut budget = SYMLINK_SCAN;
     let mut out = Vec::new();
     // Not /dev: its symlinks name /proc/self (whose target is this
     // process's, not the command's) and devices, which have rules of their
     // own. Not the state directory: dsh-exec's own, with a directory per
     // job (the scan would spend its budget there, 70 us on this machine).
-    let mut stack: Vec<PathBuf> = denied
+    let tops = denied
         .iter()
-        .filter(|d| d.is_dir() && !d.starts_with("/dev") && !d.starts_with(state_dir))
-        .cloned()
-        .collect();
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            if budget == 0 {
-                return out;
-            }
-            budget -= 1;
-            let Ok(kind) = e.file_type() else { continue };
-            if kind.is_dir() {
-                stack.push(e.path());
-            } else if kind.is_symlink()
-                && let Ok(t) = std::fs::canonicalize(e.path())
-                && !t.starts_with("/proc")
-                && !denied.iter().any(|d| t.starts_with(d))
-            {
-                out.push(t);
+        .filter(|d| d.is_dir() && !d.starts_with("/dev") && !d.starts_with(state_dir));
+    for top in tops {
+        let mut budget = SYMLINK_SCAN;
+        let mut queue = std::collections::VecDeque::from([top.clone()]);
+        'scan: while let Some(dir) = queue.pop_front() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                if budget == 0 {
+                    break 'scan;
+                }
+                budget -= 1;
+                let Ok(kind) = e.file_type() else { continue };
+                if kind.is_dir() {
+                    queue.push_back(e.path());
+                } else if kind.is_symlink()
+                    && let Ok(t) = std::fs::canonicalize(e.path())
+                    && !t.starts_with("/proc")
+                    && !denied.iter().any(|d| t.starts_with(d))
+                    && !out.contains(&t)
+                {
+                    out.push(t);
+                }
             }
         }
     }
     out
 }
 
-/// How many entries of the denied directories are looked at for symlinks.
-const SYMLINK_SCAN: usize = 2048;
+/// How many entries of each denied directory are looked at for symlinks.
+const SYMLINK_SCAN: usize = 1024;
 
 /// Opens the writable roots of `policy`, each once: a root that is missing
 /// or not a directory is skipped with its reason, and so is a
