@@ -273,3 +273,33 @@ fn cp_a_keeps_the_set_group_id_bit_of_a_foreign_directory() {
         assert_eq!(out.stdout, "2775 1000:1000\n[exit code: 0]\n", "{tier:?}");
     }
 }
+
+/// GNU tar sets extended attributes (and modes) through
+/// `/proc/self/fd/N/NAME`: a path beneath the task's own descriptor, or
+/// beneath its working directory or root, works as it does unconfined.
+#[test]
+fn metadata_changes_through_the_tasks_own_proc_links_work_confined() {
+    if !have("python3") {
+        eprintln!("skipped: needs python3");
+        return;
+    }
+    let script = "mkdir -p d/sub && echo x > d/sub/f && python3 -c \"
+import os
+fd = os.open('d', os.O_RDONLY)
+os.setxattr(f'/proc/self/fd/{fd}/sub/f', 'user.wl', b'1')
+os.chmod(f'/proc/self/fd/{fd}/sub/f', 0o600)
+os.utime(f'/proc/self/cwd/d/sub/f', (0, 0))
+os.chmod(f'/proc/{os.getpid()}/root{os.getcwd()}/d/sub', 0o700)
+print(os.getxattr('d/sub/f', 'user.wl'), oct(os.stat('d/sub/f').st_mode & 0o777),
+      os.stat('d/sub/f').st_mtime, oct(os.stat('d/sub').st_mode & 0o777))
+\"";
+    for tier in tiers() {
+        let d = dirs();
+        let out = run_in(tier, &d, "workspace-write", script);
+        assert_eq!(
+            out.stdout, "b'1' 0o600 0.0 0o700\n[exit code: 0]\n",
+            "{tier:?}: {}",
+            out.stderr
+        );
+    }
+}

@@ -230,10 +230,25 @@ impl Task {
             return self.base(dirfd, false);
         }
         let absolute = path.first() == Some(&b'/');
-        if absolute && let Some(fd) = self.own_fd_link(path)? {
+        if absolute && let Some((link, rest)) = self.own_link(path)? {
             // /proc/self/fd/N and the like: the task's descriptor N (what
-            // gnulib's chmod of "/proc/self/fd/N" means).
-            return self.base(fd, false);
+            // gnulib's chmod of "/proc/self/fd/N" means), its working
+            // directory or its root; and what lies beneath them
+            // (`/proc/self/fd/4/src/file`, as GNU tar names files when it
+            // sets their extended attributes), resolved from there as the
+            // kernel would, magic links aside.
+            let (dirfd, absolute) = match link {
+                OwnLink::Fd(fd) => (fd, false),
+                OwnLink::Cwd => (libc::AT_FDCWD, false),
+                OwnLink::Root => (libc::AT_FDCWD, true),
+            };
+            let base = self.base(dirfd, absolute)?;
+            if rest.is_empty() {
+                return Ok(base);
+            }
+            let resolve = RESOLVE_NO_MAGICLINKS | if absolute { RESOLVE_IN_ROOT } else { 0 };
+            let flags = libc::O_PATH | if follow { 0 } else { libc::O_NOFOLLOW };
+            return open_at2(base.as_raw_fd(), &rest, flags, resolve);
         }
         let base = self.base(dirfd, absolute)?;
         let rel: &[u8] = if absolute {
@@ -251,33 +266,35 @@ impl Task {
         open_at2(base.as_raw_fd(), rel, flags, resolve)
     }
 
-    /// The descriptor `path` names when it is the task's own descriptor
-    /// link: `/proc/self/fd/N`, `/proc/thread-self/fd/N`, `/proc/PID/fd/N`
-    /// or `/proc/PID/task/TID/fd/N` with the task's own ids (`.` and
-    /// repeated slashes allowed). `None` for any other path.
-    fn own_fd_link(&self, path: &[u8]) -> Result<Option<i32>, i32> {
+    /// What `path` names when it starts with one of the task's own magic
+    /// links: `/proc/self/fd/N`, `/proc/thread-self/fd/N`, `/proc/PID/fd/N`
+    /// or `/proc/PID/task/TID/fd/N` with the task's own ids, or the same
+    /// with `cwd` or `root` in place of `fd/N` (`.` and repeated slashes
+    /// allowed); with the rest of the path after it (empty when none).
+    /// `None` for any other path.
+    fn own_link(&self, path: &[u8]) -> Result<Option<(OwnLink, Vec<u8>)>, i32> {
         let parts: Vec<&[u8]> = path
             .split(|b| *b == b'/')
             .filter(|p| !p.is_empty() && *p != b".")
             .collect();
         let number = |p: &[u8]| std::str::from_utf8(p).ok()?.parse::<i32>().ok();
         let tid = self.tid;
-        let owner = match parts.as_slice() {
-            [b"proc", b"self", b"fd", _] | [b"proc", b"thread-self", b"fd", _] => true,
-            [b"proc", pid, b"fd", _] => {
-                number(pid).is_some_and(|p| p == tid || Some(p) == self.tgid())
+        let own_pid = |pid: &[u8]| number(pid).is_some_and(|p| p == tid || Some(p) == self.tgid());
+        let after = match parts.as_slice() {
+            [b"proc", b"self" | b"thread-self", after @ ..] => after,
+            [b"proc", pid, b"task", t, after @ ..] if number(t) == Some(tid) && own_pid(pid) => {
+                after
             }
-            [b"proc", pid, b"task", t, b"fd", _] => {
-                number(t) == Some(tid)
-                    && number(pid).is_some_and(|p| p == tid || Some(p) == self.tgid())
-            }
-            _ => false,
+            [b"proc", pid, after @ ..] if own_pid(pid) => after,
+            _ => return Ok(None),
         };
-        if !owner {
-            return Ok(None);
-        }
-        let fd = parts.last().and_then(|p| number(p)).ok_or(libc::ENOENT)?;
-        Ok(Some(fd))
+        let (link, rest) = match after {
+            [b"fd", n, rest @ ..] => (OwnLink::Fd(number(n).ok_or(libc::ENOENT)?), rest),
+            [b"cwd", rest @ ..] => (OwnLink::Cwd, rest),
+            [b"root", rest @ ..] => (OwnLink::Root, rest),
+            _ => return Ok(None),
+        };
+        Ok(Some((link, rest.join(&b'/'))))
     }
 
     /// The task's thread-group id (its process), from `/proc/TID/status`.
@@ -291,6 +308,17 @@ impl Task {
             .ok()?;
         self.valid().then_some(tgid)
     }
+}
+
+/// One of a task's own magic links in `/proc` (see `Task::own_link`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OwnLink {
+    /// `fd/N`: its descriptor N.
+    Fd(i32),
+    /// `cwd`: its working directory.
+    Cwd,
+    /// `root`: its root directory.
+    Root,
 }
 
 /// The `/proc/self/fd/PIN` path of a pinned inode, for the system calls that
