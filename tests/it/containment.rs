@@ -1364,3 +1364,37 @@ fn a_replaced_protected_file_lends_its_inode_number_to_nothing() {
         "the protected config kept a change"
     );
 }
+
+/// A submodule cloned a moment before the run (`git clone
+/// --recurse-submodules && dsh-exec ...` in CI) is not taken for one the
+/// run planted: its `.git` file stays.
+#[test]
+fn a_submodule_made_just_before_the_run_is_not_quarantined() {
+    if !have("git") {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        let lib = d.outside.join("lib");
+        std::fs::create_dir(&lib).unwrap();
+        repository(&lib);
+        repository(&d.ws);
+        let s = Command::new("git")
+            .args(["-c", "protocol.file.allow=always", "submodule", "add", "-q"])
+            .arg(&lib)
+            .arg("lib")
+            .current_dir(&d.ws)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .unwrap();
+        assert!(s.success());
+        let v = confined_in(tier, &d, "workspace-write", &["--json"], "true").json();
+        assert_eq!(
+            v["sandbox"]["protected_changes"],
+            serde_json::Value::Null,
+            "{tier:?}: {v}"
+        );
+        assert!(d.ws.join("lib/.git").is_file(), "{tier:?}");
+    }
+}

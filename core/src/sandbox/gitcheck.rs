@@ -41,8 +41,8 @@ const INDEX_MAX: u64 = 256 << 20;
 pub(crate) struct IndexWatch {
     /// The worktree (the directory holding `.git`).
     worktree: PathBuf,
-    /// When the run started, less a second for the file systems' coarse
-    /// clocks: a change at or after it (ctime) may be the run's.
+    /// When the run started, as the file system stamps it: a change at or
+    /// after it (ctime) may be the run's. See [`IndexWatch::record`].
     since: (i64, i64),
 }
 
@@ -52,20 +52,63 @@ pub(crate) const MAX_DEPTH: usize = 4;
 /// The most gitlinks looked at per protected repository.
 const MAX_LINKS: usize = 10_000;
 
-/// Whether the inode behind `m` changed at or after `since` (ctime).
+/// Whether the inode behind `m` changed at or after `since` (ctime). A
+/// ctime with no nanoseconds comes from a file system that stamps whole
+/// seconds (or two, FAT): compared by the second, less one.
 fn changed_since(m: &std::fs::Metadata, since: (i64, i64)) -> bool {
+    if m.ctime_nsec() == 0 {
+        return m.ctime() >= since.0 - 1;
+    }
     (m.ctime(), m.ctime_nsec()) >= since
 }
 
 impl IndexWatch {
     /// The index of the repository whose worktree is `worktree`, now.
+    ///
+    /// The start is the kernel's coarse clock (`CLOCK_REALTIME_COARSE`,
+    /// clock_gettime(2)), which local file systems stamp changes from
+    /// (current_time(), fs/inode.c; multigrain stamps are finer, never
+    /// older): a file changed after this moment has a ctime at or after
+    /// it, and one changed a moment before the run (a submodule just
+    /// cloned) does not count as the run's. On other file systems (NFS,
+    /// FUSE: the server's clock) a second is taken off for skew.
     pub(crate) fn record(worktree: &Path) -> IndexWatch {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
+        use nix::sys::statfs;
+        let mut ts = nix::libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime fills the timespec we own.
+        let coarse = if unsafe {
+            nix::libc::clock_gettime(nix::libc::CLOCK_REALTIME_COARSE, &mut ts)
+        } == 0
+        {
+            (ts.tv_sec, ts.tv_nsec)
+        } else {
+            // Unreachable on Linux 2.6.32+; a second back is always safe.
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            (now.as_secs() as i64 - 1, i64::from(now.subsec_nanos()))
+        };
+        let local = statfs::statfs(worktree).is_ok_and(|f| {
+            [
+                statfs::EXT4_SUPER_MAGIC,
+                statfs::XFS_SUPER_MAGIC,
+                statfs::BTRFS_SUPER_MAGIC,
+                statfs::TMPFS_MAGIC,
+                statfs::OVERLAYFS_SUPER_MAGIC,
+            ]
+            .contains(&f.filesystem_type())
+        });
+        let since = if local {
+            coarse
+        } else {
+            (coarse.0 - 1, coarse.1)
+        };
         IndexWatch {
             worktree: worktree.to_path_buf(),
-            since: (now.as_secs() as i64 - 1, i64::from(now.subsec_nanos())),
+            since,
         }
     }
 
