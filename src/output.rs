@@ -53,8 +53,18 @@ pub(crate) fn clap_error(e: clap::Error) -> ExitCode {
 /// Writes `text` to stdout; a closed stdout (`dsh-exec ... | head -1`) is
 /// not an error worth a panic.
 pub(crate) fn print_stdout(text: &str) {
+    let _ = write_stdout(text);
+}
+
+/// Writes `text` to stdout. Errors with what stopped the write (a full
+/// disk, `> /dev/full`), except a reader that went away (EPIPE: the
+/// reader chose to stop, as with `| head -1`).
+pub(crate) fn write_stdout(text: &str) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e),
+        _ => Ok(()),
+    }
 }
 
 /// One JSON line.

@@ -5,12 +5,12 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use dsh_exec_core::render::{render_after_stream, render_text};
-use dsh_exec_core::{AbortSignals, Error, Started, prepare, start};
+use dsh_exec_core::{AbortSignals, Error, Started, exit, prepare, start};
 
 use super::resolve_args;
 use crate::cli::RunArgs;
 use crate::output::{
-    infrastructure_error, print_stdout, status, to_json, usage_error, use_color, warn_all,
+    infrastructure_error, say, status, to_json, usage_error, use_color, warn_all, write_stdout,
 };
 
 /// A current-thread tokio runtime: one command needs no more, and it starts
@@ -53,14 +53,20 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return infrastructure_error(&e, json),
     };
-    if json {
-        print_stdout(&to_json(&result));
+    let text = if json {
+        to_json(&result)
     } else if spec.stream.is_some() {
         // The output was shown live: only where the full streams are (when
         // they outgrew their budgets), the notices and the marker follow.
-        print_stdout(&render_after_stream(&result, use_color(color)));
+        render_after_stream(&result, use_color(color))
     } else {
-        print_stdout(&render_text(&result, use_color(color)));
+        render_text(&result, use_color(color))
+    };
+    // A result that could not be written must not pass for the command's
+    // exit status: the caller would take a lost result for a success.
+    if let Err(e) = write_stdout(&text) {
+        say!("dsh-exec: error: the result could not be written to stdout: {e}");
+        return status(exit::INFRASTRUCTURE);
     }
     status(result.exit_status())
 }

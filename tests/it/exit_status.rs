@@ -56,3 +56,20 @@ fn a_subcommand_name_after_double_dash_is_a_command() {
     let (text, status) = run(&["--", "explain"]);
     assert_eq!(status, 127, "{text}");
 }
+
+/// A result that cannot be written (a full disk) is not passed off as the
+/// command's exit status: 125, and stderr says why. A reader that stops
+/// early (`| head -1`) is no such failure.
+#[test]
+fn a_result_that_cannot_be_written_is_an_infrastructure_failure() {
+    let out = dsh()
+        .args(["--", "exit 0"])
+        .stdout(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "dsh-exec: error: the result could not be written to stdout: No space left on device (os error 28)\n"
+    );
+}
