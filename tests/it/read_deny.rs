@@ -588,3 +588,41 @@ fn a_symlinked_key_stays_denied_beside_a_big_kube_cache() {
     );
     assert_eq!(v["stdout"]["text"], "", "{v}");
 }
+
+/// With a read-only home, STATE/spill cannot be made: a confined run
+/// still runs, spilling into the temp dir, and says so.
+#[test]
+fn a_read_only_home_spills_into_the_temp_dir_with_a_warning() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root (a read-only bind mount in a private mount namespace)");
+        return;
+    }
+    let h = home();
+    let script = format!(
+        "mount --bind -o ro {home} {home} && exec {bin} -s workspace-write -C {ws} --stdout-max-bytes 10 -- 'seq 100'",
+        home = p(&h.home),
+        bin = crate::support::bin().display(),
+        ws = p(&h.ws),
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &h.home)
+        .env("TMPDIR", &h.tmp)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.ends_with("99\n100\n[exit code: 0]\n"), "{stdout}");
+    let state = h.home.join(".local/state/dsh-exec/spill");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "dsh-exec: warning: spill directory {}: Read-only file system (os error 30); spilling \
+             to {} instead, where the confined command can change the spill files\n",
+            p(&state),
+            p(&h.tmp)
+        )
+    );
+}

@@ -138,7 +138,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         // may not be the temp dir the sandbox grants.
         point_temp_at(&mut env, temp);
     }
-    let (spill_parent, moved) = spill_parent(spec, sandbox.as_ref())?;
+    let (spill_parent, moved, spill_warning) = spill_parent(spec, sandbox.as_ref())?;
     let mut spill_dir = SpillDir::new(&spill_parent)?;
     // Even STATE/spill can lie in a writable root (the home as the
     // workspace, without a mount namespace): the spill files are then the
@@ -156,7 +156,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
             spill_dir.set_exposed();
         }
     }
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = spill_warning.into_iter().collect();
     // An --allow-read entry that does not exist lifts nothing: say so
     // rather than drop it (the ordinary devices may well be missing).
     if let Some(policy) = &spec.sandbox {
@@ -190,12 +190,12 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
 }
 
 /// Where the run's spill directory goes ([`sandbox::spill_parent`]), the
-/// private one created when it moved. Returns the parent and whether it
-/// moved.
+/// private one created when it moved. Returns the parent, whether it moved,
+/// and a warning when it could not move where it should have.
 fn spill_parent(
     spec: &Spec,
     sandbox: Option<&sandbox::Prepared>,
-) -> Result<(PathBuf, bool), Error> {
+) -> Result<(PathBuf, bool, Option<String>), Error> {
     let mut asked = &spec.spill_dir.value;
     // The default parent (`STATE/spill`, see `request::default_spill_parent`)
     // is made on first use. It lies in this user's runtime dir or home,
@@ -208,13 +208,24 @@ fn spill_parent(
         asked = fallback;
     }
     let (Some(policy), Some(prepared)) = (&spec.sandbox, sandbox) else {
-        return Ok((asked.clone(), false));
+        return Ok((asked.clone(), false, None));
     };
     let (parent, moved) = sandbox::spill_parent(policy, &prepared.roots, asked);
-    if moved {
-        make_private_dir(&parent)?;
+    if moved && let Err(e) = make_private_dir(&parent) {
+        // STATE/spill cannot be made (a read-only home, no runtime dir):
+        // the asked place serves, which the command can write; the tails
+        // are then kept in memory (see `SpillDir::set_exposed`), and the
+        // warning says so.
+        return Ok((
+            asked.clone(),
+            false,
+            Some(format!(
+                "{e}; spilling to {} instead, where the confined command can change the spill files",
+                asked.display()
+            )),
+        ));
     }
-    Ok((parent, moved))
+    Ok((parent, moved, None))
 }
 
 /// Creates `path` and its missing parents, mode 0700.
