@@ -436,6 +436,27 @@ pub fn from_output(ctx: &Context, failed: bool, stdout: &str, stderr: &str) -> V
                 }
                 continue;
             }
+            // npm says only this when its cache cannot be written (`npm
+            // pack`, `npm install x.tgz`): `Log files were not written due
+            // to an error writing to the directory: /root/.npm/_logs`. The
+            // refusal is the tier's own errno for a write.
+            const NPM_LOGS: &str = "error writing to the directory: ";
+            if let Some(at) = lower.find(NPM_LOGS) {
+                let path = line[at + NPM_LOGS.len()..].trim();
+                let errno = if ctx.read_only_tree {
+                    "EROFS"
+                } else {
+                    "EACCES"
+                };
+                if path.starts_with('/')
+                    && let Some(mut d) = ctx.judge(path, errno)
+                    && !found.iter().any(|f| f.path == d.path)
+                {
+                    d.op = "write".into();
+                    found.push(d);
+                }
+                continue;
+            }
             if !DENIAL_MARKERS.iter().any(|m| lower.contains(m)) {
                 continue;
             }
@@ -567,6 +588,27 @@ mod tests {
             .map(|d| (d.op.as_str(), d.hint.as_deref()))
             .collect();
         assert_eq!(ops, [("read", None), ("write", None)], "{out:?}");
+    }
+
+    #[test]
+    fn npm_s_log_directory_message_is_a_write_denial_with_the_cache_hint() {
+        let mut c = ctx(Mode::WorkspaceWrite);
+        c.read_only_tree = true;
+        let line = "npm error Log files were not written due to an error writing to the directory: /root/.npm/_logs\n";
+        let out = from_output(&c, true, "", line);
+        let got: Vec<(&str, Option<&str>, &str)> = out
+            .iter()
+            .map(|d| (d.op.as_str(), d.hint.as_deref(), d.errno.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [(
+                "write",
+                Some("--allow-caches (or --writable-root /root/.npm)"),
+                "EROFS"
+            )],
+            "{out:?}"
+        );
     }
 
     #[test]
