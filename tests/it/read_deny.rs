@@ -458,42 +458,69 @@ fn a_denied_entry_stays_unreadable_through_a_bind_mount_of_an_ancestor() {
         return;
     }
     for tier in tiers() {
-        let h = home();
-        let bind = h.tmp.join("bindroot");
-        std::fs::create_dir(&bind).unwrap();
-        let key = h.home.join(".ssh/id_rsa");
-        let via_bind = format!("{}{}", p(&bind), p(&key));
-        let runner = match tier {
-            Tier::Gate => "setpriv --bounding-set=-sys_admin",
-            Tier::MountNamespace => "",
-        };
-        // The bind lives in a private mount namespace: gone with it.
-        let script = format!(
-            "mount --bind / {b} && exec {runner} {bin} --json -s read-only -C {ws} -- 'cat {via_bind}; cat {key}'",
-            b = p(&bind),
-            bin = crate::support::bin().display(),
-            ws = p(&h.ws),
-            key = p(&key),
-        );
-        let out = std::process::Command::new("unshare")
-            .args(["-m", "--propagation", "private", "sh", "-c", &script])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &h.home)
-            .env("TMPDIR", &h.tmp)
-            .output()
-            .unwrap();
-        let v: Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{tier:?}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
-        assert_eq!(v["stdout"]["text"], "", "{tier:?}: {v}");
-        assert_eq!(
-            v["stderr"]["text"],
-            format!(
-                "cat: {via_bind}: Permission denied\ncat: {}: Permission denied\n",
-                p(&key)
-            ),
-            "{tier:?}: {v}"
-        );
+        for layout in ["root", "entry", "shadowed"] {
+            let h = home();
+            let bind = h.tmp.join("bind");
+            std::fs::create_dir(&bind).unwrap();
+            let key = h.home.join(".ssh/id_rsa");
+            // Each layout: the mounts, and the other path to the key.
+            let (mounts, other) = match layout {
+                // A bind of `/` elsewhere.
+                "root" => (
+                    format!("mount --bind / {b}", b = p(&bind)),
+                    format!("{}{}", p(&bind), p(&key)),
+                ),
+                // A bind of the denied entry itself.
+                "entry" => (
+                    format!("mount --bind {}/.ssh {b}", p(&h.home), b = p(&bind)),
+                    format!("{}/id_rsa", p(&bind)),
+                ),
+                // A tmpfs over the entry, then binds of the home over itself
+                // and elsewhere: the key shows again at its own path.
+                _ => (
+                    format!(
+                        "mount -t tmpfs t {hm}/.ssh && mount --bind {hm} {hm} && mount --bind {hm} {b}",
+                        hm = p(&h.home),
+                        b = p(&bind)
+                    ),
+                    format!("{}/.ssh/id_rsa", p(&bind)),
+                ),
+            };
+            let runner = match tier {
+                Tier::Gate => "setpriv --bounding-set=-sys_admin",
+                Tier::MountNamespace => "",
+            };
+            // The mounts live in a private mount namespace: gone with it.
+            let script = format!(
+                "{mounts} && exec {runner} {bin} --json -s read-only -C {ws} -- 'cat {other}; cat {key}'",
+                bin = crate::support::bin().display(),
+                ws = p(&h.ws),
+                key = p(&key),
+            );
+            let out = std::process::Command::new("unshare")
+                .args(["-m", "--propagation", "private", "sh", "-c", &script])
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("HOME", &h.home)
+                .env("TMPDIR", &h.tmp)
+                .output()
+                .unwrap();
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+                panic!(
+                    "{tier:?} {layout}: {e}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            });
+            assert_eq!(v["stdout"]["text"], "", "{tier:?} {layout}: {v}");
+            assert_eq!(
+                v["stderr"]["text"],
+                format!(
+                    "cat: {other}: Permission denied\ncat: {}: Permission denied\n",
+                    p(&key)
+                ),
+                "{tier:?} {layout}: {v}"
+            );
+        }
     }
 }
 

@@ -411,27 +411,31 @@ fn parse_mountinfo(table: &[u8]) -> Vec<Mount> {
 fn mount_aliases(mounts: &[Mount], denied: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for d in denied {
-        let Some(home) = mounts
-            .iter()
-            .filter(|m| d.starts_with(&m.mount_point))
-            .max_by_key(|m| m.mount_point.components().count())
-        else {
-            continue;
-        };
-        let Ok(rest) = d.strip_prefix(&home.mount_point) else {
-            continue;
-        };
-        let inside = home.root.join(rest);
-        for m in mounts.iter().filter(|m| m.dev == home.dev && *m != home) {
-            let alias = if let Ok(below) = inside.strip_prefix(&m.root) {
-                m.mount_point.join(below)
-            } else if m.root.starts_with(&inside) {
-                m.mount_point.clone()
-            } else {
+        // Every mount on the way to it, the visible one and those it
+        // shadows (a tmpfs over `~/.config` hides the `gh` beneath, which a
+        // bind of `/` made earlier still shows).
+        for home in mounts.iter().filter(|m| d.starts_with(&m.mount_point)) {
+            let Ok(rest) = d.strip_prefix(&home.mount_point) else {
                 continue;
             };
-            if alias != *d && !out.contains(&alias) {
-                out.push(alias);
+            let inside = home.root.join(rest);
+            for m in mounts.iter().filter(|m| m.dev == home.dev && *m != home) {
+                let alias = if let Ok(below) = inside.strip_prefix(&m.root) {
+                    // `join("")` would leave a trailing slash, which is not
+                    // the path the split compares.
+                    if below.as_os_str().is_empty() {
+                        m.mount_point.clone()
+                    } else {
+                        m.mount_point.join(below)
+                    }
+                } else if m.root.starts_with(&inside) {
+                    m.mount_point.clone()
+                } else {
+                    continue;
+                };
+                if alias != *d && !out.contains(&alias) {
+                    out.push(alias);
+                }
             }
         }
     }
@@ -1338,8 +1342,24 @@ mod tests {
                 PathBuf::from("/run/host/root/.ssh"),
                 PathBuf::from("/srv/home/.ssh"),
                 PathBuf::from("/mnt/keys"),
+                // The directory the devtmpfs is mounted on, as the bind of
+                // `/` shows it: what lies in it beneath the mount.
+                PathBuf::from("/run/host/dev"),
                 PathBuf::from("/chroot/dev"),
             ]
+        );
+        // A bind of the denied entry itself, and one of its parent made
+        // after a tmpfs was mounted over the entry (the tmpfs shadows it at
+        // its own path, not through the bind).
+        let mounts = [
+            m("254:0", "/", "/"),
+            m("0:50", "/", "/root/.ssh"),
+            m("254:0", "/root/.ssh", "/mnt/s"),
+            m("254:0", "/root", "/mnt/h"),
+        ];
+        assert_eq!(
+            mount_aliases(&mounts, &[PathBuf::from("/root/.ssh")]),
+            [PathBuf::from("/mnt/s"), PathBuf::from("/mnt/h/.ssh")]
         );
     }
 }
