@@ -653,3 +653,44 @@ fn a_read_only_home_spills_into_the_temp_dir_with_a_warning() {
         )
     );
 }
+
+/// With the home as the workspace in the mount tier, a denied entry is
+/// hidden under a mount in the command's namespace; a symlink to its real
+/// path resolved by the gate must not reach the entry outside that
+/// namespace (`chmod g+s` goes through the gate there).
+#[test]
+fn a_symlink_to_a_hidden_entry_does_not_take_the_gate_to_the_real_one() {
+    if !crate::support::has_sys_admin() {
+        eprintln!("skipped: needs CAP_SYS_ADMIN (the mount tier)");
+        return;
+    }
+    let h = home();
+    let aws = h.home.join(".aws");
+    std::fs::create_dir(&aws).unwrap();
+    std::fs::write(aws.join("credentials"), "AWS SECRET\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&aws, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let script = format!(
+        "ln -s {aws} l_aws && chmod 2777 l_aws; echo rc=$?",
+        aws = p(&aws)
+    );
+    let out = Test::new()
+        .env("HOME", &h.home)
+        .env("TMPDIR", &h.tmp)
+        .args(["-s", "workspace-write", "--allow-read"])
+        .arg(h.home.join(".ssh"))
+        .arg("--allow-read")
+        .arg(h.home.join(".netrc"))
+        .arg("-C")
+        .arg(&h.home)
+        .args(["--", &script])
+        .run();
+    assert!(
+        out.stdout.starts_with("rc=1\n"),
+        "{}{}",
+        out.stdout,
+        out.stderr
+    );
+    let mode = std::fs::metadata(&aws).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o700, "the real ~/.aws was changed");
+}

@@ -37,7 +37,41 @@ const PIDFD_THREAD: libc::c_uint = libc::O_EXCL as libc::c_uint;
 /// How many thread pidfds the gate keeps.
 const PIDFD_CACHE: usize = 256;
 
+/// The mount IDs of one mount namespace.
+type MountIds = std::rc::Rc<std::collections::HashSet<u64>>;
+
+/// The mount IDs of `tid`'s mount namespace when it is not this
+/// process's (`None` when it is), cached per namespace (its inode).
+/// Errors with ELOOP when they cannot be read: fail closed.
+fn task_mounts(tid: i32) -> Result<Option<MountIds>, i32> {
+    use std::os::unix::fs::MetadataExt;
+    let ns =
+        |who: &str| std::fs::metadata(format!("/proc/{who}/ns/mnt")).map(|m| (m.dev(), m.ino()));
+    let theirs = ns(&tid.to_string()).map_err(|_| libc::ELOOP)?;
+    if ns("self").is_ok_and(|ours| ours == theirs) {
+        return Ok(None);
+    }
+    if let Some(known) = TASK_MOUNTS.with(|c| c.borrow().get(&theirs).cloned()) {
+        return Ok(Some(known));
+    }
+    let table = std::fs::read(format!("/proc/{tid}/mountinfo")).map_err(|_| libc::ELOOP)?;
+    let ids: std::collections::HashSet<u64> = table
+        .split(|b| *b == b'\n')
+        .filter_map(|line| {
+            let id = line.split(|b| *b == b' ').next()?;
+            std::str::from_utf8(id).ok()?.parse().ok()
+        })
+        .collect();
+    let ids = std::rc::Rc::new(ids);
+    TASK_MOUNTS.with(|c| c.borrow_mut().insert(theirs, ids.clone()));
+    Ok(Some(ids))
+}
+
 thread_local! {
+    /// [`task_mounts`]' cache: namespace (device, inode) to mount IDs.
+    static TASK_MOUNTS: std::cell::RefCell<std::collections::HashMap<(u64, u64), MountIds>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+
     /// The pidfds of the threads the gate's thread has served.
     static PIDFDS: std::cell::RefCell<std::collections::HashMap<i32, OwnedFd>> =
         std::cell::RefCell::new(std::collections::HashMap::new());
@@ -217,6 +251,55 @@ impl Task {
     ///
     /// [`check`]: Task::check
     pub(crate) fn pin(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        follow: bool,
+        empty_path: bool,
+    ) -> Result<OwnedFd, i32> {
+        let fd = self.pin_in_any_view(dirfd, path, follow, empty_path)?;
+        self.in_task_view(&fd)?;
+        Ok(fd)
+    }
+
+    /// Fails (ELOOP, as for a magic link) when `fd` lies on a mount the
+    /// task cannot see. In a mount namespace of its own (the mount tier)
+    /// the task's paths are resolved from its root, working directory or
+    /// descriptors, whose mounts are its own; but an absolute symlink met
+    /// on a relative path is resolved from this process's root, in the
+    /// host's namespace, where the mounts that hide the read deny list's
+    /// entries do not exist (`ln -s ~/.aws l; chmod g+s l` would reach the
+    /// real one). The task's mount IDs (mountinfo, proc(5)) are read once
+    /// per namespace; STATX_MNT_ID (statx(2), Linux 5.8) gives the mount
+    /// of the descriptor. Without either the check fails closed.
+    fn in_task_view(&self, fd: &OwnedFd) -> Result<(), i32> {
+        let Some(mounts) = task_mounts(self.tid)? else {
+            return Ok(()); // our own namespace: every mount is the task's
+        };
+        // SAFETY: statx fills the zeroed buffer we own; the path is empty
+        // (AT_EMPTY_PATH: the descriptor itself).
+        let mnt_id = unsafe {
+            let mut st: libc::statx = std::mem::zeroed();
+            let rc = libc::statx(
+                fd.as_raw_fd(),
+                c"".as_ptr(),
+                libc::AT_EMPTY_PATH,
+                libc::STATX_MNT_ID,
+                &mut st,
+            );
+            if rc != 0 || st.stx_mask & libc::STATX_MNT_ID == 0 {
+                return Err(libc::ELOOP);
+            }
+            st.stx_mnt_id
+        };
+        if mounts.contains(&mnt_id) {
+            Ok(())
+        } else {
+            Err(libc::ELOOP)
+        }
+    }
+
+    fn pin_in_any_view(
         &self,
         dirfd: i32,
         path: &[u8],
