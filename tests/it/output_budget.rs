@@ -137,3 +137,25 @@ fn stderr_has_its_own_budget() {
     let spill = v["stderr"]["spill_path"].as_str().unwrap();
     assert_eq!(std::fs::read(spill).unwrap(), b"abcdef");
 }
+
+/// A spill directory other than dsh-exec's own (a --spill-dir, the temp
+/// dir) may be written by others: the tail the result reports is the one
+/// kept in memory, not read back from a file someone rewrote.
+#[test]
+fn a_spill_file_rewritten_in_a_shared_directory_does_not_change_the_reported_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "head -c 3000 /dev/zero | tr '\\0' a; echo; echo GENUINE-END; sleep 0.3; \
+         for f in {d}/*/stdout; do printf 'FORGED!!!!!!\\n' | dd of=\"$f\" bs=1 \
+         seek=$(( $(stat -c %s \"$f\") - 12 )) conv=notrunc 2>/dev/null; done",
+        d = dir.path().display()
+    );
+    let v = Test::new()
+        .args(["--json", "--stdout-max-bytes", "1K", "--spill-dir"])
+        .arg(dir.path())
+        .args(["--", &script])
+        .run()
+        .json();
+    let text = v["stdout"]["text"].as_str().unwrap();
+    assert!(text.ends_with("aaaa\nGENUINE-END\n"), "{v}");
+}

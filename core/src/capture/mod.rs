@@ -16,9 +16,10 @@
 //! confined command cannot reach that directory (it lies outside the
 //! writable roots, or is hidden). An unconfined command, which runs as the
 //! same user, could rewrite the file; it could as well print those bytes.
-//! Where a confined command can write the spill directory after all (the
-//! gate tier with dsh-exec's state directory inside a writable root), the
-//! [`SpillDir`] says so and the tail stays in memory.
+//! Anywhere but dsh-exec's own `STATE/spill` outside the writable roots
+//! (a `--spill-dir`, the temp dir as a fallback, the state directory
+//! inside a writable root without a mount namespace) the [`SpillDir`] is
+//! marked exposed and the tail stays in memory.
 
 mod spill;
 pub(crate) mod utf8;

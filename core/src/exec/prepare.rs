@@ -140,21 +140,29 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
     }
     let (spill_parent, moved, spill_warning) = spill_parent(spec, sandbox.as_ref())?;
     let mut spill_dir = SpillDir::new(&spill_parent)?;
-    // Even STATE/spill can lie in a writable root (the home as the
-    // workspace, without a mount namespace): the spill files are then the
-    // command's to change, and the tails must not be read back from them.
-    if let (Some(policy), Some(prepared)) = (&spec.sandbox, sandbox.as_ref())
-        && policy.mode.value.confines()
-    {
-        let real = std::fs::canonicalize(&spill_parent).unwrap_or_else(|_| spill_parent.clone());
-        if prepared
-            .roots
-            .writable
-            .iter()
-            .any(|r| real.starts_with(&r.path))
-        {
-            spill_dir.set_exposed();
+    // The tails are read back from the spill files only where no other
+    // process is meant to write: the default STATE/spill, outside this
+    // run's writable roots. Anywhere else (a --spill-dir, the temp dir as
+    // the fallback, where a confined run of another spec may write; STATE
+    // inside a writable root without a mount namespace) they stay in
+    // memory, so that nobody can forge the tail a result reports.
+    let private = spec.spill_dir.origin == crate::spec::Origin::Default
+        && spec.spill_fallback.is_some()
+        && spill_parent == spec.spill_dir.value;
+    let in_writable_root = match (&spec.sandbox, sandbox.as_ref()) {
+        (Some(policy), Some(prepared)) if policy.mode.value.confines() => {
+            let real =
+                std::fs::canonicalize(&spill_parent).unwrap_or_else(|_| spill_parent.clone());
+            prepared
+                .roots
+                .writable
+                .iter()
+                .any(|r| real.starts_with(&r.path))
         }
+        _ => false,
+    };
+    if !private || in_writable_root {
+        spill_dir.set_exposed();
     }
     let mut warnings: Vec<String> = spill_warning.into_iter().collect();
     // An --allow-read entry that does not exist lifts nothing: say so
