@@ -150,6 +150,16 @@ fn plain_secrets_are_scrubbed_and_harmless_names_are_kept() {
             "REPO_URL",
             "https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/o/r.git",
         ),
+        (
+            "MIRROR_URL",
+            "https://0123456789abcdef0123456789abcdef01234567@github.com/o/r.git",
+        ),
+        ("MINIO_ACCESSKEY", "x"),
+        ("GPG_PRIVATEKEY", "x"),
+        ("PROXY_AUTHORIZATION", "x"),
+        ("APIKEYVALUE", "x"),
+        ("GITLAB_HEADER", "PRIVATE-TOKEN: 9f8e7d6c5b4a"),
+        ("SECRET_FILE", "hunter2"),
     ];
     let kept = [
         ("MONKEY", "1"),
@@ -158,6 +168,10 @@ fn plain_secrets_are_scrubbed_and_harmless_names_are_kept() {
         ("PLAIN_DB_URL", "postgres://h/db"),
         ("XDG_SESSION_TYPE", "tty"),
         ("GIT_CONFIG_KEY_0", "safe.directory"),
+        ("AUTH0_DOMAIN", "example.auth0.com"),
+        ("MODEL_ID", "hf_internal_testing_tiny_random_bert_x"),
+        ("COMMIT_MESSAGE", "token refresh: fix race"),
+        ("SSL_KEY_FILE", "server.key"),
     ];
     let mut t = Test::new();
     for (k, v) in scrubbed.iter().chain(&kept) {
@@ -311,4 +325,23 @@ fn git_config_pairs_reach_git_and_a_withheld_value_takes_the_count_along() {
         withheld["env_scrubbed"],
         serde_json::json!(["GIT_CONFIG_COUNT", "GIT_CONFIG_VALUE_0"])
     );
+    // A key with a password in it goes the same way.
+    let key = Test::new()
+        .env("GIT_CONFIG_COUNT", "2")
+        .env(
+            "GIT_CONFIG_KEY_0",
+            "url.https://u:pw@example.com/.insteadOf",
+        )
+        .env("GIT_CONFIG_VALUE_0", "https://example.com/")
+        .env("GIT_CONFIG_KEY_1", "safe.directory")
+        .env("GIT_CONFIG_VALUE_1", "*")
+        .args([
+            "--json",
+            "--",
+            "git config --get safe.directory; echo rc=$?",
+        ])
+        .run()
+        .json();
+    assert_eq!(key["stdout"]["text"], "rc=1\n", "{key}");
+    assert_eq!(key["stderr"]["text"], "", "{key}");
 }

@@ -127,7 +127,7 @@ pub fn scrub_rule(name: &OsStr, value: &OsStr) -> Option<String> {
     let git_key = is_git_config_pair(upper.as_bytes(), b"GIT_CONFIG_KEY_");
     if !git_key
         && !HARMLESS_NAMES.iter().any(|(n, _)| *n == upper)
-        && let Some(rule) = name_rule(&name_words(&raw))
+        && let Some(rule) = name_rule(&name_words(&raw), &String::from_utf8_lossy(value.as_bytes()))
         // Checked last: it may stat the value as a path.
         && !harmless_value(&String::from_utf8_lossy(value.as_bytes()))
     {
@@ -139,11 +139,15 @@ pub fn scrub_rule(name: &OsStr, value: &OsStr) -> Option<String> {
 /// The rule a name's words match, if any: a secret word, or
 /// `CONNECTION_STRING`, unless the name says where a thing is (`..._PATH`,
 /// `..._DIR`, `..._FILE`) or names a harmless kind of session.
-fn name_rule(words: &[String]) -> Option<String> {
-    // `..._PATH`, `..._DIR`, `..._FILE`: where a secret is, not one.
-    let names_a_place = words
-        .last()
-        .is_some_and(|w| ["PATH", "DIR", "DIRECTORY", "FILE", "HOME"].contains(&w.as_str()));
+fn name_rule(words: &[String], value: &str) -> Option<String> {
+    // `..._PATH`, `..._DIR`, `..._FILE`: where a secret is, not one; as
+    // long as the value is a place too (`SECRET_FILE=hunter2` is not).
+    let v = value.trim();
+    let a_place = v.is_empty() || v.contains(['/', '.']) || v.starts_with('~');
+    let names_a_place = a_place
+        && words
+            .last()
+            .is_some_and(|w| ["PATH", "DIR", "DIRECTORY", "FILE", "HOME"].contains(&w.as_str()));
     if names_a_place {
         return None;
     }
@@ -198,7 +202,7 @@ fn name_words(name: &str) -> Vec<String> {
 /// (`PGPASSWORD`, `ROOTPASSWORD`, `AUTHTOKEN`) or starts with `SECRET`
 /// or `PASSWORD` (`SECRETKEY`; not `TOKENIZERS`).
 fn secret_word(word: &str) -> Option<&'static str> {
-    const LONG: [&str; 7] = [
+    const LONG: [&str; 13] = [
         "PASSWORD",
         "PASSWD",
         "PASSPHRASE",
@@ -206,7 +210,17 @@ fn secret_word(word: &str) -> Option<&'static str> {
         "TOKEN",
         "APIKEY",
         "CREDENTIAL",
+        "ACCESSKEY",
+        "PRIVATEKEY",
+        "SIGNINGKEY",
+        "ENCRYPTIONKEY",
+        "MASTERKEY",
+        "AUTHORIZATION",
     ];
+    // AUTH0 is a company's name (AUTH0_DOMAIN), not AUTH and a number.
+    if word == "AUTH0" {
+        return None;
+    }
     // A number after the word counts for nothing (`API_KEY2`, `TOKEN1`).
     let word = word.trim_end_matches(|c: char| c.is_ascii_digit());
     let singular = word
@@ -221,7 +235,7 @@ fn secret_word(word: &str) -> Option<&'static str> {
             LONG.iter()
                 .find(|l| {
                     singular.ends_with(*l)
-                        || singular.starts_with(*l) && ["SECRET", "PASSWORD"].contains(l)
+                        || singular.starts_with(*l) && ["SECRET", "PASSWORD", "APIKEY"].contains(l)
                 })
                 .copied()
         })
@@ -264,10 +278,25 @@ fn value_rule(value: &[u8]) -> Option<String> {
     }
     // An HTTP credential (RFC 9110 section 11.6.2), as a header or alone:
     // `Authorization: Bearer ...`, `-H 'Authorization: ...'`, `Basic ...`.
-    let scheme = ["bearer ", "basic ", "token "]
-        .iter()
-        .any(|p| lower.starts_with(p));
-    if lower.contains("authorization") || scheme {
+    // A scheme counts when one credential-like word follows it (8 or more
+    // characters, no blank): `token refresh: fix race` is a sentence.
+    let scheme = ["bearer ", "basic ", "token "].iter().any(|p| {
+        lower.strip_prefix(p).is_some_and(|rest| {
+            let rest = rest.trim();
+            rest.len() >= 8 && !rest.contains(char::is_whitespace)
+        })
+    });
+    // Header names: RFC 9110's Authorization and Proxy-Authorization,
+    // GitLab's PRIVATE-TOKEN, the common X-API-Key.
+    let header = [
+        "authorization:",
+        "authorization=",
+        "private-token:",
+        "x-api-key:",
+    ]
+    .iter()
+    .any(|h| lower.contains(h));
+    if header || scheme {
         return Some("authorization header".into());
     }
     let token_char = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
@@ -285,7 +314,15 @@ fn value_rule(value: &[u8]) -> Option<String> {
             let Some(tail) = bytes[start..].strip_prefix(prefix.as_bytes()) else {
                 continue;
             };
-            let run = tail.iter().take_while(|c| token_char(**c)).count();
+            // Hugging Face tokens are letters and digits only
+            // (`hf_internal_testing_model` is a model's name).
+            let run = if prefix == "hf_" {
+                tail.iter()
+                    .take_while(|c| c.is_ascii_alphanumeric())
+                    .count()
+            } else {
+                tail.iter().take_while(|c| token_char(**c)).count()
+            };
             let aws_ok = (prefix != "AKIA" && prefix != "ASIA")
                 || tail[..run.min(16)]
                     .iter()
@@ -314,6 +351,15 @@ fn url_has_password(text: &str) -> bool {
             if userinfo
                 .split_once(':')
                 .is_some_and(|(_, pw)| !pw.is_empty())
+            {
+                return true;
+            }
+            // A user name that is a token (`https://<40 hex>@github.com`):
+            // 32 or more characters a token is made of.
+            if userinfo.len() >= 32
+                && userinfo
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
             {
                 return true;
             }
@@ -531,9 +577,10 @@ impl EnvPlan {
         // `http.extraheader` with a token so): with a value withheld, git
         // refuses to start ("missing config value"). Withholding the count
         // too makes git ignore the pairs.
-        let git_value_withheld = scrubbed
-            .iter()
-            .any(|(n, _)| is_git_config_pair(n.as_bytes(), b"GIT_CONFIG_VALUE_"));
+        let git_value_withheld = scrubbed.iter().any(|(n, _)| {
+            is_git_config_pair(n.as_bytes(), b"GIT_CONFIG_VALUE_")
+                || is_git_config_pair(n.as_bytes(), b"GIT_CONFIG_KEY_")
+        });
         if git_value_withheld
             && let Some(at) = plan
                 .inherited
@@ -541,7 +588,7 @@ impl EnvPlan {
                 .position(|(n, _)| n == "GIT_CONFIG_COUNT")
         {
             let (name, _) = plan.inherited.remove(at);
-            scrubbed.push((name, "git config value withheld".into()));
+            scrubbed.push((name, "git config pair withheld".into()));
         }
         scrubbed.sort();
         (plan.scrubbed, plan.scrub_rules) = scrubbed.into_iter().unzip();
@@ -699,8 +746,12 @@ mod tests {
             "WT_SESSION",
             "TOKENIZERS_PARALLELISM",
         ] {
-            assert_eq!(rule(name, "x"), None, "{name}");
+            // (A place name holds a place: a path, a file name.)
+            assert_eq!(rule(name, "./x"), None, "{name}");
         }
+        // A place name whose value is no place is judged by its words.
+        assert_eq!(rule("SECRET_FILE", "hunter2"), Some("word SECRET".into()));
+        assert_eq!(rule("SSL_KEY_FILE", "server.key"), None);
         // A switch or an existing path is no secret, whatever the name.
         assert_eq!(rule("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1"), None);
         assert_eq!(
