@@ -154,3 +154,29 @@ fn a_reader_that_stops_reading_does_not_hold_the_deadline_off() {
         &text[text.len().saturating_sub(300)..]
     );
 }
+
+/// A reader that stalls past the live copy's flush wait gets the result
+/// last all the same: nothing of the live copy follows the marker.
+#[test]
+fn a_stalled_reader_gets_the_marker_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = dsh()
+        .args(["--stream", "--spill-dir"])
+        .arg(dir.path())
+        .args(["--", "seq 1 400000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Longer than the 2 s the end of the run waits for the live copy.
+    std::thread::sleep(Duration::from_secs(3));
+    let mut sink = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut sink).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let text = String::from_utf8_lossy(&sink);
+    assert!(
+        text.ends_with("400000\n[exit code: 0]\n"),
+        "{}",
+        &text[text.len().saturating_sub(300)..]
+    );
+}

@@ -48,6 +48,9 @@ struct Live {
     dropped: [u64; 2],
     /// Bytes of the command's (stdout, stderr) the writer has written.
     written: std::sync::Arc<[std::sync::atomic::AtomicU64; 2]>,
+    /// Set when the end of the run stops waiting for the writer: it writes
+    /// nothing more (what it still holds is counted as not shown).
+    abandoned: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// How long the end of a run waits for the live copy to be written: 2 s.
@@ -64,25 +67,32 @@ impl Live {
             queued: [0, 0],
             dropped: [0, 0],
             written: Default::default(),
+            abandoned: Default::default(),
         };
         if target.is_some() {
             use std::sync::atomic::Ordering;
             let (tx, rx) = std::sync::mpsc::sync_channel::<(bool, bool, Vec<u8>)>(LIVE_QUEUE);
             let (done_tx, done_rx) = std::sync::mpsc::channel();
             let written = live.written.clone();
+            let abandoned = live.abandoned.clone();
             std::thread::Builder::new()
                 .name("live-output".into())
                 .spawn(move || {
                     use std::io::Write;
                     let (mut stdout_ok, mut stderr_ok) = (true, true);
                     for (to_stderr, from_stderr, bytes) in rx {
+                        // Checked with the stream's lock held: the result,
+                        // written under the same lock once the copy is
+                        // abandoned, is never followed by live output.
                         let ok = if to_stderr && stderr_ok {
                             let mut e = io::stderr().lock();
-                            stderr_ok = e.write_all(&bytes).and_then(|_| e.flush()).is_ok();
+                            stderr_ok = !abandoned.load(Ordering::SeqCst)
+                                && e.write_all(&bytes).and_then(|_| e.flush()).is_ok();
                             stderr_ok
                         } else if !to_stderr && stdout_ok {
                             let mut o = io::stdout().lock();
-                            stdout_ok = o.write_all(&bytes).and_then(|_| o.flush()).is_ok();
+                            stdout_ok = !abandoned.load(Ordering::SeqCst)
+                                && o.write_all(&bytes).and_then(|_| o.flush()).is_ok();
                             stdout_ok
                         } else {
                             false
@@ -124,8 +134,13 @@ impl Live {
     fn finish(&mut self) -> [u64; 2] {
         use std::sync::atomic::Ordering;
         drop(self.tx.take());
-        if let Some(done) = self.done.take() {
-            let _ = done.recv_timeout(LIVE_FLUSH);
+        if let Some(done) = self.done.take()
+            && done.recv_timeout(LIVE_FLUSH).is_err()
+        {
+            // A chunk being written now still reaches the reader before
+            // the result (both hold the stream's lock) but is counted as
+            // not shown: waiting for it could wait forever.
+            self.abandoned.store(true, Ordering::SeqCst);
         }
         let mut dropped = self.dropped;
         for (side, d) in dropped.iter_mut().enumerate() {
