@@ -458,7 +458,7 @@ fn a_denied_entry_stays_unreadable_through_a_bind_mount_of_an_ancestor() {
         return;
     }
     for tier in tiers() {
-        for layout in ["root", "entry", "shadowed"] {
+        for layout in ["root", "entry", "shadowed", "overlay"] {
             let h = home();
             let bind = h.tmp.join("bind");
             std::fs::create_dir(&bind).unwrap();
@@ -475,6 +475,21 @@ fn a_denied_entry_stays_unreadable_through_a_bind_mount_of_an_ancestor() {
                     format!("mount --bind {}/.ssh {b}", p(&h.home), b = p(&bind)),
                     format!("{}/id_rsa", p(&bind)),
                 ),
+                // An overlay whose lower layer is the home.
+                "overlay" => {
+                    for d in ["up", "wk"] {
+                        std::fs::create_dir(h.tmp.join(d)).unwrap();
+                    }
+                    (
+                        format!(
+                            "mount -t overlay ov -o lowerdir={hm},upperdir={t}/up,workdir={t}/wk {b}",
+                            hm = p(&h.home),
+                            t = p(&h.tmp),
+                            b = p(&bind)
+                        ),
+                        format!("{}/.ssh/id_rsa", p(&bind)),
+                    )
+                }
                 // A tmpfs over the entry, then binds of the home over itself
                 // and elsewhere: the key shows again at its own path.
                 _ => (

@@ -358,6 +358,9 @@ struct Mount {
     dev: Vec<u8>,
     root: PathBuf,
     mount_point: PathBuf,
+    /// An overlayfs's layers (`lowerdir`, `upperdir`; overlayfs.rst): it
+    /// shows their files under its own superblock.
+    layers: Vec<PathBuf>,
 }
 
 /// The mounts of a `/proc/self/mountinfo` table; lines that do not parse
@@ -393,10 +396,26 @@ fn parse_mountinfo(table: &[u8]) -> Vec<Mount> {
             let dev = fields.nth(2)?.to_vec();
             let root = unescape(fields.next()?);
             let mount_point = unescape(fields.next()?);
+            // After the optional fields and `-`: type, source, options.
+            let mut rest = fields.skip_while(|f| *f != b"-").skip(1);
+            let layers = match (rest.next(), rest.nth(1)) {
+                (Some(b"overlay"), Some(options)) => options
+                    .split(|&b| b == b',')
+                    .filter_map(|o| {
+                        o.strip_prefix(b"lowerdir=")
+                            .or_else(|| o.strip_prefix(b"upperdir="))
+                    })
+                    // Several lower layers are `:`-separated (`\:` in a name).
+                    .flat_map(|dirs| dirs.split(|&b| b == b':').map(unescape).collect::<Vec<_>>())
+                    .filter(|d| d.is_absolute())
+                    .collect(),
+                _ => Vec::new(),
+            };
             Some(Mount {
                 dev,
                 root,
                 mount_point,
+                layers,
             })
         })
         .collect()
@@ -429,6 +448,26 @@ fn mount_aliases(mounts: &[Mount], denied: &[PathBuf]) -> Vec<PathBuf> {
                         m.mount_point.join(below)
                     }
                 } else if m.root.starts_with(&inside) {
+                    m.mount_point.clone()
+                } else {
+                    continue;
+                };
+                if alias != *d && !out.contains(&alias) {
+                    out.push(alias);
+                }
+            }
+        }
+        // An overlay with a layer above the entry shows it beneath its
+        // mount point; one with a layer inside it shows a part of it.
+        for m in mounts.iter().filter(|m| !m.layers.is_empty()) {
+            for layer in &m.layers {
+                let alias = if let Ok(below) = d.strip_prefix(layer) {
+                    if below.as_os_str().is_empty() {
+                        m.mount_point.clone()
+                    } else {
+                        m.mount_point.join(below)
+                    }
+                } else if layer.starts_with(d) {
                     m.mount_point.clone()
                 } else {
                     continue;
@@ -1301,6 +1340,7 @@ mod tests {
     fn mountinfo_lines_parse_with_their_escapes() {
         let table = b"22 27 0:21 / /proc rw,relatime - proc proc rw\n\
             36 27 254:0 /home/a\\040b /mnt/x\\134y rw - ext4 /dev/vda rw\n\
+            37 27 0:60 / /mnt/ov rw shared:5 - overlay ov rw,lowerdir=/root:/srv/b,upperdir=/mnt/up,workdir=/mnt/wk\n\
             garbage\n";
         assert_eq!(
             parse_mountinfo(table),
@@ -1308,12 +1348,20 @@ mod tests {
                 Mount {
                     dev: b"0:21".to_vec(),
                     root: "/".into(),
-                    mount_point: "/proc".into()
+                    mount_point: "/proc".into(),
+                    layers: vec![],
                 },
                 Mount {
                     dev: b"254:0".to_vec(),
                     root: "/home/a b".into(),
-                    mount_point: "/mnt/x\\y".into()
+                    mount_point: "/mnt/x\\y".into(),
+                    layers: vec![],
+                },
+                Mount {
+                    dev: b"0:60".to_vec(),
+                    root: "/".into(),
+                    mount_point: "/mnt/ov".into(),
+                    layers: vec!["/root".into(), "/srv/b".into(), "/mnt/up".into()],
                 },
             ]
         );
@@ -1325,6 +1373,7 @@ mod tests {
             dev: dev.as_bytes().to_vec(),
             root: root.into(),
             mount_point: at.into(),
+            layers: vec![],
         };
         let mounts = [
             m("254:0", "/", "/"),
@@ -1360,6 +1409,18 @@ mod tests {
         assert_eq!(
             mount_aliases(&mounts, &[PathBuf::from("/root/.ssh")]),
             [PathBuf::from("/mnt/s"), PathBuf::from("/mnt/h/.ssh")]
+        );
+        // An overlay whose lower layer is the home.
+        let overlay = Mount {
+            layers: vec!["/root".into()],
+            ..m("0:60", "/", "/mnt/ov")
+        };
+        assert_eq!(
+            mount_aliases(
+                &[m("254:0", "/", "/"), overlay],
+                &[PathBuf::from("/root/.ssh")]
+            ),
+            [PathBuf::from("/mnt/ov/.ssh")]
         );
     }
 }
