@@ -130,12 +130,16 @@ pub fn state_dir(env: &[(OsString, OsString)], temp_dir: &Path) -> PathBuf {
     // Neither inside the temp dir (containers set XDG_RUNTIME_DIR=/tmp/...):
     // workspace-write commands may write there, and the state directory
     // holds the spill files of every run.
+    // (Compared as real paths: a runtime dir may reach the temp dir through
+    // a symlink.)
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let real_temp = real(temp_dir);
+    let outside_temp = |p: &PathBuf| !p.starts_with(temp_dir) && !real(p).starts_with(&real_temp);
     let home = get("HOME").filter(|h| h.is_absolute() && h.is_dir());
     get("XDG_RUNTIME_DIR")
-        .filter(|r| r.is_absolute() && r.is_dir() && !r.starts_with(temp_dir))
+        .filter(|r| r.is_absolute() && r.is_dir() && outside_temp(r))
         .or_else(|| {
-            get("XDG_STATE_HOME")
-                .filter(|s| s.is_absolute() && home.is_some() && !s.starts_with(temp_dir))
+            get("XDG_STATE_HOME").filter(|s| s.is_absolute() && home.is_some() && outside_temp(s))
         })
         .or_else(|| home.map(|h| h.join(".local").join("state")))
         .map(|base| base.join("dsh-exec"))
@@ -663,6 +667,17 @@ mod tests {
         assert_eq!(
             state_dir(&env, temp.path()),
             elsewhere.path().join("dsh-exec")
+        );
+        // Nor one that reaches the temp dir through a symlink.
+        let link = elsewhere.path().join("run");
+        std::os::unix::fs::symlink(&runtime, &link).unwrap();
+        let env: Vec<(OsString, OsString)> = vec![
+            ("XDG_RUNTIME_DIR".into(), link.into()),
+            ("HOME".into(), home.path().into()),
+        ];
+        assert_eq!(
+            state_dir(&env, temp.path()),
+            home.path().join(".local/state/dsh-exec")
         );
     }
     use crate::spec::Origin;
