@@ -1268,8 +1268,8 @@ fn a_config_file_that_is_a_fifo_or_a_device_is_refused_at_once() {
 fn a_forged_supervisor_record_makes_job_kill_signal_nothing_else() {
     let runtime = crate::jobs::runtime_dir();
     let run = |args: &[&str]| {
-        let out = dsh()
-            .env("XDG_RUNTIME_DIR", runtime.path())
+        let mut c = dsh();
+        let out = crate::jobs::with_runtime(&mut c, runtime.path())
             .args(args)
             .output()
             .unwrap();

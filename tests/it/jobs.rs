@@ -11,11 +11,22 @@ struct Jobs {
     runtime: tempfile::TempDir,
 }
 
-/// A runtime dir for the jobs of one test. Not in the temp dir (/tmp, as
-/// these runs see it): a runtime dir there is not taken as dsh-exec's
-/// state directory, since sandboxed runs may write the temp dir.
+/// A runtime dir for the jobs of one test, with the temp dir the runs get
+/// inside it (`TMP` there; see [`with_runtime`]): a runtime dir inside the
+/// temp dir is not taken as dsh-exec's state directory (sandboxed runs may
+/// write the temp dir), and wherever the checkout lies, /tmp or not, this
+/// one is not.
 pub fn runtime_dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("tmp")).unwrap();
+    dir
+}
+
+/// `c` with the runtime dir `runtime` (from [`runtime_dir`]) and its temp
+/// dir.
+pub fn with_runtime<'a>(c: &'a mut Command, runtime: &Path) -> &'a mut Command {
+    c.env("XDG_RUNTIME_DIR", runtime)
+        .env("TMPDIR", runtime.join("tmp"))
 }
 
 impl Jobs {
@@ -27,7 +38,7 @@ impl Jobs {
 
     fn cmd(&self) -> Command {
         let mut c = dsh();
-        c.env("XDG_RUNTIME_DIR", self.runtime.path());
+        with_runtime(&mut c, self.runtime.path());
         c
     }
 
@@ -292,6 +303,7 @@ fn stdin_dash_feeds_a_background_job() {
     let jobs = Jobs::new();
     let out = Test::new()
         .env("XDG_RUNTIME_DIR", jobs.runtime.path())
+        .env("TMPDIR", jobs.runtime.path().join("tmp"))
         .args(["--background", "--stdin-file", "-", "--", "tr a-z A-Z"])
         .stdin("hello\n")
         .run();
@@ -337,6 +349,7 @@ fn a_background_job_whose_sandbox_cannot_start_is_an_error() {
         .arg(bin())
         .args(["--background", "-s", "read-only", "--", "echo ran"])
         .env("XDG_RUNTIME_DIR", jobs.runtime.path())
+        .env("TMPDIR", jobs.runtime.path().join("tmp"))
         .output()
         .unwrap();
     assert_eq!(code(&out), 125, "{}", stderr(&out));
