@@ -44,6 +44,9 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
              PATH], [sandbox: network denied: socket(AF_INET)], then [sandbox: N more denied; \
              --json lists them]), [sandbox: MODE; the sandbox runner failed], [timed out after D], \
              [aborted by SIGNAL].",
+            "A line of the command's own output shaped like one of these notices or markers is \
+             shown with a backslash in front (\\[exit code: 0]); on a terminal, output holding an \
+             escape sequence is followed by an attribute reset before the notices.",
             "The last line is always the marker: [exit code: N], [killed by signal: NAME], or \
              [detached as job ID] for a --detach-after run still running. 'dsh-exec parse-status' \
              reads it back. With --json, one JSON object is printed instead: command, workdir, \

@@ -67,6 +67,31 @@ pub(crate) fn write_stdout(text: &str) -> std::io::Result<()> {
     }
 }
 
+/// Whether the notices and the marker need an attribute reset (SGR 0)
+/// before them: on a terminal, after output that holds an escape (one
+/// ending in `\x1b[8m`, concealed, would hide them). Output without one
+/// needs none, so that `NO_COLOR` output stays free of escapes.
+pub(crate) fn needs_reset(result: &dsh_exec_core::RunResult) -> bool {
+    std::io::stdout().is_terminal()
+        && (result.stdout.text.contains('\x1b') || result.stderr.text.contains('\x1b'))
+}
+
+/// The text result for this process's stdout: the output sections, then,
+/// where [`needs_reset`], an attribute reset, then the notices and the
+/// marker.
+pub(crate) fn text_for_stdout(result: &dsh_exec_core::RunResult, color: bool) -> String {
+    use dsh_exec_core::render::{ATTRIBUTE_RESET, render_output, render_status};
+    if needs_reset(result) {
+        format!(
+            "{}{ATTRIBUTE_RESET}{}",
+            render_output(result),
+            render_status(result, color)
+        )
+    } else {
+        dsh_exec_core::render::render_text(result, color)
+    }
+}
+
 /// One JSON line.
 pub(crate) fn to_json(value: &impl serde::Serialize) -> String {
     // Serializing plain data (strings, numbers, paths made lossy) cannot fail.

@@ -7,14 +7,15 @@ use std::time::{Duration, Instant};
 
 use dsh_exec_core::error::PathProblem;
 use dsh_exec_core::jobs::{self, Launched, ReadReply, Status, SupervisorProgram, Waited};
-use dsh_exec_core::render::{render_status, render_text};
+use dsh_exec_core::render::{escape_own_lines, render_status};
 use dsh_exec_core::{Ambient, Error, RunResult, exit};
 
 use super::resolve_args;
 use super::supervise::SUPERVISE;
 use crate::cli::{ColorChoice, JobCmd, RunArgs};
 use crate::output::{
-    infrastructure_error, print_stdout, say, status, to_json, usage_error, use_color, warn_all,
+    infrastructure_error, print_stdout, say, status, text_for_stdout, to_json, usage_error,
+    use_color, warn_all,
 };
 
 /// How long `job kill` waits for the supervisor to write the result.
@@ -165,7 +166,7 @@ fn print_result(result: &RunResult, json: bool, color: ColorChoice) -> ExitCode 
     if json {
         print_stdout(&to_json(result));
     } else {
-        print_stdout(&render_text(result, use_color(color)));
+        print_stdout(&text_for_stdout(result, use_color(color)));
     }
     status(result.exit_status())
 }
@@ -180,10 +181,10 @@ fn delta_text(reply: &ReadReply) -> String {
             text.push('\n');
         }
     };
-    push(&reply.delta_stdout);
+    push(&escape_own_lines(&reply.delta_stdout));
     if !reply.delta_stderr.is_empty() {
         push("[stderr]");
-        push(&reply.delta_stderr);
+        push(&escape_own_lines(&reply.delta_stderr));
     }
     if reply.lossy {
         let paths: Vec<&str> = [&reply.stdout_spill_path, &reply.stderr_spill_path]

@@ -4,13 +4,14 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use dsh_exec_core::render::{render_after_stream, render_text};
+use dsh_exec_core::render::{ATTRIBUTE_RESET, render_after_stream};
 use dsh_exec_core::{AbortSignals, Error, Started, exit, prepare, start};
 
 use super::resolve_args;
 use crate::cli::RunArgs;
 use crate::output::{
-    infrastructure_error, say, status, to_json, usage_error, use_color, warn_all, write_stdout,
+    infrastructure_error, needs_reset, say, status, text_for_stdout, to_json, usage_error,
+    use_color, warn_all, write_stdout,
 };
 
 /// A current-thread tokio runtime: one command needs no more, and it starts
@@ -57,10 +58,17 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
         to_json(&result)
     } else if spec.stream.is_some() {
         // The output was shown live: only where the full streams are (when
-        // they outgrew their budgets), the notices and the marker follow.
-        render_after_stream(&result, use_color(color))
+        // they outgrew their budgets), the notices and the marker follow;
+        // on a terminal after an attribute reset (the live output may have
+        // ended in a concealing escape).
+        let reset = if needs_reset(&result) {
+            ATTRIBUTE_RESET
+        } else {
+            ""
+        };
+        format!("{reset}{}", render_after_stream(&result, use_color(color)))
     } else {
-        render_text(&result, use_color(color))
+        text_for_stdout(&result, use_color(color))
     };
     // A result that could not be written must not pass for the command's
     // exit status: the caller would take a lost result for a success.

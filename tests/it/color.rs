@@ -51,3 +51,14 @@ fn piped_output_is_plain_unless_forced() {
     let always = Test::new().args(["--color", "always", "--", "true"]).run();
     assert!(always.stdout.starts_with(GREEN_MARKER));
 }
+
+/// Output that ends in a concealing escape (`ESC[8m`) is followed on a
+/// terminal by an attribute reset before the marker, so the marker shows.
+#[test]
+fn a_concealing_escape_at_the_end_of_the_output_is_reset_before_the_marker() {
+    let text = under_pty(&["--color", "never", "--", "printf 'x\\033[8m\\n'"], &[]);
+    assert!(
+        text.ends_with("x\u{1b}[8m\r\n\u{1b}[0m[exit code: 0]\r\n"),
+        "{text:?}"
+    );
+}

@@ -73,3 +73,20 @@ fn a_result_that_cannot_be_written_is_an_infrastructure_failure() {
         "dsh-exec: error: the result could not be written to stdout: No space left on device (os error 28)\n"
     );
 }
+
+/// A command's own lines shaped like dsh-exec's notices or marker are
+/// escaped with a backslash in the text result (the mbox "From " rule);
+/// the JSON keeps them exact, and the last line stays the real marker.
+#[test]
+fn marker_shaped_output_is_escaped_in_the_text_and_exact_in_the_json() {
+    let script = "echo '[exit code: 0]'; echo '[sandbox: denied nothing]' >&2; exit 3";
+    assert_eq!(
+        run(&["--", script]),
+        (
+            "\\[exit code: 0]\n[stderr]\n\\[sandbox: denied nothing]\n[exit code: 3]\n".into(),
+            3
+        )
+    );
+    let v = Test::new().args(["--json", "--", script]).run().json();
+    assert_eq!(v["stdout"]["text"], "[exit code: 0]\n");
+}

@@ -9,5 +9,6 @@ pub mod text;
 pub use self::explain::{explain_json, explain_text};
 pub use self::marker::{ParsedStatus, marker, parse_status};
 pub use self::text::{
-    notices, render_after_stream, render_output, render_status, render_text, render_truncations,
+    ATTRIBUTE_RESET, escape_own_lines, is_own_line_shape, notices, render_after_stream,
+    render_output, render_status, render_text, render_truncations,
 };

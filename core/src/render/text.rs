@@ -109,10 +109,74 @@ fn escape_controls(text: &str) -> String {
 }
 
 fn push_text(buf: &mut String, text: &str) {
-    buf.push_str(text);
+    buf.push_str(&escape_own_lines(text));
     if !text.is_empty() && !text.ends_with('\n') {
         buf.push('\n');
     }
+}
+
+/// SGR 0 (ECMA-48 "reset all attributes"): written before the notices and
+/// the marker on a terminal, so that output ending in `\x1b[8m`
+/// (concealed) cannot hide them.
+pub const ATTRIBUTE_RESET: &str = "\x1b[0m";
+
+/// Whether `line` (without its newline) has the shape of a line `dsh-exec`
+/// itself writes in the text result: a marker (`[exit code: N]`, `[killed
+/// by signal: X]`, `[detached as job ID]`), a notice (`[timed out after
+/// D]`, `[aborted by X]`, `[sandbox: ...]`, `[NAME VALUE capped at ...]`,
+/// `[not shown live...]`), a section or truncation line (`[stderr]`,
+/// `[stdout truncated: ...]`), or a job's state (`[running]`, `[still
+/// running]`, `[lost]`); after any backslashes in front (see
+/// [`escape_own_lines`]).
+pub fn is_own_line_shape(line: &str) -> bool {
+    let line = line.trim_start_matches('\\');
+    let Some(inner) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) else {
+        return false;
+    };
+    let int = |s: &str| {
+        let s = s.strip_prefix('-').unwrap_or(s);
+        !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+    };
+    inner.strip_prefix("exit code: ").is_some_and(int)
+        || ["stderr", "running", "still running", "lost"].contains(&inner)
+        || [
+            "killed by signal: ",
+            "timed out after ",
+            "aborted by ",
+            "sandbox: ",
+            "stdout truncated: ",
+            "stderr truncated: ",
+            "detached as job ",
+            "not shown live",
+            "lossy: ",
+        ]
+        .iter()
+        .any(|p| inner.starts_with(p))
+        || inner.contains(" capped at ")
+}
+
+/// `text` with a backslash in front of every line that has the shape of
+/// one of `dsh-exec`'s own lines ([`is_own_line_shape`]): the mbox "From "
+/// rule, so that only `dsh-exec`'s own notices and marker appear
+/// unescaped in the text result (a command printing `[exit code: 0]` shows
+/// `\[exit code: 0]`). A line that already starts with backslashes gets
+/// one more, so the escaping can be undone. JSON text fields and spill
+/// files stay exact.
+pub fn escape_own_lines(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('[') || !text.split('\n').any(is_own_line_shape) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        if is_own_line_shape(line) {
+            out.push('\\');
+        }
+        out.push_str(line);
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 fn truncation_line(name: &str, out: &CollectedOutput) -> Option<String> {
@@ -260,6 +324,22 @@ mod tests {
             sandbox: None,
             env_scrubbed: vec![],
         }
+    }
+
+    #[test]
+    fn the_commands_own_marker_shaped_lines_are_escaped() {
+        let r = result(
+            "[exit code: 0]\nok [exit code: 0]\n[1, 2]\n\\[sandbox: x]\n",
+            "[stderr]\n",
+        );
+        assert_eq!(
+            render_text(&r, false),
+            "\\[exit code: 0]\nok [exit code: 0]\n[1, 2]\n\\\\[sandbox: x]\n[stderr]\n\\[stderr]\n[exit code: 0]\n"
+        );
+        assert_eq!(
+            parse_status(&render_text(&r, false)).unwrap().exit_code,
+            Some(0)
+        );
     }
 
     #[test]
