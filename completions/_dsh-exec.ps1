@@ -59,6 +59,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Resolve and show the spec and child environment; run nothing')
             [CompletionResult]::new('job', 'job', [CompletionResultType]::ParameterValue, 'Read, wait for, kill, list or prune background jobs')
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Remove this user''s spill directories that nothing has changed for a while (a week unless --older-than says otherwise)')
             [CompletionResult]::new('parse-status', 'parse-status', [CompletionResultType]::ParameterValue, 'Read a rendered result and print its final marker as JSON (exit 1 when the last line is no marker)')
             break
         }
@@ -136,6 +137,14 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
         }
         'dsh-exec;job;prune' {
             [CompletionResult]::new('--spill', '--spill', [CompletionResultType]::ParameterName, 'Also remove their spill files')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'dsh-exec;prune' {
+            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Only those unchanged for this long [default: 7d]')
+            [CompletionResult]::new('--spill-dir', '--spill-dir', [CompletionResultType]::ParameterName, 'Look in DIR instead of STATE/spill and the temp dir')
+            [CompletionResult]::new('--spill', '--spill', [CompletionResultType]::ParameterName, 'Prune spill directories (what `prune` removes; required)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break

@@ -25,6 +25,9 @@ _dsh__exec() {
             dsh__exec,parse-status)
                 cmd="dsh__exec__subcmd__parse__subcmd__status"
                 ;;
+            dsh__exec,prune)
+                cmd="dsh__exec__subcmd__prune"
+                ;;
             dsh__exec__subcmd__job,kill)
                 cmd="dsh__exec__subcmd__job__subcmd__kill"
                 ;;
@@ -47,7 +50,7 @@ _dsh__exec() {
 
     case "${cmd}" in
         dsh__exec)
-            opts="-C -t -e -s -i -h -V --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --json --color --help --version explain job parse-status"
+            opts="-C -t -e -s -i -h -V --workdir --timeout --kill-after --stdout-max-bytes --stderr-max-bytes --stdin-file --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --json --color --help --version explain job prune parse-status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -373,6 +376,28 @@ _dsh__exec() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__exec__subcmd__prune)
+            opts="-h --spill --older-than --spill-dir --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --older-than)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spill-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -56,6 +56,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --version 'Print version'
             cand explain 'Resolve and show the spec and child environment; run nothing'
             cand job 'Read, wait for, kill, list or prune background jobs'
+            cand prune 'Remove this user''s spill directories that nothing has changed for a while (a week unless --older-than says otherwise)'
             cand parse-status 'Read a rendered result and print its final marker as JSON (exit 1 when the last line is no marker)'
         }
         &'dsh-exec;explain'= {
@@ -126,6 +127,13 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
         }
         &'dsh-exec;job;prune'= {
             cand --spill 'Also remove their spill files'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'dsh-exec;prune'= {
+            cand --older-than 'Only those unchanged for this long [default: 7d]'
+            cand --spill-dir 'Look in DIR instead of STATE/spill and the temp dir'
+            cand --spill 'Prune spill directories (what `prune` removes; required)'
             cand -h 'Print help'
             cand --help 'Print help'
         }

@@ -62,6 +62,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s h -l help -d 'Print h
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s V -l version -d 'Print version'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "explain" -d 'Resolve and show the spec and child environment; run nothing'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "job" -d 'Read, wait for, kill, list or prune background jobs'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "prune" -d 'Remove this user\'s spill directories that nothing has changed for a while (a week unless --older-than says otherwise)'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "parse-status" -d 'Read a rendered result and print its final marker as JSON (exit 1 when the last line is no marker)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s C -l workdir -d 'Working directory of the command [default: the current directory]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s t -l timeout -d 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]' -r
@@ -114,4 +115,8 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_s
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from prune" -l spill -d 'Also remove their spill files'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from prune" -s h -l help -d 'Print help'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand prune" -l older-than -d 'Only those unchanged for this long [default: 7d]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand prune" -l spill-dir -d 'Look in DIR instead of STATE/spill and the temp dir' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand prune" -l spill -d 'Prune spill directories (what `prune` removes; required)'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand prune" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand parse-status" -s h -l help -d 'Print help'

@@ -159,6 +159,19 @@ pub enum Sub {
     /// Read, wait for, kill, list or prune background jobs.
     #[command(subcommand)]
     Job(JobCmd),
+    /// Remove this user's spill directories that nothing has changed for a
+    /// while (a week unless --older-than says otherwise).
+    Prune {
+        /// Prune spill directories (what `prune` removes; required).
+        #[arg(long)]
+        spill: bool,
+        /// Only those unchanged for this long [default: 7d].
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "7d")]
+        older_than: Duration,
+        /// Look in DIR instead of STATE/spill and the temp dir.
+        #[arg(long, value_name = "DIR")]
+        spill_dir: Option<PathBuf>,
+    },
     /// Read a rendered result and print its final marker as JSON (exit 1 when
     /// the last line is no marker).
     ParseStatus {

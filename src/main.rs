@@ -24,6 +24,11 @@ fn main() -> ExitCode {
         Some(Sub::Explain(args)) => cmd::explain::explain(*args),
         Some(Sub::ParseStatus { file }) => cmd::parse_status::parse_status(file),
         Some(Sub::Job(job)) => cmd::job::job(job),
+        Some(Sub::Prune {
+            spill,
+            older_than,
+            spill_dir,
+        }) => cmd::prune::prune(spill, older_than, spill_dir),
         None if cli.run.background => cmd::job::start_background(cli.run),
         None if cli.run.detach_after.is_some() => cmd::job::detach_run(cli.run),
         None => cmd::run::run(cli.run),

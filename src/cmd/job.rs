@@ -351,7 +351,8 @@ fn format_time(ms: u64) -> String {
 fn prune(spill: bool) -> ExitCode {
     match root().and_then(|r| jobs::prune(&r, spill)) {
         Ok(n) => {
-            print_stdout(&format!("pruned {n} jobs\n"));
+            let noun = if n == 1 { "job" } else { "jobs" };
+            print_stdout(&format!("pruned {n} {noun}\n"));
             ExitCode::SUCCESS
         }
         Err(e) => infrastructure_error(&e, false),

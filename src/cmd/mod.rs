@@ -4,6 +4,7 @@
 pub(crate) mod explain;
 pub(crate) mod job;
 pub(crate) mod parse_status;
+pub(crate) mod prune;
 pub(crate) mod run;
 pub(crate) mod supervise;
 

@@ -337,7 +337,7 @@ fn prune_spill_removes_only_spill_files_of_the_expected_shape() {
     let id = id.trim();
     jobs.wait(id);
     assert_eq!(std::fs::read_dir(spill.path()).unwrap().count(), 1);
-    assert_eq!(jobs.run(&["job", "prune", "--spill"]).0, "pruned 1 jobs\n");
+    assert_eq!(jobs.run(&["job", "prune", "--spill"]).0, "pruned 1 job\n");
     assert_eq!(std::fs::read_dir(spill.path()).unwrap().count(), 0);
 }
 

@@ -159,3 +159,56 @@ fn a_spill_file_rewritten_in_a_shared_directory_does_not_change_the_reported_tai
     let text = v["stdout"]["text"].as_str().unwrap();
     assert!(text.ends_with("aaaa\nGENUINE-END\n"), "{v}");
 }
+
+/// `dsh-exec prune --spill` removes spill directories nothing changed for
+/// the given age, of the exact shape dsh-exec makes, and nothing else.
+#[test]
+fn prune_spill_removes_old_spill_directories_of_the_exact_shape_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = |script: &str| {
+        let v = Test::new()
+            .args(["--json", "--stdout-max-bytes", "1", "--spill-dir"])
+            .arg(dir.path())
+            .args(["--", script])
+            .run()
+            .json();
+        std::path::PathBuf::from(v["stdout"]["spill_path"].as_str().unwrap())
+    };
+    let old = spill("echo old");
+    let recent = spill("echo recent");
+    let extra = spill("echo extra");
+    std::fs::write(extra.parent().unwrap().join("notes"), "mine").unwrap();
+    let lookalike = dir.path().join("dsh-exec-notmine0");
+    std::fs::create_dir(&lookalike).unwrap();
+    std::fs::write(lookalike.join("stdout"), "x").unwrap();
+    std::os::unix::fs::symlink(old.parent().unwrap(), dir.path().join("dsh-exec-symlink8"))
+        .unwrap();
+    // Ten days old: the files, then their directories.
+    for p in [&old, &extra] {
+        let touch = |path: &std::path::Path| {
+            let s = std::process::Command::new("touch")
+                .args(["-h", "-d", "10 days ago"])
+                .arg(path)
+                .status()
+                .unwrap();
+            assert!(s.success());
+        };
+        touch(p);
+        touch(p.parent().unwrap());
+    }
+    Test::new()
+        .args(["prune", "--spill", "--spill-dir"])
+        .arg(dir.path())
+        .run()
+        .expect_status(0)
+        .expect_stdout("pruned 1 spill directory (4 bytes)\n");
+    assert!(!old.parent().unwrap().exists(), "the old one stayed");
+    assert!(recent.exists() && extra.exists() && lookalike.exists());
+    Test::new()
+        .args(["prune"])
+        .run()
+        .expect_status(2)
+        .expect_stderr(
+            "dsh-exec: error: prune needs --spill (spill directories are what it removes)\n",
+        );
+}

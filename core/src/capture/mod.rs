@@ -32,8 +32,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use self::spill::SpillDir;
-pub(crate) use self::spill::random_suffix;
+pub use self::spill::{Pruned, SpillDir, prune_spill_dirs};
+pub(crate) use self::spill::{is_spill_dir_name, random_suffix};
 use self::utf8::char_boundary_skip;
 
 /// What one stream produced, as reported in the result.

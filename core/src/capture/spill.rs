@@ -8,7 +8,7 @@
 //! `dsh-exec` write anywhere else by swapping names.
 
 use std::fs::File;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::fcntl::{OFlag, open, openat};
@@ -165,4 +165,113 @@ pub fn random_suffix() -> String {
         .iter()
         .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
         .collect()
+}
+
+/// Whether `name` is a spill directory's name: `dsh-exec-` and eight of
+/// `[a-z0-9]` ([`random_suffix`]).
+pub(crate) fn is_spill_dir_name(name: &std::ffi::OsStr) -> bool {
+    name.to_str()
+        .and_then(|n| n.strip_prefix("dsh-exec-"))
+        .is_some_and(|s| {
+            s.len() == 8
+                && s.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        })
+}
+
+/// What [`prune_spill_dirs`] removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Spill directories removed.
+    pub dirs: usize,
+    /// Bytes of the spill files in them.
+    pub bytes: u64,
+}
+
+/// Removes from `parent` this user's spill directories that nothing has
+/// changed for `older_than` (modification times of the directory and of
+/// its files): only a directory of the exact shape `dsh-exec` makes,
+/// `dsh-exec-XXXXXXXX` ([`is_spill_dir_name`]), mode 0700, this user's,
+/// holding nothing but regular files `stdout` and `stderr` of this user.
+/// Anything else is left alone. Each directory is opened without following
+/// a symlink and its files are removed relative to that descriptor, so a
+/// swapped path removes nothing else. A spill directory still being
+/// written (a running job's) is recent, hence kept.
+///
+/// Errors with [`Error::SpillUnusable`] when `parent` exists but cannot be
+/// read; a missing `parent` prunes nothing.
+pub fn prune_spill_dirs(parent: &Path, older_than: std::time::Duration) -> Result<Pruned, Error> {
+    use nix::fcntl::AtFlags;
+    use nix::sys::stat::{fstat, fstatat};
+    use nix::unistd::{UnlinkatFlags, unlinkat};
+    let unusable = |problem: PathProblem| Error::SpillUnusable {
+        path: parent.to_path_buf(),
+        problem,
+    };
+    let entries = match std::fs::read_dir(parent) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Pruned::default()),
+        Err(e) => return Err(unusable(PathProblem::Io(e))),
+    };
+    let parent_fd = open(
+        parent,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| unusable(PathProblem::Io(e.into())))?;
+    let uid = nix::unistd::geteuid().as_raw();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs() as i64;
+    let old = |mtime: i64| now.saturating_sub(mtime) >= older_than.as_secs() as i64;
+    let mut pruned = Pruned::default();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !is_spill_dir_name(&name) {
+            continue;
+        }
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let Ok(dir) = openat(&parent_fd, name.as_os_str(), flags, Mode::empty()) else {
+            continue;
+        };
+        let Ok(st) = fstat(&dir) else { continue };
+        if st.st_uid != uid || st.st_mode & 0o7777 != 0o700 || !old(st.st_mtime) {
+            continue;
+        }
+        let Ok(listing) = std::fs::read_dir(format!("/proc/self/fd/{}", dir.as_raw_fd())) else {
+            continue;
+        };
+        let mut files = Vec::new();
+        let mut shaped = true;
+        for f in listing.flatten() {
+            let fname = f.file_name();
+            let ok = (fname == "stdout" || fname == "stderr")
+                && fstatat(&dir, fname.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW).is_ok_and(|s| {
+                    s.st_uid == uid
+                        && s.st_mode & nix::libc::S_IFMT == nix::libc::S_IFREG
+                        && old(s.st_mtime)
+                        && {
+                            files.push((fname.clone(), s.st_size as u64));
+                            true
+                        }
+                });
+            if !ok {
+                shaped = false;
+                break;
+            }
+        }
+        if !shaped {
+            continue;
+        }
+        let bytes: u64 = files.iter().map(|(_, n)| n).sum();
+        let removed = files
+            .iter()
+            .all(|(f, _)| unlinkat(&dir, f.as_os_str(), UnlinkatFlags::NoRemoveDir).is_ok());
+        if removed && unlinkat(&parent_fd, name.as_os_str(), UnlinkatFlags::RemoveDir).is_ok() {
+            pruned.dirs += 1;
+            pruned.bytes += bytes;
+        }
+    }
+    Ok(pruned)
 }

@@ -265,14 +265,7 @@ fn remove_spill_file(path: &Path) {
     let Some(parent) = path.parent() else { return };
     let dir_ok = parent
         .file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| {
-            n.strip_prefix("dsh-exec-").is_some_and(|s| {
-                s.len() == 8
-                    && s.bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-            })
-        });
+        .is_some_and(crate::capture::is_spill_dir_name);
     if !dir_ok {
         return;
     }

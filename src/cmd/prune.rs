@@ -1,0 +1,55 @@
+//! `dsh-exec prune --spill`: removing old spill directories of foreground
+//! runs, which outlive their runs by design.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use dsh_exec_core::error::PathProblem;
+use dsh_exec_core::request::default_spill_parent;
+use dsh_exec_core::{Ambient, Error, prune_spill_dirs};
+
+use crate::output::{infrastructure_error, print_stdout, usage_error};
+
+/// Prunes the spill directories in `spill_dir`, else in `STATE/spill` and
+/// the temp dir (where runs spill by default), that nothing changed for
+/// `older_than`; prints how many and how many bytes.
+pub(crate) fn prune(spill: bool, older_than: Duration, spill_dir: Option<PathBuf>) -> ExitCode {
+    if !spill {
+        return usage_error("prune needs --spill (spill directories are what it removes)");
+    }
+    let parents = match spill_dir {
+        Some(dir) => vec![dir],
+        None => match Ambient::current(None) {
+            Ok(ambient) => {
+                let mut parents = vec![default_spill_parent(&ambient), ambient.temp_dir.clone()];
+                parents.dedup();
+                parents
+            }
+            Err(e) => {
+                let err = Error::WorkdirUnusable {
+                    path: ".".into(),
+                    problem: PathProblem::Io(e),
+                };
+                return infrastructure_error(&err, false);
+            }
+        },
+    };
+    let (mut dirs, mut bytes) = (0, 0);
+    for parent in &parents {
+        match prune_spill_dirs(parent, older_than) {
+            Ok(p) => {
+                dirs += p.dirs;
+                bytes += p.bytes;
+            }
+            Err(e) => return infrastructure_error(&e, false),
+        }
+    }
+    let noun = if dirs == 1 {
+        "directory"
+    } else {
+        "directories"
+    };
+    print_stdout(&format!("pruned {dirs} spill {noun} ({bytes} bytes)\n"));
+    ExitCode::SUCCESS
+}
