@@ -191,7 +191,7 @@ pub struct Pruned {
 /// Removes from `parent` this user's spill directories that nothing has
 /// changed for `older_than` (modification times of the directory and of
 /// its files): only a directory of the exact shape `dsh-exec` makes,
-/// `dsh-exec-XXXXXXXX` ([`is_spill_dir_name`]), mode 0700, this user's,
+/// `dsh-exec-XXXXXXXX` (eight of `[a-z0-9]`), mode 0700, this user's,
 /// holding nothing but regular files `stdout` and `stderr` of this user.
 /// Anything else is left alone. Each directory is opened without following
 /// a symlink and its files are removed relative to that descriptor, so a
