@@ -36,6 +36,15 @@ pub(crate) fn clap_error(e: clap::Error) -> ExitCode {
         let _ = e.print();
         return ExitCode::SUCCESS;
     }
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand
+    ) {
+        // `dsh-exec job` alone: clap would print the group's description.
+        return usage_error(
+            "dsh-exec job needs a subcommand: read, wait, kill, list or prune (see dsh-exec job --help)",
+        );
+    }
     let rendered = e.to_string();
     let message: Vec<&str> = rendered
         .lines()
@@ -43,7 +52,8 @@ pub(crate) fn clap_error(e: clap::Error) -> ExitCode {
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
-    let message = message.join(" ");
+    // clap's message and its tip are sentences of their own.
+    let message = message.join("; ");
     usage_error(&format!(
         "{} (see --help)",
         message.strip_prefix("error: ").unwrap_or(&message)

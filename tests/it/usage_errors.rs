@@ -108,3 +108,25 @@ fn read_restrictions_without_a_confining_mode_are_usage_errors() {
         assert_refused(args, 2, "needs --sandbox read-only or workspace-write");
     }
 }
+
+/// clap's message and its tip read as two sentences; `dsh-exec job` alone
+/// names the subcommands it needs.
+#[test]
+fn an_unknown_flag_and_a_missing_job_subcommand_say_what_to_do() {
+    Test::new()
+        .args(["--bogus", "--", "true"])
+        .run()
+        .expect_status(2)
+        .expect_stderr(
+            "dsh-exec: error: unexpected argument '--bogus' found; tip: to pass '--bogus' as a \
+             value, use '-- --bogus' (see --help)\n",
+        );
+    Test::new()
+        .args(["job"])
+        .run()
+        .expect_status(2)
+        .expect_stderr(
+            "dsh-exec: error: dsh-exec job needs a subcommand: read, wait, kill, list or prune \
+             (see dsh-exec job --help)\n",
+        );
+}
