@@ -20,6 +20,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return output::clap_error(e),
     };
+    if cli.subcommand.is_none() {
+        subcommand_hint(&argv, &cli.run.command);
+    }
     match cli.subcommand {
         Some(Sub::Explain(args)) => cmd::explain::explain(*args),
         Some(Sub::ParseStatus { file }) => cmd::parse_status::parse_status(file),
@@ -32,5 +35,18 @@ fn main() -> ExitCode {
         None if cli.run.background => cmd::job::start_background(cli.run),
         None if cli.run.detach_after.is_some() => cmd::job::detach_run(cli.run),
         None => cmd::run::run(cli.run),
+    }
+}
+
+/// A subcommand name given after options (`dsh-exec --json explain ls`)
+/// runs as a command, since a subcommand counts only as the very first
+/// argument; unless `--` said so, a note on stderr says what happened.
+fn subcommand_hint(argv: &[std::ffi::OsString], command: &[String]) {
+    const SUBCOMMANDS: [&str; 4] = ["explain", "job", "parse-status", "prune"];
+    let Some(first) = command.first() else { return };
+    if SUBCOMMANDS.contains(&first.as_str()) && !argv.iter().any(|a| a == "--") {
+        output::say!(
+            "dsh-exec: note: '{first}' ran as a command; subcommands come first: dsh-exec {first} ..."
+        );
     }
 }

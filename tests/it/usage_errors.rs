@@ -130,3 +130,21 @@ fn an_unknown_flag_and_a_missing_job_subcommand_say_what_to_do() {
              (see dsh-exec job --help)\n",
         );
 }
+
+/// A subcommand name after options runs as a command; a note says so,
+/// unless `--` made that plain.
+#[test]
+fn a_subcommand_name_after_options_runs_as_a_command_with_a_note() {
+    Test::new()
+        .args(["--color", "never", "explain"])
+        .run()
+        .expect_status(127)
+        .expect_stderr(
+            "dsh-exec: note: 'explain' ran as a command; subcommands come first: dsh-exec explain ...\n",
+        );
+    let quiet = Test::new()
+        .args(["--color", "never", "--", "explain"])
+        .run();
+    assert_eq!(quiet.status, 127);
+    assert_eq!(quiet.stderr, "");
+}
