@@ -40,10 +40,29 @@ fn p(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
-fn run(tier: Tier, h: &Home, args: &[&str], script: &str) -> Value {
+/// A run in `tier` with `h`'s home and temp dir.
+fn in_home(tier: Tier, h: &Home) -> Test {
     Test::in_tier(tier)
         .env("HOME", &h.home)
         .env("TMPDIR", &h.tmp)
+}
+
+/// `sh -c script` in a private mount namespace (`unshare -m`, so that its
+/// mounts vanish with it), with a known environment and `h`'s home and
+/// temp dir. Root only.
+fn unshared(h: &Home, script: &str) -> std::process::Output {
+    std::process::Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", script])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &h.home)
+        .env("TMPDIR", &h.tmp)
+        .output()
+        .unwrap()
+}
+
+fn run(tier: Tier, h: &Home, args: &[&str], script: &str) -> Value {
+    in_home(tier, h)
         .args(["--json", "-C", p(&h.ws)])
         .args(args)
         .args(["--", script])
@@ -140,9 +159,7 @@ fn deny_read_adds_a_path_and_full_access_reads_everything() {
 #[test]
 fn explain_lists_the_denied_entries_and_the_mechanism() {
     let h = home();
-    let out = Test::new()
-        .env("HOME", &h.home)
-        .env("TMPDIR", &h.tmp)
+    let out = in_home(Tier::MountNamespace, &h)
         .args(["explain", "--json", "-s", "read-only", "--", "true"])
         .run();
     let v = out.json();
@@ -281,18 +298,14 @@ fn a_denied_entry_renamed_or_linked_by_a_run_is_not_readable_to_the_next() {
         // denied entries are writable.
         let plant = "mv .netrc n2; ln .cargo/credentials .cargo/c3; ln .cargo/credentials c4; \
                      cat .netrc; git init -q repo && echo made > repo/f && cat repo/f";
-        let out = Test::in_tier(tier)
-            .env("HOME", &h.home)
-            .env("TMPDIR", &h.tmp)
+        let out = in_home(tier, &h)
             .args(["-s", "workspace-write", "-C", p(&h.home), "--", plant])
             .run();
         match tier {
             // Hidden under mounts: no rename (EBUSY), no link (EXDEV), an
             // empty file to read; new files and directories work.
             Tier::MountNamespace => {
-                let v = Test::in_tier(tier)
-                    .env("HOME", &h.home)
-                    .env("TMPDIR", &h.tmp)
+                let v = in_home(tier, &h)
                     .args([
                         "--json",
                         "-s",
@@ -398,9 +411,7 @@ fn the_directories_holding_a_hidden_entry_cannot_be_renamed_away() {
 #[test]
 fn an_earlier_unconfined_runs_spill_file_is_out_of_a_confined_runs_reach() {
     let h = home();
-    let out = Test::new()
-        .env("HOME", &h.home)
-        .env("TMPDIR", &h.tmp)
+    let out = in_home(Tier::MountNamespace, &h)
         .args([
             "--json",
             "--stdout-max-bytes",
@@ -434,9 +445,7 @@ fn an_earlier_unconfined_runs_spill_file_is_out_of_a_confined_runs_reach() {
 fn an_allow_read_entry_that_does_not_exist_is_warned_about() {
     let h = home();
     let missing = h.home.join(".ssh/nonexistent");
-    Test::new()
-        .env("HOME", &h.home)
-        .env("TMPDIR", &h.tmp)
+    in_home(Tier::MountNamespace, &h)
         .args(["-s", "read-only", "-C", p(&h.ws), "--allow-read"])
         .arg(&missing)
         .args(["--", "cat ~/.ssh/id_rsa 2>/dev/null; echo done"])
@@ -512,14 +521,7 @@ fn a_denied_entry_stays_unreadable_through_a_bind_mount_of_an_ancestor() {
                 ws = p(&h.ws),
                 key = p(&key),
             );
-            let out = std::process::Command::new("unshare")
-                .args(["-m", "--propagation", "private", "sh", "-c", &script])
-                .env_clear()
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .env("HOME", &h.home)
-                .env("TMPDIR", &h.tmp)
-                .output()
-                .unwrap();
+            let out = unshared(&h, &script);
             let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
                 panic!(
                     "{tier:?} {layout}: {e}: {}",
@@ -546,9 +548,7 @@ fn a_writable_root_inside_a_denied_entry_does_not_start() {
         let sub = h.home.join(".ssh/sub");
         std::fs::create_dir(&sub).unwrap();
         std::fs::write(sub.join("s"), "SECRET\n").unwrap();
-        let out = Test::in_tier(tier)
-            .env("HOME", &h.home)
-            .env("TMPDIR", &h.tmp)
+        let out = in_home(tier, &h)
             .args(["-s", "workspace-write", "-C", p(&sub), "--", "cat s"])
             .run();
         out.expect_status(125).expect_stdout("");
@@ -646,14 +646,7 @@ fn a_read_only_home_spills_into_the_temp_dir_with_a_warning() {
         bin = crate::support::bin().display(),
         ws = p(&h.ws),
     );
-    let out = std::process::Command::new("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c", &script])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &h.home)
-        .env("TMPDIR", &h.tmp)
-        .output()
-        .unwrap();
+    let out = unshared(&h, &script);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(stdout.ends_with("99\n100\n[exit code: 0]\n"), "{stdout}");
@@ -689,9 +682,7 @@ fn a_symlink_to_a_hidden_entry_does_not_take_the_gate_to_the_real_one() {
         "ln -s {aws} l_aws && chmod 2777 l_aws; echo rc=$?",
         aws = p(&aws)
     );
-    let out = Test::new()
-        .env("HOME", &h.home)
-        .env("TMPDIR", &h.tmp)
+    let out = in_home(Tier::MountNamespace, &h)
         .args(["-s", "workspace-write", "--allow-read"])
         .arg(h.home.join(".ssh"))
         .arg("--allow-read")
