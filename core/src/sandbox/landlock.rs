@@ -317,22 +317,8 @@ impl ReadSplit<'_> {
         if !dir {
             return self.grant(at, name, path, rights & file_rights());
         }
-        if denied.is_empty() && self.split_dirs.is_empty() {
-            return self.grant(at, name, path, rights);
-        }
         if denied.is_empty() {
-            // A directory that may be a split one seen again (see above).
-            let flags = OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-            let Some(fd) = open_entry(at, name, path, flags)? else {
-                return Ok(());
-            };
-            let st = nix::sys::stat::fstat(&fd).map_err(|e| split_problem(path)(e.into()))?;
-            let rights = if self.split_dirs.contains(&(st.st_dev, st.st_ino)) {
-                entry_rights(rights)
-            } else {
-                rights
-            };
-            return add_beneath(self.ruleset, fd.as_fd(), rights).map_err(split_problem(path));
+            return self.grant(at, name, path, rights);
         }
         let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
         let Some(fd) = open_entry(at, name, path, flags)? else {
@@ -383,7 +369,9 @@ impl ReadSplit<'_> {
 
     /// One rule: `rights` beneath `name` (relative to `at`, or absolute),
     /// opened `O_PATH|O_NOFOLLOW`: a symlink put in place since it was
-    /// listed gets the rule itself, which grants nothing through it.
+    /// listed gets the rule itself, which grants nothing through it. A
+    /// directory that is, by inode, one of `split_dirs` (a split directory
+    /// seen again through another mount) gets only the entry rights.
     fn grant(
         &self,
         at: Option<BorrowedFd<'_>>,
@@ -395,10 +383,17 @@ impl ReadSplit<'_> {
             return Ok(());
         }
         let flags = OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-        match open_entry(at, name, path, flags)? {
-            Some(fd) => add_beneath(self.ruleset, fd.as_fd(), rights).map_err(split_problem(path)),
-            None => Ok(()),
+        let Some(fd) = open_entry(at, name, path, flags)? else {
+            return Ok(());
+        };
+        let mut rights = rights;
+        if !self.split_dirs.is_empty() {
+            let st = nix::sys::stat::fstat(&fd).map_err(|e| split_problem(path)(e.into()))?;
+            if self.split_dirs.contains(&(st.st_dev, st.st_ino)) {
+                rights = entry_rights(rights);
+            }
         }
+        add_beneath(self.ruleset, fd.as_fd(), rights).map_err(split_problem(path))
     }
 }
 
