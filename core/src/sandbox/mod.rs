@@ -439,46 +439,42 @@ fn mount_aliases(mounts: &[Mount], denied: &[PathBuf]) -> Vec<PathBuf> {
             };
             let inside = home.root.join(rest);
             for m in mounts.iter().filter(|m| m.dev == home.dev && *m != home) {
-                let alias = if let Ok(below) = inside.strip_prefix(&m.root) {
-                    // `join("")` would leave a trailing slash, which is not
-                    // the path the split compares.
-                    if below.as_os_str().is_empty() {
-                        m.mount_point.clone()
-                    } else {
-                        m.mount_point.join(below)
-                    }
-                } else if m.root.starts_with(&inside) {
-                    m.mount_point.clone()
-                } else {
-                    continue;
-                };
-                if alias != *d && !out.contains(&alias) {
-                    out.push(alias);
-                }
+                push_alias(&mut out, d, seen_at(&inside, &m.root, &m.mount_point));
             }
         }
-        // An overlay with a layer above the entry shows it beneath its
-        // mount point; one with a layer inside it shows a part of it.
-        for m in mounts.iter().filter(|m| !m.layers.is_empty()) {
+        // An overlay shows its layers' files under its own superblock.
+        for m in mounts.iter() {
             for layer in &m.layers {
-                let alias = if let Ok(below) = d.strip_prefix(layer) {
-                    if below.as_os_str().is_empty() {
-                        m.mount_point.clone()
-                    } else {
-                        m.mount_point.join(below)
-                    }
-                } else if layer.starts_with(d) {
-                    m.mount_point.clone()
-                } else {
-                    continue;
-                };
-                if alias != *d && !out.contains(&alias) {
-                    out.push(alias);
-                }
+                push_alias(&mut out, d, seen_at(d, layer, &m.mount_point));
             }
         }
     }
     out
+}
+
+/// Where `path` (a place in a file system) shows through a mount of that
+/// file system's `root` at `mount_point`: beneath the mount point when
+/// `root` lies above it, the mount point itself when `root` lies inside it
+/// (a part of it shows there); `None` otherwise.
+fn seen_at(path: &Path, root: &Path, mount_point: &Path) -> Option<PathBuf> {
+    match path.strip_prefix(root) {
+        // `join("")` would leave a trailing slash, which is not the path
+        // the split compares.
+        Ok(below) if below.as_os_str().is_empty() => Some(mount_point.to_path_buf()),
+        Ok(below) => Some(mount_point.join(below)),
+        Err(_) => root.starts_with(path).then(|| mount_point.to_path_buf()),
+    }
+}
+
+/// Adds `alias` of the denied path `denied` to `out`, once, unless it is
+/// that path itself.
+fn push_alias(out: &mut Vec<PathBuf>, denied: &Path, alias: Option<PathBuf>) {
+    if let Some(alias) = alias
+        && alias != denied
+        && !out.contains(&alias)
+    {
+        out.push(alias);
+    }
 }
 
 /// The real path of `path` as far as it exists: its longest existing
