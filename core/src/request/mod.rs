@@ -132,9 +132,10 @@ pub fn state_dir(env: &[(OsString, OsString)], temp_dir: &Path) -> PathBuf {
     // holds the spill files of every run.
     // (Compared as real paths: a runtime dir may reach the temp dir through
     // a symlink.)
+    // Only when one is set: most runs have neither, and pay nothing.
     let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let real_temp = real(temp_dir);
-    let outside_temp = |p: &PathBuf| !p.starts_with(temp_dir) && !real(p).starts_with(&real_temp);
+    let outside_temp =
+        |p: &PathBuf| !p.starts_with(temp_dir) && !real(p).starts_with(real(temp_dir));
     let home = get("HOME").filter(|h| h.is_absolute() && h.is_dir());
     get("XDG_RUNTIME_DIR")
         .filter(|r| r.is_absolute() && r.is_dir() && outside_temp(r))
