@@ -47,8 +47,10 @@ fn task_mounts(tid: i32) -> Result<Option<MountIds>, i32> {
     use std::os::unix::fs::MetadataExt;
     let ns =
         |who: &str| std::fs::metadata(format!("/proc/{who}/ns/mnt")).map(|m| (m.dev(), m.ino()));
+    // This process's namespace does not change: looked up once.
+    static OURS: std::sync::OnceLock<Option<(u64, u64)>> = std::sync::OnceLock::new();
     let theirs = ns(&tid.to_string()).map_err(|_| libc::ELOOP)?;
-    if ns("self").is_ok_and(|ours| ours == theirs) {
+    if *OURS.get_or_init(|| ns("self").ok()) == Some(theirs) {
         return Ok(None);
     }
     if let Some(known) = TASK_MOUNTS.with(|c| c.borrow().get(&theirs).cloned()) {
