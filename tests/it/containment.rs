@@ -51,6 +51,25 @@ fn confined_in(tier: Tier, d: &Dirs, mode: &str, args: &[&str], script: &str) ->
         .run()
 }
 
+/// The JSON result of `script` run in workspace-write with the temp dir
+/// read-only and no global git config: how the submodule and git-dir
+/// plants are tried.
+fn planted_run(tier: Tier, d: &Dirs, script: &str) -> Value {
+    confined_in(
+        tier,
+        d,
+        "workspace-write",
+        &[
+            "--json",
+            "--no-temp-write",
+            "-e",
+            "GIT_CONFIG_GLOBAL=/dev/null",
+        ],
+        script,
+    )
+    .json()
+}
+
 fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
@@ -572,19 +591,7 @@ fn a_commondir_or_a_registered_submodule_plants_nothing_either() {
              && git update-index --add --cacheinfo 160000,$(git -C evil rev-parse HEAD),evil",
             ran = p(&ran)
         );
-        let out = confined_in(
-            tier,
-            &d,
-            "workspace-write",
-            &[
-                "--json",
-                "--no-temp-write",
-                "-e",
-                "GIT_CONFIG_GLOBAL=/dev/null",
-            ],
-            &submodule,
-        );
-        let v = out.json();
+        let v = planted_run(tier, &d, &submodule);
         assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
         let changes = v["sandbox"]["protected_changes"].as_array().unwrap();
         assert!(
@@ -617,19 +624,7 @@ fn a_commondir_or_a_registered_submodule_plants_nothing_either() {
                 },
                 ran = p(&ran)
             );
-            let out = confined_in(
-                tier,
-                &d,
-                "workspace-write",
-                &[
-                    "--json",
-                    "--no-temp-write",
-                    "-e",
-                    "GIT_CONFIG_GLOBAL=/dev/null",
-                ],
-                &planted,
-            );
-            let v = out.json();
+            let v = planted_run(tier, &d, &planted);
             assert_eq!(v["exit_code"], 0, "{tier:?} {name}: {v}");
             let want = d.ws.join(quarantined);
             let changes = v["sandbox"]["protected_changes"].as_array().unwrap();
@@ -717,19 +712,7 @@ fn a_commondir_or_a_registered_submodule_plants_nothing_either() {
             "evil7/.git",
         ));
         for (name, planted, quarantined) in cases {
-            let out = confined_in(
-                tier,
-                &d,
-                "workspace-write",
-                &[
-                    "--json",
-                    "--no-temp-write",
-                    "-e",
-                    "GIT_CONFIG_GLOBAL=/dev/null",
-                ],
-                &planted,
-            );
-            let v = out.json();
+            let v = planted_run(tier, &d, &planted);
             assert_eq!(v["exit_code"], 0, "{tier:?} {name}: {v}");
             let want = d.ws.join(quarantined);
             let changes = v["sandbox"]["protected_changes"].as_array().unwrap();
