@@ -12,6 +12,7 @@ use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use dsh_exec_core::Request;
+use dsh_exec_core::net::rules::HostRule;
 use dsh_exec_core::request::env::{EnvArg, EnvPolicy, parse_env_arg, parse_managed_arg};
 use dsh_exec_core::request::units::{parse_budget, parse_duration, parse_timeout};
 use dsh_exec_core::sandbox::{Mode, Network};
@@ -252,18 +253,49 @@ impl ValueEnum for ModeArg {
     }
 }
 
-/// A network policy as clap sees it: the names and help of [`Network`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NetworkArg(pub Network);
+/// One `--network` value: a policy, and for `allow=HOSTS` its hosts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkArg {
+    /// The policy.
+    pub policy: Network,
+    /// The hosts of `allow=HOSTS`; empty for the other policies.
+    pub hosts: Vec<HostRule>,
+}
 
-impl ValueEnum for NetworkArg {
-    fn value_variants<'a>() -> &'a [Self] {
-        const ALL: [NetworkArg; 2] = [NetworkArg(Network::ALL[0]), NetworkArg(Network::ALL[1])];
-        &ALL
+/// Parses `allow`, `deny`, `loopback` or `allow=HOST[,HOST...]`.
+///
+/// Errors with a one-line message naming the bad value or host.
+pub fn parse_network(s: &str) -> Result<NetworkArg, String> {
+    if let Some(list) = s.strip_prefix("allow=") {
+        return Ok(NetworkArg {
+            policy: Network::AllowList,
+            hosts: dsh_exec_core::net::rules::parse_list(list)?,
+        });
     }
+    match s.parse::<Network>() {
+        Ok(Network::AllowList) | Err(_) => Err(format!(
+            "invalid network policy '{s}' (allow, deny, loopback or allow=HOST[,HOST...])"
+        )),
+        Ok(policy) => Ok(NetworkArg {
+            policy,
+            hosts: Vec::new(),
+        }),
+    }
+}
 
-    fn to_possible_value(&self) -> Option<PossibleValue> {
-        Some(PossibleValue::new(self.0.as_str()).help(self.0.describe()))
+/// The policy of every `--network` given: the last plain one, or the
+/// hosts of all the `allow=` ones together.
+///
+/// Errors when an `allow=` list is mixed with another policy.
+fn network_of(args: &[NetworkArg]) -> Result<(Option<Network>, Vec<HostRule>), String> {
+    let lists: Vec<HostRule> = args.iter().flat_map(|a| a.hosts.clone()).collect();
+    match args.iter().find(|a| a.policy != Network::AllowList) {
+        Some(plain) if !lists.is_empty() => Err(format!(
+            "--network {} cannot be combined with --network allow=HOSTS",
+            plain.policy
+        )),
+        _ if !lists.is_empty() => Ok((Some(Network::AllowList), lists)),
+        _ => Ok((args.last().map(|a| a.policy), Vec::new())),
     }
 }
 
@@ -367,9 +399,9 @@ pub struct RunArgs {
     /// Lift one entry of the read deny list (or make PATH inside a denied directory readable) (repeatable).
     #[arg(long = "allow-read", value_name = "PATH")]
     pub allow_read: Vec<PathBuf>,
-    /// Allow or deny IPv4/IPv6 sockets [default: allow]. Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket.
-    #[arg(long, value_name = "allow|deny", value_enum)]
-    pub network: Option<NetworkArg>,
+    /// IPv4/IPv6 networking [default: allow]: allow; deny (no IP sockets); loopback (TCP and UDP to and from 127.0.0.0/8 and ::1 only); allow=HOST[,HOST...] (loopback, and the listed hosts through a proxy of the run: example.org, *.example.org, 10.0.0.5, each with an optional :PORT, else ports 80 and 443; repeatable). Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket.
+    #[arg(long, value_name = "POLICY", value_parser = parse_network)]
+    pub network: Vec<NetworkArg>,
     /// Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand).
     #[arg(short = 'i', long, conflicts_with = "stdin_file")]
     pub interactive: bool,
@@ -396,8 +428,12 @@ pub struct RunArgs {
 
 impl RunArgs {
     /// What the user said, as a request for [`dsh_exec_core::resolve`].
-    pub fn into_request(self) -> Request {
-        Request {
+    ///
+    /// Errors with a one-line usage message when the flags contradict each
+    /// other (an `allow=` list beside another `--network` policy).
+    pub fn into_request(self) -> Result<Request, String> {
+        let (network, network_allow) = network_of(&self.network)?;
+        Ok(Request {
             command: self.command,
             workdir: self.workdir,
             timeout: self.timeout.map(|t| t.0),
@@ -410,7 +446,8 @@ impl RunArgs {
             dsh_env: self.dsh_env,
             spill_dir: self.spill_dir,
             sandbox: self.sandbox.map(|m| m.0),
-            network: self.network.map(|n| n.0),
+            network,
+            network_allow,
             workspace_root: self.workspace_root,
             writable_roots: self.writable_roots,
             allow_unix_sockets: self.allow_unix_sockets,
@@ -428,7 +465,7 @@ impl RunArgs {
                 (true, false) => Some(LiveOutput::Mirrored),
                 (true, true) => Some(LiveOutput::Stderr),
             },
-        }
+        })
     }
 }
 

@@ -29,6 +29,7 @@ mod capture;
 pub mod error;
 mod exec;
 pub mod jobs;
+pub mod net;
 pub mod render;
 pub mod request;
 pub mod result;

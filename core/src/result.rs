@@ -126,6 +126,10 @@ pub enum NetworkEnforcement {
     Full,
     /// Nothing is restricted.
     None,
+    /// `loopback` and `allow-list`: the gate judges every address
+    /// (seccomp user notification), and raw, packet and other sockets are
+    /// refused.
+    Gate,
 }
 
 /// Sandbox facts of a run (present only when a sandbox mode was asked for).
@@ -146,7 +150,8 @@ pub struct SandboxFacts {
     /// How many more refusals there were than `denials` lists.
     #[serde(default)]
     pub denials_more: u64,
-    /// True when a network socket was refused under `--network deny`.
+    /// True when a network socket, a non-loopback address or a proxy
+    /// request was refused.
     #[serde(default)]
     pub network_denied: bool,
     /// `full` or `partial`: how completely the kernel enforced the mode.
@@ -159,17 +164,41 @@ pub struct SandboxFacts {
     pub read_enforcement: Option<String>,
     /// True when confining the child failed after fork (the command never ran).
     pub runner_failed: bool,
-    /// `allow` or `deny`.
+    /// `allow`, `deny`, `loopback` or `allow-list`.
     #[schemars(with = "String")]
     pub network: Network,
-    /// `full` when IPv4/IPv6 sockets are refused, `none` when allowed.
+    /// `full` when IPv4/IPv6 sockets are refused, `gate` when the gate
+    /// judges their addresses (`loopback`, `allow-list`), `none` when
+    /// allowed.
     #[schemars(with = "String")]
     pub network_enforcement: NetworkEnforcement,
+    /// The hosts of `--network allow=` (normalized, e.g. `*.example.org:8443`);
+    /// absent for the other policies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network_allow: Vec<crate::net::rules::HostRule>,
+    /// Where the run's proxy listened (`127.0.0.1:PORT`); absent without
+    /// an allow-list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_proxy: Option<String>,
+    /// Requests the proxy refused, the first 100 (see
+    /// `network_denials_more`): host, port and the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network_denials: Vec<crate::net::proxy::NetworkDenial>,
+    /// How many more the proxy refused than `network_denials` lists.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub network_denials_more: u64,
+    /// Requests the proxy let through, counted by host.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub network_allowed: std::collections::BTreeMap<String, u64>,
     /// Changes the command made to protected paths, and whether they were
     /// undone (absent when none): a protected file it created (removed),
     /// or, without a mount namespace, one it modified (restored).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub protected_changes: Vec<ProtectedChangeFact>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A change to a protected path, as the result reports it.

@@ -34,7 +34,7 @@ pub(crate) fn resolve_args(args: RunArgs) -> Result<(Spec, bool, ColorChoice), E
             return Err(infrastructure_error(&err, json));
         }
     };
-    let mut request = args.into_request();
+    let mut request = args.into_request().map_err(|e| usage_error(&e))?;
     request.config = match dsh_exec_core::request::config::load(&ambient.env) {
         Ok(c) => c,
         Err(e) => return Err(infrastructure_error(&e, json)),

@@ -47,7 +47,7 @@ pub(crate) struct Report {
 /// A refusal of the gate, as the result reports it.
 fn gate_fact(d: &crate::sandbox::gate::Denial, ctx: Option<&denial::Context>) -> DenialFact {
     use crate::sandbox::gate::Refusal;
-    let network = d.why == Refusal::Network;
+    let network = d.why.is_network();
     let hint = match d.why {
         Refusal::OutsideSocket => d
             .path

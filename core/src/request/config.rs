@@ -22,6 +22,7 @@
 //! allow_read = ["~/.npmrc"]    # added to --allow-read
 //! read_roots = ["~/src"]       # as --read-root (flags replace it)
 //! env_policy = "core"          # as --env-policy
+//! network_allow = ["pypi.org", "*.pythonhosted.org"] # as --network allow=
 //!
 //! [caps]
 //! max_timeout = "1h"
@@ -99,6 +100,10 @@ pub struct Defaults {
     /// `inherit`, `core` or `none`.
     #[serde(default)]
     pub env_policy: Option<crate::request::env::EnvPolicy>,
+    /// The network allow-list (`--network allow=HOSTS`), the policy of runs
+    /// whose flags name none; a `--network` flag replaces it.
+    #[serde(default)]
+    pub network_allow: Vec<crate::net::rules::HostRule>,
 }
 
 /// The `[caps]` table.

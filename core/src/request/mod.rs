@@ -56,8 +56,11 @@ pub struct Request {
     pub spill_dir: Option<PathBuf>,
     /// Sandbox mode; `None` runs unconfined with no sandbox facts.
     pub sandbox: Option<Mode>,
-    /// Network switch; `Some(Deny)` without a mode implies `full-access`.
+    /// Network policy; any policy without a mode implies `full-access`.
     pub network: Option<Network>,
+    /// The hosts of `--network allow=HOSTS` (with `network:
+    /// Some(Network::AllowList)`).
+    pub network_allow: Vec<crate::net::rules::HostRule>,
     /// Workspace root for `workspace-write` (default: the workdir).
     pub workspace_root: Option<PathBuf>,
     /// Extra writable directories for `workspace-write`.
@@ -298,8 +301,11 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
     let mut managed = req.dsh_env.clone();
     if let Some(policy) = &sandbox {
         managed.push(("DSH_SANDBOX_MODE".into(), policy.mode.value.as_str().into()));
-        if policy.network.value == Network::Deny {
-            managed.push(("DSH_SANDBOX_NETWORK".into(), "deny".into()));
+        if policy.network.value != Network::Allow {
+            managed.push((
+                "DSH_SANDBOX_NETWORK".into(),
+                policy.network.value.as_str().into(),
+            ));
         }
     }
     let defaults = req
@@ -514,9 +520,32 @@ fn on_path(env: &[(OsString, OsString)], name: &str) -> bool {
 /// The sandbox policy of a request, paths made absolute.
 fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<Policy> {
     let config_mode = req.config.as_ref().and_then(|c| c.defaults.sandbox);
-    if req.sandbox.is_none() && config_mode.is_none() && req.network.is_none() {
+    let config_allow: Vec<crate::net::rules::HostRule> = req
+        .config
+        .iter()
+        .flat_map(|c| c.defaults.network_allow.clone())
+        .collect();
+    if req.sandbox.is_none()
+        && config_mode.is_none()
+        && req.network.is_none()
+        && config_allow.is_empty()
+    {
         return None;
     }
+    // The configuration file's allow-list is the policy when no flag names
+    // one; a flag's policy replaces it, as for every other value.
+    let (network, network_allow) = match req.network {
+        Some(Network::AllowList) => (
+            Sourced::pick(Some(Network::AllowList), None, || Network::Allow),
+            req.network_allow.clone(),
+        ),
+        Some(n) => (Sourced::pick(Some(n), None, || Network::Allow), Vec::new()),
+        None if !config_allow.is_empty() => (
+            Sourced::pick(None, Some(Network::AllowList), || Network::Allow),
+            config_allow,
+        ),
+        None => (Sourced::pick(None, None, || Network::Allow), Vec::new()),
+    };
     let mode = Sourced::pick(req.sandbox, config_mode, || Mode::FullAccess);
     // read-only, and workspace-write without the temp dir, get a private
     // scratch directory: no temp dir at all breaks pytest, heredocs and sort.
@@ -605,7 +634,8 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
         .collect();
     Some(Policy {
         mode,
-        network: Sourced::pick(req.network, None, || Network::Allow),
+        network,
+        network_allow,
         workspace_root: Sourced::pick(
             req.workspace_root
                 .clone()
@@ -784,7 +814,8 @@ mod tests {
             dsh_env: vec![("DSH_X".into(), "y".into())],
             spill_dir: Some("/spill".into()),
             sandbox: Some(Mode::WorkspaceWrite),
-            network: Some(Network::Deny),
+            network: Some(Network::AllowList),
+            network_allow: vec!["*.example.org:8443".parse().unwrap()],
             workspace_root: Some("/ws".into()),
             writable_roots: vec![odd(), "/cache".into()],
             allow_unix_sockets: vec![odd()],

@@ -201,10 +201,10 @@ pub fn enforcement(policy: &Policy, abi: i32) -> Enforcement {
             .filter(|(right, used)| *used && abi < right.since_abi())
             .map(|(right, _)| right)
             .collect(),
-        network: if deny {
-            NetworkEnforcement::Full
-        } else {
-            NetworkEnforcement::None
+        network: match policy.network.value {
+            Network::Deny => NetworkEnforcement::Full,
+            Network::Allow => NetworkEnforcement::None,
+            Network::Loopback | Network::AllowList => NetworkEnforcement::Gate,
         },
     }
 }

@@ -116,7 +116,7 @@ named_values!(
     "read-only, workspace-write or full-access"
 );
 
-/// Whether the command may use IPv4/IPv6 sockets.
+/// Whether the command may use IPv4/IPv6 sockets, and where to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Network {
@@ -124,17 +124,29 @@ pub enum Network {
     Allow,
     /// IPv4 and IPv6 sockets are refused; Unix sockets work.
     Deny,
+    /// TCP and UDP to and from loopback addresses only (127.0.0.0/8, ::1).
+    Loopback,
+    /// `allow=HOSTS`: loopback, and the listed hosts through the run's
+    /// HTTP/HTTPS proxy.
+    AllowList,
 }
 
 impl Network {
     /// Every network policy.
-    pub const ALL: [Network; 2] = [Network::Allow, Network::Deny];
+    pub const ALL: [Network; 4] = [
+        Network::Allow,
+        Network::Deny,
+        Network::Loopback,
+        Network::AllowList,
+    ];
 
-    /// `allow` or `deny`.
+    /// `allow`, `deny`, `loopback` or `allow-list`.
     pub fn as_str(self) -> &'static str {
         match self {
             Network::Allow => "allow",
             Network::Deny => "deny",
+            Network::Loopback => "loopback",
+            Network::AllowList => "allow-list",
         }
     }
 
@@ -143,11 +155,25 @@ impl Network {
         match self {
             Network::Allow => "IPv4 and IPv6 sockets work",
             Network::Deny => "IPv4 and IPv6 sockets are refused; Unix sockets work",
+            Network::Loopback => "TCP and UDP to and from 127.0.0.0/8 and ::1 only",
+            Network::AllowList => {
+                "loopback, and the listed hosts through an HTTP/HTTPS proxy of the run"
+            }
         }
+    }
+
+    /// Whether the gate decides the addresses of IPv4/IPv6 calls
+    /// (`loopback` and `allow-list`).
+    pub fn gated(self) -> bool {
+        matches!(self, Network::Loopback | Network::AllowList)
     }
 }
 
-named_values!(Network, "network policy", "allow or deny");
+named_values!(
+    Network,
+    "network policy",
+    "allow, deny, loopback or allow=HOST[,HOST...]"
+);
 
 /// The sandbox policy of a run as resolved: what was asked for, with paths
 /// made absolute. Nothing here has been opened or checked; [`open_roots`]
@@ -156,8 +182,12 @@ named_values!(Network, "network policy", "allow or deny");
 pub struct Policy {
     /// The mode and its origin.
     pub mode: Sourced<Mode>,
-    /// The network switch and its origin.
+    /// The network policy and its origin.
     pub network: Sourced<Network>,
+    /// The hosts of `--network allow=` (or the configuration file's
+    /// `network_allow`), in the order given; empty for the other policies.
+    #[serde(default)]
+    pub network_allow: Vec<crate::net::rules::HostRule>,
     /// The workspace root (absolute, as given: symlinks are followed when
     /// it is opened).
     #[serde(with = "crate::serde_paths::exact_sourced_path")]
@@ -776,6 +806,10 @@ pub struct Prepared {
     /// no mount namespace protects them, and the protected files that did
     /// not exist.
     pub(crate) after_run: AfterRun,
+    /// The network policy and whether the mode confines: what the gate
+    /// needs besides the roots.
+    pub(crate) network: Network,
+    pub(crate) confining: bool,
 }
 
 /// A run's scratch directory, removed (with everything in it, following no
@@ -998,6 +1032,7 @@ pub(crate) fn make_caches(policy: &Policy) {
 pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Error> {
     let confining = policy.mode.value.confines();
     let deny = policy.network.value == Network::Deny;
+    let gated = policy.network.value.gated();
     let privileged = has_mount_namespace();
     // full-access without network rules needs nothing from the kernel.
     let abi = if confining {
@@ -1042,13 +1077,15 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
     if !privileged && !protection.protected.is_empty() {
         enforcement.missing.push(Unenforced::ProtectedPaths);
     }
-    if !confining && !deny {
+    if !confining && !deny && !gated {
         return Ok(Prepared {
             confinement: None,
             enforcement,
             roots,
             protection,
             after_run,
+            network: policy.network.value,
+            confining,
         });
     }
     // The terminal the command may use: its own under -i, else only the
@@ -1061,7 +1098,7 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
     };
     // Network rules and scopes need Landlock too, but without it (full-access
     // with --network deny) the seccomp filter still refuses IP sockets.
-    let ruleset = if confining || abi >= 4 {
+    let ruleset = if confining || (deny && abi >= 4) {
         Some(
             landlock::build(policy, &roots, abi, terminal.as_deref())
                 .map_err(Error::SandboxUnavailable)?,
@@ -1078,8 +1115,11 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
     // The x32 guard in every filtered run: the deny filter matches x86_64
     // numbers only too.
     let mut programs: Vec<_> = seccomp::x32_guard().into_iter().collect();
-    if deny {
+    if deny || gated {
         programs.push(seccomp::deny_ip_sockets().map_err(unavailable)?);
+    }
+    if gated {
+        programs.push(seccomp::gated_sockopts().map_err(unavailable)?);
     }
     // The kernel bounds metadata changes where every mount outside the
     // writable roots is read-only; elsewhere the gate does.
@@ -1104,6 +1144,9 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
     }
     if deny {
         programs.push(seccomp::deny_ip_sockets_gated().map_err(unavailable)?);
+    }
+    if gated {
+        programs.push(seccomp::gated_ip_calls().map_err(unavailable)?);
     }
     // The one program is the gate's, loaded last with its listener.
     let (filters, gate) = (
@@ -1222,7 +1265,7 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
     };
     Ok(Prepared {
         confinement: Some(Confinement {
-            drop_capabilities: confining || deny,
+            drop_capabilities: confining || deny || gated,
             keep_capabilities,
             // unshare(CLONE_NEWIPC) needs CAP_SYS_ADMIN.
             ipc_namespace: confining && privileged,
@@ -1235,6 +1278,8 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         roots,
         protection,
         after_run,
+        network: policy.network.value,
+        confining,
     })
 }
 
@@ -1276,13 +1321,25 @@ impl Prepared {
         &self,
         tree: crate::exec::proctree::Tree,
     ) -> Option<gate::GatePolicy> {
-        self.confinement.as_ref()?.gate.as_ref()?;
-        Some(gate::GatePolicy::new(
+        let confinement = self.confinement.as_ref()?;
+        confinement.gate.as_ref()?;
+        let mut policy = gate::GatePolicy::new(
             self.roots.writable.iter().map(|r| r.path.clone()).collect(),
             self.protection.protected.clone(),
             self.roots.unix_sockets.clone(),
             tree,
-        ))
+        );
+        policy.network = self.network;
+        policy.unix_confined = self.confining;
+        // pidfd_getfd(2) needs the caller's permitted set to hold the
+        // task's (ptrace(2), PTRACE_MODE_ATTACH_REALCREDS): in full-access
+        // the command keeps all but the network capabilities, and so does
+        // the gate; those it makes calls with are never more than the
+        // command's own.
+        if !self.confining {
+            policy.capabilities |= confinement.keep_capabilities;
+        }
+        Some(policy)
     }
 }
 
@@ -1324,7 +1381,13 @@ pub(crate) fn facts(
         network_enforcement: match policy.network.value {
             Network::Deny => NetworkEnforcement::Full,
             Network::Allow => NetworkEnforcement::None,
+            Network::Loopback | Network::AllowList => NetworkEnforcement::Gate,
         },
+        network_allow: policy.network_allow.clone(),
+        network_proxy: None,
+        network_denials: Vec::new(),
+        network_denials_more: 0,
+        network_allowed: Default::default(),
     }
 }
 

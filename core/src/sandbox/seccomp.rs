@@ -502,6 +502,133 @@ pub(crate) fn deny_ip_sockets_gated() -> Result<Vec<libc::sock_filter>, String> 
     notify(compile(rules, SeccompAction::Trace(GATE_MARK))?)
 }
 
+/// The socket types of IPv4/IPv6 sockets that `loopback` and `allow-list`
+/// keep: `SOCK_STREAM` and `SOCK_DGRAM` (the low four bits of socket(2)'s
+/// type; the rest are flags).
+const GATED_TYPES: [u64; 2] = [libc::SOCK_STREAM as u64, libc::SOCK_DGRAM as u64];
+
+/// The protocols of IPv4/IPv6 sockets that `loopback` and `allow-list`
+/// keep: the default (0), TCP, UDP, and ICMP/ICMPv6 echo (ping sockets,
+/// whose every send names its address). Not SCTP, whose
+/// `SCTP_SOCKOPT_CONNECTX` connects through setsockopt(2), nor MPTCP,
+/// whose subflows go to addresses the peer announces: connections that no
+/// `connect` the gate sees would make.
+const GATED_PROTOCOLS: [u64; 5] = [0, 1, 6, 17, 58];
+
+/// setsockopt(2) options refused under `loopback` and `allow-list` (level,
+/// name): ways to send to an address other than the one the gate judged,
+/// or out of an interface of the task's choosing. IP_OPTIONS (source
+/// routes: the first hop is where the packet goes, ip(7)), IP_UNICAST_IF,
+/// IPV6_2292PKTOPTIONS, IPV6_2292RTHDR, IPV6_NEXTHOP, IPV6_PKTINFO (a
+/// sticky source and interface), IPV6_RTHDR, IPV6_UNICAST_IF (ipv6(7),
+/// linux/in6.h), SO_BINDTODEVICE, SO_BINDTOIFINDEX (socket(7)), and
+/// SO_PASSRIGHTS (Linux 6.16), which the gate clears on a socket that
+/// reaches a server outside the run, so that no connected socket of the
+/// host can be passed in to it.
+const GATED_SOCKOPTS: [(u64, u64); 11] = [
+    (0, 4),   // IPPROTO_IP, IP_OPTIONS
+    (0, 50),  // IPPROTO_IP, IP_UNICAST_IF
+    (41, 5),  // IPPROTO_IPV6, IPV6_2292RTHDR
+    (41, 6),  // IPPROTO_IPV6, IPV6_2292PKTOPTIONS
+    (41, 9),  // IPPROTO_IPV6, IPV6_NEXTHOP
+    (41, 50), // IPPROTO_IPV6, IPV6_PKTINFO
+    (41, 57), // IPPROTO_IPV6, IPV6_RTHDR
+    (41, 76), // IPPROTO_IPV6, IPV6_UNICAST_IF
+    (1, 25),  // SOL_SOCKET, SO_BINDTODEVICE
+    (1, 62),  // SOL_SOCKET, SO_BINDTOIFINDEX
+    (1, SO_PASSRIGHTS as u64),
+];
+
+/// `SO_PASSRIGHTS` (asm-generic/socket.h, Linux 6.16).
+pub(crate) const SO_PASSRIGHTS: i32 = 83;
+
+/// `--network loopback` and `allow=HOSTS`, the part the gate answers:
+/// `connect`, `bind`, `listen`, `sendto` with an address, `sendmsg` and
+/// `sendmmsg` (whatever the socket; the gate looks at its family), and the
+/// sockets these policies refuse: IPv4/IPv6 sockets of another type than
+/// stream and datagram (raw, packet) or another protocol than
+/// [`GATED_PROTOCOLS`], `AF_VSOCK`, `AF_PACKET`, and netlink but for
+/// [`ALLOWED_NETLINK`]; the gate refuses these with EACCES and records
+/// them.
+///
+/// Errors with a message when the architecture is not supported or the
+/// filter cannot be compiled.
+pub(crate) fn gated_ip_calls() -> Result<Vec<libc::sock_filter>, String> {
+    let dword = |arg: u8, op: SeccompCmpOp, v: u64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v).map_err(|e| e.to_string())
+    };
+    let mut rules = BTreeMap::new();
+    for nr in [
+        libc::SYS_connect,
+        libc::SYS_bind,
+        libc::SYS_listen,
+        libc::SYS_sendmsg,
+        libc::SYS_sendmmsg,
+    ] {
+        rules.insert(nr, vec![]);
+    }
+    rules.insert(
+        libc::SYS_sendto,
+        vec![rule(vec![
+            SeccompCondition::new(4, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0)
+                .map_err(|e| e.to_string())?,
+        ])?],
+    );
+    let mut socket_rules = Vec::new();
+    for family in [libc::AF_INET, libc::AF_INET6] {
+        let family = family as u64;
+        for t in (0..16u64).filter(|t| !GATED_TYPES.contains(t)) {
+            socket_rules.push(rule(vec![
+                dword(0, SeccompCmpOp::Eq, family)?,
+                dword(1, SeccompCmpOp::MaskedEq(0xf), t)?,
+            ])?);
+        }
+        let mut other_protocol = vec![dword(0, SeccompCmpOp::Eq, family)?];
+        for p in GATED_PROTOCOLS {
+            other_protocol.push(dword(2, SeccompCmpOp::Ne, p)?);
+        }
+        socket_rules.push(rule(other_protocol)?);
+    }
+    for family in [libc::AF_VSOCK, libc::AF_PACKET] {
+        socket_rules.push(rule(vec![dword(0, SeccompCmpOp::Eq, family as u64)?])?);
+    }
+    let mut netlink = vec![dword(0, SeccompCmpOp::Eq, libc::AF_NETLINK as u64)?];
+    for family in ALLOWED_NETLINK {
+        netlink.push(dword(2, SeccompCmpOp::Ne, family as u64)?);
+    }
+    socket_rules.push(rule(netlink)?);
+    rules.insert(libc::SYS_socket, socket_rules);
+    let pair = [
+        libc::AF_INET,
+        libc::AF_INET6,
+        libc::AF_VSOCK,
+        libc::AF_PACKET,
+    ]
+    .into_iter()
+    .map(|f| rule(vec![dword(0, SeccompCmpOp::Eq, f as u64)?]))
+    .collect::<Result<Vec<_>, String>>()?;
+    rules.insert(libc::SYS_socketpair, pair);
+    notify(compile(rules, SeccompAction::Trace(GATE_MARK))?)
+}
+
+/// `--network loopback` and `allow=HOSTS`, the part a filter decides
+/// alone: the [`GATED_SOCKOPTS`] fail with EPERM.
+///
+/// Errors with a message when the architecture is not supported or the
+/// filter cannot be compiled.
+pub(crate) fn gated_sockopts() -> Result<Vec<libc::sock_filter>, String> {
+    let mut opts = Vec::new();
+    for (level, name) in GATED_SOCKOPTS {
+        opts.push(rule(vec![
+            cond(1, SeccompCmpOp::Eq, level)?,
+            cond(2, SeccompCmpOp::Eq, name)?,
+        ])?);
+    }
+    let mut rules = BTreeMap::new();
+    rules.insert(libc::SYS_setsockopt, opts);
+    compile(rules, SeccompAction::Errno(libc::EPERM as u32))
+}
+
 /// Turns the gate's mark in a compiled program into
 /// `SECCOMP_RET_USER_NOTIF`; errors when there is none.
 fn notify(mut program: Vec<libc::sock_filter>) -> Result<Vec<libc::sock_filter>, String> {
@@ -611,6 +738,8 @@ mod tests {
         programs.push(confining_filter().unwrap());
         programs.push(enosys_filter().unwrap());
         programs.push(gate_filter(GatedMetadata::All).unwrap());
+        programs.push(gated_sockopts().unwrap());
+        programs.push(gated_ip_calls().unwrap());
         assert!(chain(programs).unwrap().len() <= 4096);
     }
 }

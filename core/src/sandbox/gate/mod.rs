@@ -58,8 +58,37 @@ pub enum Refusal {
     /// A change of a socket's owner (it would change the uid the network
     /// stack attributes the socket's traffic to).
     SocketOwner,
-    /// A network socket under `--network deny`.
+    /// A network socket under `--network deny`, or an address other than
+    /// loopback under `loopback` and `allow-list`.
     Network,
+    /// DNS to a resolver on loopback under `allow-list`, where the proxy
+    /// resolves names.
+    Dns,
+    /// A connection to an `--allow-unix-socket` server under `loopback` or
+    /// `allow-list` on a kernel that cannot refuse the descriptors the
+    /// server could pass in (no `SO_PASSRIGHTS`, Linux 6.16).
+    PassedRights,
+}
+
+impl Refusal {
+    /// Whether this is a refusal of the network policy.
+    pub fn is_network(self) -> bool {
+        matches!(
+            self,
+            Refusal::Network | Refusal::Dns | Refusal::PassedRights
+        )
+    }
+}
+
+/// How a Unix socket file may be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// Not at all.
+    No,
+    /// It is one of `--allow-unix-socket`, held by a server outside the run.
+    Listed,
+    /// A process of the run holds the socket bound to it.
+    Run,
 }
 
 /// One call the gate refused.
@@ -115,6 +144,17 @@ pub(crate) struct ProtectedPath {
 /// processes (for abstract sockets).
 #[derive(Debug)]
 pub(crate) struct GatePolicy {
+    /// The network policy: under `loopback` and `allow-list` the gate
+    /// judges every IPv4/IPv6 address ([`net`]).
+    pub(crate) network: crate::sandbox::Network,
+    /// Whether Unix sockets are confined (the confining modes): in
+    /// `full-access` the gate sees them only for the network policy and
+    /// lets every one through.
+    pub(crate) unix_confined: bool,
+    /// The capabilities the gate's threads keep ([`GATE_CAPABILITIES`],
+    /// and in `full-access` those the command keeps, which pidfd_getfd(2)
+    /// needs of the caller).
+    pub(crate) capabilities: u64,
     pub(crate) writable: Vec<PathBuf>,
     pub(crate) protected: Vec<ProtectedPath>,
     /// (device, inode) of each allowed socket, with its path for messages.
@@ -132,6 +172,9 @@ impl GatePolicy {
         tree: Tree,
     ) -> GatePolicy {
         GatePolicy {
+            network: crate::sandbox::Network::Allow,
+            unix_confined: true,
+            capabilities: GATE_CAPABILITIES,
             writable,
             protected,
             sockets,
@@ -143,7 +186,7 @@ impl GatePolicy {
     /// Records a refusal.
     pub(crate) fn record(&self, op: &'static str, path: Option<PathBuf>, errno: i32, why: Refusal) {
         if let Ok(mut d) = self.denials.lock() {
-            d.network |= why == Refusal::Network;
+            d.network |= why.is_network();
             if let Some(same) = d
                 .kept
                 .iter_mut()
@@ -196,14 +239,20 @@ impl GatePolicy {
     /// the socket bound to it (sock_diag(7): the socket behind the file,
     /// whoever made the file, and wherever it lies: a socket an outside
     /// server listens on in a writable root such as /tmp is not the run's).
-    pub(crate) fn socket_file_reachable(&self, id: (u64, u64)) -> bool {
-        if self.sockets.iter().any(|(s, _)| *s == id) {
-            return true;
-        }
-        match diag::bound_unix_sockets() {
+    pub(crate) fn socket_file_reachable(&self, id: (u64, u64)) -> Reach {
+        let held = || match diag::bound_unix_sockets() {
             Ok(all) => self.run_holds(&diag::bound_to_file(&all, id)),
             Err(_) => false,
+        };
+        if self.sockets.iter().any(|(s, _)| *s == id) {
+            // Listed: the run's own socket bound there takes descriptors
+            // as ever (only asked for under the gated network policies).
+            if self.network.gated() && held() {
+                return Reach::Run;
+            }
+            return Reach::Listed;
         }
+        if held() { Reach::Run } else { Reach::No }
     }
 
     /// Whether a process of the run holds a socket bound to the abstract
@@ -252,6 +301,10 @@ pub(crate) enum Outcome {
     Done(Result<i64, i32>),
     /// Perform this on a blocking thread, then answer with its result.
     Blocking(Box<dyn FnOnce() -> Result<i64, i32> + Send>),
+    /// Let the kernel carry out the call as the task made it
+    /// (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`). Only for a call whose verdict
+    /// reads no memory of the task: the kernel reads its arguments again.
+    Continue,
 }
 
 /// How long the gate's thread waits in poll(2) before it looks whether
@@ -295,10 +348,11 @@ impl Gate {
         let policy = Arc::new(policy);
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (p, s) = (policy.clone(), stop.clone());
+        let keep = policy.capabilities;
         std::thread::Builder::new()
             .name("sandbox-gate".into())
             .spawn(move || {
-                limit_capabilities(GATE_CAPABILITIES);
+                limit_capabilities(keep);
                 serve(&listener, &abi, &p, &s)
             })?;
         Ok(Gate { policy, stop })
@@ -327,7 +381,7 @@ impl Drop for Gate {
 /// one goes: what the gate does for a task (connect, send with ancillary
 /// data, chown a socket) must not get further with dsh-exec's privileges
 /// (CAP_NET_ADMIN's SO_MARK, CAP_NET_RAW, ...) than the task's own would.
-const GATE_CAPABILITIES: u64 = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 3) | (1 << 4);
+pub(crate) const GATE_CAPABILITIES: u64 = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 3) | (1 << 4);
 
 /// Limits the calling thread's effective and permitted capabilities to
 /// `keep` and clears its inheritable ones (capset(2) acts on the calling
@@ -399,6 +453,7 @@ fn answer(n: Notification, listener: &Arc<OwnedFd>, abi: &Arc<Abi>, policy: &Arc
         .unwrap_or(Outcome::Done(Err(libc::ENOSYS)));
     match outcome {
         Outcome::Done(result) => abi.answer(fd, n.id, result),
+        Outcome::Continue => abi.continue_call(fd, n.id),
         Outcome::Blocking(work) => {
             let (call_abi, call_listener) = (abi.clone(), listener.clone());
             let spawned = std::thread::Builder::new()

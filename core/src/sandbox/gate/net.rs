@@ -42,7 +42,9 @@ use nix::libc;
 
 use super::notif::read_bytes;
 use super::task::{Task, errno, pin_path, stat};
-use super::{GatePolicy, Outcome, Refusal};
+use super::{GatePolicy, Outcome, Reach, Refusal};
+use crate::net::addr::{Inet, is_loopback, is_unspecified, loopback_for};
+use crate::sandbox::Network;
 
 /// The largest socket address (`struct sockaddr_storage`): 128 bytes.
 const SOCKADDR_MAX: usize = 128;
@@ -161,9 +163,17 @@ fn judge(
             abstract_unix: false,
         })
     };
+    let dom = domain(sock)?;
+    if policy.network.gated() && (dom == libc::AF_INET || dom == libc::AF_INET6) {
+        return judge_inet(sock, dom, addr, op, policy).map(|bytes| Dest {
+            bytes,
+            _pin: None,
+            abstract_unix: false,
+        });
+    }
     // The socket's own family decides (an address of another family fails
     // in the kernel as it would for the task).
-    if domain(sock)? != libc::AF_UNIX || family(&addr) != Some(libc::AF_UNIX) {
+    if dom != libc::AF_UNIX || family(&addr) != Some(libc::AF_UNIX) || !policy.unix_confined {
         return plain(addr);
     }
     let path = &addr[2..];
@@ -203,9 +213,22 @@ fn judge(
             if mode & libc::S_IFMT != libc::S_IFSOCK {
                 return Err(libc::ECONNREFUSED);
             }
-            if !policy.socket_file_reachable(id) {
-                policy.record(op, Some(shown), libc::EACCES, Refusal::OutsideSocket);
-                return Err(libc::EACCES);
+            match policy.socket_file_reachable(id) {
+                Reach::No => {
+                    policy.record(op, Some(shown), libc::EACCES, Refusal::OutsideSocket);
+                    return Err(libc::EACCES);
+                }
+                // A server outside the run could pass in a socket of the
+                // host's (SCM_RIGHTS) that no network policy would see: under
+                // loopback and allow-list the socket takes no descriptors,
+                // or the call is refused where the kernel cannot say so.
+                Reach::Listed if policy.network.gated() => {
+                    if refuse_passed_rights(sock).is_err() {
+                        policy.record(op, Some(shown), libc::EACCES, Refusal::PassedRights);
+                        return Err(libc::EACCES);
+                    }
+                }
+                Reach::Listed | Reach::Run => {}
             }
             let bytes = sockaddr_un(pin_path(&pin).as_bytes()).ok_or(libc::ENAMETOOLONG)?;
             Ok(Dest {
@@ -249,6 +272,8 @@ pub(crate) fn handle(task: &Task, nr: i64, a: &[u64; 6], policy: &GatePolicy) ->
         libc::SYS_sendto => sendto(task, a, policy),
         libc::SYS_sendmsg => sendmsg(task, a, policy),
         libc::SYS_sendmmsg => sendmmsg(task, a, policy),
+        libc::SYS_bind => bind(task, a, policy),
+        libc::SYS_listen => listen(task, a, policy),
         libc::SYS_socket | libc::SYS_socketpair => {
             // Only what --network deny refuses comes here (the filter
             // decides by the family and protocol in the registers): refused,
@@ -259,9 +284,19 @@ pub(crate) fn handle(task: &Task, nr: i64, a: &[u64; 6], policy: &GatePolicy) ->
             } else {
                 "socketpair"
             };
+            let name = match family {
+                libc::AF_INET | libc::AF_INET6 => {
+                    format!(
+                        "{} {}",
+                        family_name(family),
+                        type_name(a[1] as i32, a[2] as i32)
+                    )
+                }
+                _ => family_name(family),
+            };
             policy.record(
                 op,
-                Some(PathBuf::from(family_name(family))),
+                Some(PathBuf::from(name)),
                 libc::EACCES,
                 Refusal::Network,
             );
@@ -282,6 +317,233 @@ fn family_name(family: i32) -> String {
         libc::AF_NETLINK => "AF_NETLINK".into(),
         other => format!("family {other}"),
     }
+}
+
+/// The type and protocol of a refused IPv4/IPv6 socket, for a denial
+/// (`SOCK_RAW`, `protocol 132`, ...).
+fn type_name(kind: i32, protocol: i32) -> String {
+    match kind & 0xf {
+        libc::SOCK_STREAM | libc::SOCK_DGRAM => format!("protocol {protocol}"),
+        libc::SOCK_RAW => "SOCK_RAW".into(),
+        libc::SOCK_SEQPACKET => "SOCK_SEQPACKET".into(),
+        10 => "SOCK_PACKET".into(),
+        t => format!("type {t}"),
+    }
+}
+
+/// Clears `SO_PASSRIGHTS` (Linux 6.16) on `sock`: descriptors sent to it
+/// are refused to their sender (socket(7)). Errors where the kernel lacks
+/// the option.
+fn refuse_passed_rights(sock: &OwnedFd) -> Result<(), i32> {
+    let off: libc::c_int = 0;
+    // SAFETY: setsockopt reads the int we own.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            crate::sandbox::seccomp::SO_PASSRIGHTS,
+            (&off as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 { Ok(()) } else { Err(errno()) }
+}
+
+/// The address `sock` is bound to (getsockname(2)); `None` for a socket of
+/// another family.
+fn bound(sock: &OwnedFd) -> Option<Inet> {
+    let mut storage = [0u8; SOCKADDR_MAX];
+    let mut len = SOCKADDR_MAX as libc::socklen_t;
+    // SAFETY: getsockname fills at most `len` bytes of our buffer.
+    let rc = unsafe { libc::getsockname(sock.as_raw_fd(), storage.as_mut_ptr().cast(), &mut len) };
+    if rc != 0 {
+        return None;
+    }
+    Inet::parse(&storage[..(len as usize).min(SOCKADDR_MAX)])
+}
+
+/// Whether an IPv6 socket takes IPv6 alone (`IPV6_V6ONLY`, ipv6(7)).
+fn v6only(sock: &OwnedFd) -> bool {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt fills the int we own.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_IPV6,
+            libc::IPV6_V6ONLY,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    rc == 0 && v != 0
+}
+
+/// The loopback address an unbound or wildcard-bound socket of `dom` gets
+/// instead, on `port`: 127.0.0.1; for IPv6 `::1`, or the IPv4-mapped
+/// 127.0.0.1 on a dual-stack socket, whose clients most often come over
+/// IPv4 (`http://127.0.0.1:PORT`).
+fn loopback_bind(sock: &OwnedFd, dom: i32, port: u16) -> Vec<u8> {
+    let mut b = (dom as u16).to_ne_bytes().to_vec();
+    b.extend(port.to_be_bytes());
+    if dom == libc::AF_INET {
+        b.extend([127, 0, 0, 1]);
+        b.extend([0; 8]);
+    } else {
+        b.extend([0; 4]);
+        let ip: std::net::Ipv6Addr = if v6only(sock) {
+            std::net::Ipv6Addr::LOCALHOST
+        } else {
+            std::net::Ipv4Addr::LOCALHOST.to_ipv6_mapped()
+        };
+        b.extend(ip.octets());
+        b.extend([0; 4]);
+    }
+    b
+}
+
+fn bind_to(sock: &OwnedFd, bytes: &[u8]) -> Result<i64, i32> {
+    // SAFETY: our duplicate of the task's socket and our address bytes.
+    let rc = unsafe {
+        libc::bind(
+            sock.as_raw_fd(),
+            bytes.as_ptr().cast(),
+            bytes.len() as libc::socklen_t,
+        )
+    };
+    syscall_result(rc as isize)
+}
+
+/// Judges the destination `addr` of an IPv4/IPv6 socket under `loopback`
+/// and `allow-list`, and returns the bytes to use: the address itself when
+/// it is a loopback one, a loopback address for the unspecified one (which
+/// the kernel would take for this host), EACCES for anything else, with no
+/// packet sent. The socket must not be bound to a non-loopback address;
+/// an unbound datagram socket is bound to loopback first, so that a send
+/// does not bind it to every address of the host (ip(7): autobind).
+fn judge_inet(
+    sock: &OwnedFd,
+    dom: i32,
+    addr: Vec<u8>,
+    op: &'static str,
+    policy: &GatePolicy,
+) -> Result<Vec<u8>, i32> {
+    match family(&addr) {
+        // AF_UNSPEC: a datagram socket's connect dissolves its association.
+        Some(libc::AF_UNSPEC) if op == "connect" => return Ok(addr),
+        Some(libc::AF_INET) | Some(libc::AF_INET6) => {}
+        _ => return Err(libc::EAFNOSUPPORT),
+    }
+    let dest = Inet::parse(&addr).ok_or(libc::EINVAL)?;
+    let refuse = |shown: String, why: Refusal| {
+        policy.record(op, Some(PathBuf::from(shown)), libc::EACCES, why);
+        Err(libc::EACCES)
+    };
+    let own = bound(sock);
+    if let Some(own) = &own
+        && !is_loopback(own.ip)
+        && !is_unspecified(own.ip)
+    {
+        return refuse(format!("from {}", own.shown()), Refusal::Network);
+    }
+    let dest = if is_unspecified(dest.ip) {
+        dest.with_ip(loopback_for(dest.ip))
+    } else {
+        dest
+    };
+    if !is_loopback(dest.ip) {
+        return refuse(dest.shown(), Refusal::Network);
+    }
+    if policy.network == Network::AllowList && dest.port == 53 {
+        // The proxy resolves names; DNS through a resolver on loopback
+        // (systemd-resolved's 127.0.0.53) would carry data to any name.
+        return refuse(dest.shown(), Refusal::Dns);
+    }
+    if op != "connect" && !is_stream(sock) && own.as_ref().is_none_or(|o| o.port == 0) {
+        // Bound to match the destination's form on a dual-stack socket.
+        let mut at = loopback_bind(sock, dom, 0);
+        if dom == libc::AF_INET6 && dest.ip == std::net::IpAddr::V6(std::net::Ipv6Addr::LOCALHOST) {
+            at[8..24].copy_from_slice(&std::net::Ipv6Addr::LOCALHOST.octets());
+        }
+        // EINVAL: bound meanwhile by another thread; the send decides.
+        let _ = bind_to(sock, &at);
+    }
+    Ok(dest.bytes)
+}
+
+/// bind(2) under `loopback` and `allow-list`: an IPv4/IPv6 socket is bound
+/// by the gate to the address it copied, when that is a loopback one; the
+/// unspecified address (all of the host's) becomes loopback
+/// ([`loopback_bind`]); anything else gets EACCES. Another socket's bind
+/// goes on in the kernel, decided by the socket the descriptor named: a
+/// thread that swaps an IPv4 socket in meanwhile gets a socket bound by
+/// the kernel, but `listen`, `connect` and every send with an address then
+/// refuse a socket bound to anything but loopback ([`judge_inet`]).
+fn bind(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32> {
+    let sock = task.take_fd(a[0])?;
+    let dom = domain(&sock)?;
+    if !policy.network.gated() || (dom != libc::AF_INET && dom != libc::AF_INET6) {
+        return Ok(Outcome::Continue);
+    }
+    let addr = read_addr(task, a[1], a[2])?;
+    if !matches!(family(&addr), Some(libc::AF_INET) | Some(libc::AF_INET6)) {
+        return Err(libc::EAFNOSUPPORT);
+    }
+    let asked = Inet::parse(&addr).ok_or(libc::EINVAL)?;
+    if (dom == libc::AF_INET) != asked.ip.is_ipv4() {
+        // The kernel's answer to a structure of the other family.
+        return Err(libc::EAFNOSUPPORT);
+    }
+    let bytes = if is_unspecified(asked.ip) {
+        // The caller's port, flow information and scope id kept.
+        let lo = Inet::parse(&loopback_bind(&sock, dom, asked.port))
+            .map(|l| l.ip)
+            .ok_or(libc::EINVAL)?;
+        asked.with_ip(lo).bytes
+    } else if is_loopback(asked.ip) {
+        addr
+    } else {
+        policy.record(
+            "bind",
+            Some(PathBuf::from(asked.shown())),
+            libc::EACCES,
+            Refusal::Network,
+        );
+        return Err(libc::EACCES);
+    };
+    task.check()?;
+    Ok(Outcome::Done(bind_to(&sock, &bytes)))
+}
+
+/// listen(2), made by the gate on the task's socket (it reads no memory):
+/// an IPv4/IPv6 socket not yet bound is bound to loopback first, since
+/// listen would bind it to every address of the host; one bound to
+/// anything but loopback gets EACCES.
+fn listen(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32> {
+    let sock = task.take_fd(a[0])?;
+    let dom = domain(&sock)?;
+    if policy.network.gated() && (dom == libc::AF_INET || dom == libc::AF_INET6) {
+        match bound(&sock) {
+            Some(own) if own.port == 0 => {
+                bind_to(&sock, &loopback_bind(&sock, dom, 0))?;
+            }
+            Some(own) if is_loopback(own.ip) => {}
+            Some(own) => {
+                policy.record(
+                    "listen",
+                    Some(PathBuf::from(own.shown())),
+                    libc::EACCES,
+                    Refusal::Network,
+                );
+                return Err(libc::EACCES);
+            }
+            None => return Err(libc::EINVAL),
+        }
+    }
+    task.check()?;
+    // SAFETY: listen on our duplicate of the task's socket.
+    let rc = unsafe { libc::listen(sock.as_raw_fd(), a[1] as i32) };
+    Ok(Outcome::Done(syscall_result(rc as isize)))
 }
 
 fn read_addr(task: &Task, addr: u64, len: u64) -> Result<Vec<u8>, i32> {
@@ -451,7 +713,9 @@ fn read_message(
         return Err(libc::ENOBUFS);
     }
     let mut control = read_bytes(task.tid, control, controllen)?;
-    let fds = rewrite_control(task, &mut control)?;
+    let dom = domain(sock)?;
+    let inet_gated = policy.network.gated() && (dom == libc::AF_INET || dom == libc::AF_INET6);
+    let fds = rewrite_control(task, &mut control, inet_gated)?;
     Ok(Message {
         dest,
         data,
@@ -464,7 +728,12 @@ fn read_message(
 /// int`, data, each aligned to 8 bytes): the task's descriptors of
 /// `SCM_RIGHTS` become duplicates of ours, and `SCM_CREDENTIALS` must name
 /// the task's own process and ids.
-fn rewrite_control(task: &Task, control: &mut [u8]) -> Result<Vec<OwnedFd>, i32> {
+///
+/// On an IPv4/IPv6 socket under `loopback` and `allow-list` only the
+/// messages in [`INET_CONTROL_KEPT`] pass: the others choose a source
+/// address, an interface, a next hop or a source route (ip(7), ipv6(7)),
+/// all ways past the destination the gate judged; they get EPERM.
+fn rewrite_control(task: &Task, control: &mut [u8], inet_gated: bool) -> Result<Vec<OwnedFd>, i32> {
     const HDR: usize = 16;
     let mut fds = Vec::new();
     let mut at = 0;
@@ -508,11 +777,24 @@ fn rewrite_control(task: &Task, control: &mut [u8]) -> Result<Vec<OwnedFd>, i32>
             // SO_MARK, SO_PRIORITY and the like: settings a task sets on its
             // own socket with its own privileges, not with dsh-exec's.
             return Err(libc::EPERM);
+        } else if inet_gated && !INET_CONTROL_KEPT.contains(&(level, kind)) {
+            return Err(libc::EPERM);
         }
         at = end.checked_add(7).ok_or(libc::EINVAL)? & !7;
     }
     Ok(fds)
 }
+
+/// The ancillary messages an IPv4/IPv6 send keeps under `loopback` and
+/// `allow-list` (level, type): IP_TOS, IP_TTL, IPV6_HOPLIMIT, IPV6_TCLASS
+/// and UDP_SEGMENT, which change how a datagram is sent, not where.
+const INET_CONTROL_KEPT: [(i32, i32); 5] = [
+    (libc::IPPROTO_IP, libc::IP_TOS),
+    (libc::IPPROTO_IP, libc::IP_TTL),
+    (libc::IPPROTO_IPV6, libc::IPV6_HOPLIMIT),
+    (libc::IPPROTO_IPV6, libc::IPV6_TCLASS),
+    (libc::IPPROTO_UDP, 103), // UDP_SEGMENT (linux/udp.h)
+];
 
 /// Sends one copied message on `sock`.
 fn send_message(sock: &OwnedFd, m: &mut Message, flags: i32) -> Result<i64, i32> {

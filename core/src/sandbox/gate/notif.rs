@@ -144,6 +144,23 @@ impl Abi {
     }
 }
 
+impl Abi {
+    /// Lets the call of notification `id` go on in the kernel as made
+    /// (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`, Linux 5.5): seccomp_unotify(2)
+    /// warns that the kernel then reads the arguments anew, so it is only
+    /// for verdicts that read none of the task's memory.
+    pub(crate) fn continue_call(&self, listener: RawFd, id: u64) {
+        let mut buf = vec![0u64; self.resp_size.div_ceil(8)];
+        // SAFETY: the buffer begins with a struct seccomp_notif_resp, zeroed.
+        unsafe {
+            let resp = &mut *(buf.as_mut_ptr() as *mut libc::seccomp_notif_resp);
+            resp.id = id;
+            resp.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32;
+            libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SEND, buf.as_mut_ptr());
+        }
+    }
+}
+
 /// True while notification `id` is still pending: its task is the one that
 /// made the call (seccomp_unotify(2), `SECCOMP_IOCTL_NOTIF_ID_VALID`).
 pub(crate) fn still_valid(listener: RawFd, id: u64) -> bool {

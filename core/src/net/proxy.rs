@@ -1,0 +1,641 @@
+//! The allow-list proxy of `--network allow=HOSTS`: an HTTP/HTTPS proxy
+//! that `dsh-exec` runs for the length of one run (or one job's
+//! supervisor), on a loopback port, in its own threads.
+//!
+//! The command is pointed at it with the proxy variables, and the gate lets
+//! it reach loopback and nothing else, so every connection off the host is
+//! one the proxy made. For each request the proxy:
+//! 1. reads the request head (httparse; at most [`HEAD_MAX`] bytes, within
+//!    [`HEAD_TIMEOUT`]): `CONNECT host:port`, or a plain request with an
+//!    absolute `http://` URI;
+//! 2. finds a rule of the allow-list that holds the host and port
+//!    ([`super::rules`]), else answers 403;
+//! 3. resolves the name itself (getaddrinfo(3)) and drops every address of
+//!    a special class ([`super::addr::special_class`]: loopback, private,
+//!    link-local, cloud metadata, ...) unless a rule names the host or that
+//!    address exactly: a name under a wildcard cannot be rebound to an
+//!    address inside the host or its network (DNS rebinding);
+//! 4. connects to one of the addresses it kept, the very ones it judged
+//!    (never a name resolved again), and then relays bytes both ways
+//!    unchanged: a `CONNECT` tunnel carries TLS end to end (no
+//!    interception); a plain request is sent on in origin form
+//!    (`GET /path`), its `Proxy-*` and hop-by-hop headers dropped, with
+//!    `Connection: close`, so every later byte of that client connection
+//!    goes to the same checked destination.
+//!
+//! Refusals are recorded ([`NetworkStats`]) and answered with a one-line
+//! body naming the rule. Relaying copies through a 64 KiB buffer per
+//! direction (read(2)/write(2)): the bench measures it against a direct
+//! loopback connection.
+
+use std::collections::BTreeMap;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::addr::special_class;
+use super::rules::{HostRule, normalize, parse_addr};
+
+/// The largest request head the proxy reads: 64 KiB.
+pub const HEAD_MAX: usize = 64 * 1024;
+
+/// How long a client may take to send its request head: 30 s.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long the proxy waits for one upstream address to accept: 10 s.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most client connections served at once: 256. Past it a client gets
+/// 503 at once, so that a command cannot make `dsh-exec` start threads
+/// without bound.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// The most refusals kept in a result; the rest are only counted.
+pub const MAX_NETWORK_DENIALS: usize = 100;
+
+/// The relay buffer per direction: 64 KiB.
+const RELAY_BUF: usize = 64 * 1024;
+
+/// One request the proxy refused.
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+pub struct NetworkDenial {
+    /// The host asked for (a name, or an address literal).
+    pub host: String,
+    /// The port asked for.
+    pub port: u16,
+    /// Why, in one line: `not in --network allow=`, `resolves to
+    /// 127.0.0.1, a loopback address`, ...
+    pub reason: String,
+}
+
+/// What the proxy saw during a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetworkStats {
+    /// The first [`MAX_NETWORK_DENIALS`] refusals, in order.
+    pub denials: Vec<NetworkDenial>,
+    /// How many more there were.
+    pub denials_more: u64,
+    /// Requests let through, by host (lower case).
+    pub allowed: BTreeMap<String, u64>,
+}
+
+impl NetworkStats {
+    fn deny(&mut self, host: &str, port: u16, reason: String) {
+        if self.denials.len() < MAX_NETWORK_DENIALS {
+            self.denials.push(NetworkDenial {
+                host: host.to_string(),
+                port,
+                reason,
+            });
+        } else {
+            self.denials_more += 1;
+        }
+    }
+}
+
+/// Shared between the proxy's threads.
+struct Shared {
+    rules: Vec<HostRule>,
+    stats: Mutex<NetworkStats>,
+    stop: AtomicBool,
+    live: AtomicUsize,
+    /// The client and upstream sockets of live connections, shut down when
+    /// the proxy stops (raw descriptors, each removed by its connection
+    /// before it closes them).
+    sockets: Mutex<Vec<i32>>,
+}
+
+/// A running proxy. Dropping it stops it: no new connection is accepted,
+/// and every live one is shut down.
+pub struct Proxy {
+    addr: SocketAddr,
+    listener: Arc<TcpListener>,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Proxy({})", self.addr)
+    }
+}
+
+impl Proxy {
+    /// Binds 127.0.0.1 on a port the kernel picks and starts accepting.
+    ///
+    /// Errors when the socket cannot be bound or the thread cannot start.
+    pub fn start(rules: Vec<HostRule>) -> io::Result<Proxy> {
+        let listener = Arc::new(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?);
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            rules,
+            stats: Mutex::new(NetworkStats::default()),
+            stop: AtomicBool::new(false),
+            live: AtomicUsize::new(0),
+            sockets: Mutex::new(Vec::new()),
+        });
+        let (l, s) = (listener.clone(), shared.clone());
+        std::thread::Builder::new()
+            .name("network-proxy".into())
+            .spawn(move || accept_loop(&l, &s))?;
+        Ok(Proxy {
+            addr,
+            listener,
+            shared,
+        })
+    }
+
+    /// Where it listens: 127.0.0.1 and its port.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The proxy variables for the command: `http://127.0.0.1:PORT` in
+    /// `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` and their lower-case forms,
+    /// and loopback in `NO_PROXY`/`no_proxy` (the gate lets loopback through
+    /// directly).
+    pub fn env(&self) -> Vec<(String, String)> {
+        let url = format!("http://{}", self.addr);
+        let mut env: Vec<(String, String)> = [
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "all_proxy",
+        ]
+        .into_iter()
+        .map(|k| (k.to_string(), url.clone()))
+        .collect();
+        for k in ["NO_PROXY", "no_proxy"] {
+            env.push((k.into(), "localhost,127.0.0.1,::1".into()));
+        }
+        env
+    }
+
+    /// What it saw so far.
+    pub fn stats(&self) -> NetworkStats {
+        self.shared
+            .stats
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        // SAFETY: shutdown(2) on sockets this process holds; a listening
+        // socket shut down wakes its accept(2) with EINVAL. A descriptor
+        // in `sockets` is removed by its connection before it is closed.
+        unsafe {
+            nix::libc::shutdown(self.listener.as_raw_fd(), nix::libc::SHUT_RDWR);
+            if let Ok(socks) = self.shared.sockets.lock() {
+                for fd in socks.iter() {
+                    nix::libc::shutdown(*fd, nix::libc::SHUT_RDWR);
+                }
+            }
+        }
+    }
+}
+
+fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
+    loop {
+        let conn = listener.accept();
+        if shared.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok((client, _)) = conn else {
+            // EMFILE and the like: wait a little rather than spin.
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        };
+        if shared.live.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            shared.live.fetch_sub(1, Ordering::SeqCst);
+            let _ = (&client).write_all(&response(503, "too many proxy connections at once"));
+            continue;
+        }
+        let s = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("network-proxy-conn".into())
+            .spawn(move || {
+                let guard = Registered::new(&s, &client);
+                serve(client, &s);
+                drop(guard);
+                s.live.fetch_sub(1, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            shared.live.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// A socket registered for shutdown at stop, unregistered when dropped.
+struct Registered<'a> {
+    shared: &'a Shared,
+    fd: i32,
+}
+
+impl<'a> Registered<'a> {
+    fn new(shared: &'a Shared, sock: &TcpStream) -> Registered<'a> {
+        let fd = sock.as_raw_fd();
+        if let Ok(mut s) = shared.sockets.lock() {
+            s.push(fd);
+        }
+        // Stopped while this registered: shut it down now.
+        if shared.stop.load(Ordering::SeqCst) {
+            let _ = sock.shutdown(Shutdown::Both);
+        }
+        Registered { shared, fd }
+    }
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.shared.sockets.lock() {
+            s.retain(|fd| *fd != self.fd);
+        }
+    }
+}
+
+/// A response with a one-line plain-text body.
+fn response(status: u16, line: &str) -> Vec<u8> {
+    let reason = match status {
+        400 => "Bad Request",
+        403 => "Forbidden",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "Error",
+    };
+    let body = format!("dsh-exec: {line}\n");
+    format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\n\
+         Content-Length: {}\r\nConnection: close\r\nX-Dsh-Exec-Proxy: refused\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// A request head as read: what it asks for, and what to send upstream.
+struct Head {
+    /// The host as asked (normalized) and the port.
+    host: String,
+    port: u16,
+    /// `CONNECT`: a tunnel.
+    tunnel: bool,
+    /// For a plain request: the head to send upstream.
+    upstream_head: Vec<u8>,
+    /// Bytes read past the head (the start of a body, or of the tunnel).
+    rest: Vec<u8>,
+}
+
+/// Splits an authority (`host:port`, `[v6]:port`, `host`) into the host
+/// (normalized) and the port (`default` when absent).
+fn authority(auth: &str, default: Option<u16>) -> Option<(String, u16)> {
+    if auth.contains('@') || auth.is_empty() {
+        return None;
+    }
+    let (host, port) = if let Some(rest) = auth.strip_prefix('[') {
+        let (h, after) = rest.split_once(']')?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => Some(p),
+            None if after.is_empty() => None,
+            None => return None,
+        };
+        (h.to_string(), port)
+    } else {
+        match auth.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') => (normalize(h), Some(p)),
+            Some(_) => return None,
+            None => (normalize(auth), None),
+        }
+    };
+    let port = match port {
+        Some(p) => p.parse::<u16>().ok().filter(|p| *p != 0)?,
+        None => default?,
+    };
+    if host.is_empty() {
+        return None;
+    }
+    Some((host, port))
+}
+
+/// Headers a proxy does not pass on (RFC 9110 7.6.1, and the proxy's own).
+fn hop_by_hop(name: &str) -> bool {
+    [
+        "connection",
+        "proxy-connection",
+        "keep-alive",
+        "proxy-authorization",
+        "proxy-authenticate",
+        "te",
+        "trailer",
+        "upgrade",
+    ]
+    .iter()
+    .any(|h| name.eq_ignore_ascii_case(h))
+}
+
+/// Reads and parses the request head, or answers the client's error.
+fn read_head(client: &mut TcpStream) -> Result<Head, (u16, String)> {
+    let _ = client.set_read_timeout(Some(HEAD_TIMEOUT));
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = match client.read(&mut chunk) {
+            Ok(0) => return Err((400, "the connection closed before a request".into())),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return Err((400, "no complete request head in time".into())),
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        let mut headers = [httparse::EMPTY_HEADER; 128];
+        let mut req = httparse::Request::new(&mut headers);
+        match req.parse(&buf) {
+            Ok(httparse::Status::Complete(len)) => {
+                let _ = client.set_read_timeout(None);
+                return head_of(&req, buf[len..].to_vec());
+            }
+            Ok(httparse::Status::Partial) if buf.len() < HEAD_MAX => continue,
+            Ok(httparse::Status::Partial) => {
+                return Err((400, format!("a request head longer than {HEAD_MAX} bytes")));
+            }
+            Err(e) => return Err((400, format!("not an HTTP request ({e})"))),
+        }
+    }
+}
+
+fn head_of(req: &httparse::Request, rest: Vec<u8>) -> Result<Head, (u16, String)> {
+    let method = req.method.unwrap_or("");
+    let target = req.path.unwrap_or("");
+    if method.eq_ignore_ascii_case("CONNECT") {
+        let (host, port) = authority(target, None)
+            .ok_or_else(|| (400, format!("CONNECT needs host:port, not '{target}'")))?;
+        return Ok(Head {
+            host,
+            port,
+            tunnel: true,
+            upstream_head: Vec::new(),
+            rest,
+        });
+    }
+    let after_scheme = target
+        .get(..7)
+        .filter(|s| s.eq_ignore_ascii_case("http://"))
+        .map(|_| &target[7..])
+        .ok_or_else(|| {
+            (
+                400,
+                format!(
+                    "a proxy request needs an absolute http:// URI or CONNECT (https), not '{target}'"
+                ),
+            )
+        })?;
+    let end = after_scheme
+        .find(['/', '?', '#'])
+        .unwrap_or(after_scheme.len());
+    let (auth, path) = after_scheme.split_at(end);
+    let (host, port) =
+        authority(auth, Some(80)).ok_or_else(|| (400, format!("a bad host in '{target}'")))?;
+    let path = match path {
+        "" => "/".to_string(),
+        p if p.starts_with('/') => p.to_string(),
+        p => format!("/{p}"),
+    };
+    let mut head = format!(
+        "{method} {path} HTTP/1.{}\r\n",
+        req.version.unwrap_or(1).min(1)
+    )
+    .into_bytes();
+    let mut has_host = false;
+    for h in req.headers.iter() {
+        if hop_by_hop(h.name) {
+            continue;
+        }
+        has_host |= h.name.eq_ignore_ascii_case("host");
+        head.extend_from_slice(h.name.as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(h.value);
+        head.extend_from_slice(b"\r\n");
+    }
+    if !has_host {
+        head.extend_from_slice(format!("Host: {auth}\r\n").as_bytes());
+    }
+    head.extend_from_slice(b"Connection: close\r\n\r\n");
+    Ok(Head {
+        host,
+        port,
+        tunnel: false,
+        upstream_head: head,
+        rest,
+    })
+}
+
+/// The rules' verdict on `host:port`: the addresses the proxy may connect
+/// to, or the refusal (status, line for the client, reason for the result).
+fn decide(rules: &[HostRule], host: &str, port: u16) -> Result<Vec<SocketAddr>, (u16, String)> {
+    let matching: Vec<&HostRule> = rules.iter().filter(|r| r.matches(host, port)).collect();
+    if matching.is_empty() {
+        return Err((403, "not in --network allow=".into()));
+    }
+    let exact = matching.iter().any(|r| r.names_exactly(host));
+    let resolved: Vec<SocketAddr> = match parse_addr(host) {
+        Some(ip) => vec![SocketAddr::new(ip, port)],
+        None => match (host, port).to_socket_addrs() {
+            Ok(a) => a.collect(),
+            Err(e) => return Err((502, format!("cannot resolve {host}: {e}"))),
+        },
+    };
+    let mut refused = None;
+    let kept: Vec<SocketAddr> = resolved
+        .into_iter()
+        .filter(|a| match special_class(a.ip()) {
+            None => true,
+            Some(_) if exact || rules.iter().any(|r| r.names_addr(a.ip())) => true,
+            Some(class) => {
+                refused.get_or_insert((a.ip(), class));
+                false
+            }
+        })
+        .collect();
+    if kept.is_empty() {
+        return Err(match refused {
+            Some((ip, class)) => (
+                403,
+                format!(
+                    "resolves to {ip}, {class}: only a host or address listed exactly may \
+                     reach it (DNS rebinding)"
+                ),
+            ),
+            None => (502, format!("{host} has no address")),
+        });
+    }
+    Ok(kept)
+}
+
+fn connect_any(addrs: &[SocketAddr]) -> Result<TcpStream, (u16, String)> {
+    let mut last = None;
+    for a in addrs {
+        match TcpStream::connect_timeout(a, CONNECT_TIMEOUT) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some((*a, e)),
+        }
+    }
+    Err(match last {
+        Some((a, e)) if e.kind() == io::ErrorKind::TimedOut => {
+            (504, format!("{a} did not answer in time"))
+        }
+        Some((a, e)) => (502, format!("cannot connect to {a}: {e}")),
+        None => (502, "no address to connect to".into()),
+    })
+}
+
+fn serve(mut client: TcpStream, shared: &Shared) {
+    let head = match read_head(&mut client) {
+        Ok(h) => h,
+        Err((status, line)) => {
+            let _ = client.write_all(&response(status, &line));
+            return;
+        }
+    };
+    let shown = match parse_addr(&head.host) {
+        Some(IpAddr::V6(a)) => format!("[{a}]:{}", head.port),
+        _ => format!("{}:{}", head.host, head.port),
+    };
+    let addrs = match decide(&shared.rules, &head.host, head.port) {
+        Ok(a) => a,
+        Err((status, reason)) => {
+            if status == 403
+                && let Ok(mut s) = shared.stats.lock()
+            {
+                s.deny(&head.host, head.port, reason.clone());
+            }
+            let _ = client.write_all(&response(status, &format!("{shown} {reason}")));
+            return;
+        }
+    };
+    let mut upstream = match connect_any(&addrs) {
+        Ok(u) => u,
+        Err((status, line)) => {
+            let _ = client.write_all(&response(status, &line));
+            return;
+        }
+    };
+    if let Ok(mut s) = shared.stats.lock() {
+        *s.allowed.entry(head.host.clone()).or_insert(0) += 1;
+    }
+    let _guard = Registered::new(shared, &upstream);
+    let _ = client.set_nodelay(true);
+    let _ = upstream.set_nodelay(true);
+    let opened = if head.tunnel {
+        client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+    } else {
+        upstream.write_all(&head.upstream_head)
+    };
+    if opened.is_err() || (!head.rest.is_empty() && upstream.write_all(&head.rest).is_err()) {
+        return;
+    }
+    relay(client, upstream);
+}
+
+/// Copies bytes both ways until each side has ended its half: one thread
+/// per direction, each passing on the end of its stream as a half-close.
+fn relay(client: TcpStream, upstream: TcpStream) {
+    let (Ok(c2), Ok(u2)) = (client.try_clone(), upstream.try_clone()) else {
+        return;
+    };
+    let back = std::thread::Builder::new()
+        .name("network-proxy-relay".into())
+        .spawn(move || pipe(u2, c2));
+    pipe(client, upstream);
+    if let Ok(t) = back {
+        let _ = t.join();
+    }
+}
+
+/// Copies `from` to `to` until end of file or an error, then half-closes
+/// `to` (and shuts `from` on an error, so the other direction ends too).
+fn pipe(mut from: TcpStream, mut to: TcpStream) {
+    let mut buf = vec![0u8; RELAY_BUF];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if to.write_all(&buf[..n]).is_err() {
+                    let _ = from.shutdown(Shutdown::Both);
+                    break;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => {
+                let _ = to.shutdown(Shutdown::Both);
+                return;
+            }
+        }
+    }
+    let _ = to.shutdown(Shutdown::Write);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(list: &str) -> Vec<HostRule> {
+        super::super::rules::parse_list(list).unwrap()
+    }
+
+    #[test]
+    fn authorities_split_into_host_and_port() {
+        assert_eq!(
+            authority("Example.org:443", None),
+            Some(("example.org".into(), 443))
+        );
+        assert_eq!(authority("[::1]:80", None), Some(("::1".into(), 80)));
+        assert_eq!(authority("a.org", Some(80)), Some(("a.org".into(), 80)));
+        assert_eq!(authority("a.org", None), None);
+        assert_eq!(authority("u@a.org:80", None), None);
+        assert_eq!(authority("a.org:0", None), None);
+        assert_eq!(authority("::1:80", None), None);
+    }
+
+    #[test]
+    fn plain_requests_go_upstream_in_origin_form_without_proxy_headers() {
+        let raw = b"GET http://a.org:8080/x?y HTTP/1.1\r\nHost: a.org:8080\r\n\
+            Proxy-Authorization: Basic eA==\r\nConnection: keep-alive\r\nAccept: */*\r\n\r\nBODY";
+        let mut headers = [httparse::EMPTY_HEADER; 16];
+        let mut req = httparse::Request::new(&mut headers);
+        let n = match req.parse(raw).unwrap() {
+            httparse::Status::Complete(n) => n,
+            httparse::Status::Partial => panic!("partial"),
+        };
+        let head = head_of(&req, raw[n..].to_vec()).ok().unwrap();
+        assert_eq!(
+            (head.host.as_str(), head.port, head.tunnel),
+            ("a.org", 8080, false)
+        );
+        assert_eq!(
+            String::from_utf8(head.upstream_head).unwrap(),
+            "GET /x?y HTTP/1.1\r\nHost: a.org:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+        );
+        assert_eq!(head.rest, b"BODY");
+    }
+
+    #[test]
+    fn a_wildcard_never_reaches_a_special_address_and_an_exact_rule_may() {
+        let r = rules("*.localhost:9,localhost:9,127.0.0.2:9");
+        // Not listed at all.
+        assert_eq!(decide(&r, "example.org", 443).unwrap_err().0, 403);
+        // An address literal listed exactly.
+        assert!(decide(&r, "127.0.0.2", 9).is_ok());
+        // Not listed: loopback by literal.
+        assert_eq!(decide(&r, "127.0.0.3", 9).unwrap_err().0, 403);
+        // Listed exactly by name (resolves through /etc/hosts).
+        assert!(decide(&r, "localhost", 9).is_ok());
+    }
+}
