@@ -283,7 +283,10 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
     if let (Some(feeder), Some(sink)) = (&prepared.stdin, spawned.stdin) {
         let _ = feeder.send(File::from(sink));
     }
-    let sandbox = facts(false);
+    let mut sandbox = facts(false);
+    if let (Some(facts), Some(proxy)) = (sandbox.as_mut(), prepared.proxy.as_ref()) {
+        facts.network_proxy = Some(proxy.addr().to_string());
+    }
     let streams = Streams::new(
         spawned.stdout,
         spawned.stderr,
@@ -315,6 +318,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         streams,
         sigchld,
         gate,
+        proxy: prepared.proxy.take(),
     })))
 }
 

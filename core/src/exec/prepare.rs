@@ -48,6 +48,8 @@ pub struct Prepared {
     pub(crate) stdin: Option<std::sync::mpsc::SyncSender<File>>,
     pub(crate) spill_dir: SpillDir,
     pub(crate) sandbox: Option<sandbox::Prepared>,
+    /// The allow-list proxy of `--network allow=HOSTS`, listening already.
+    pub(crate) proxy: Option<crate::net::proxy::Proxy>,
     warnings: Vec<String>,
 }
 
@@ -138,6 +140,26 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         // may not be the temp dir the sandbox grants.
         point_temp_at(&mut env, temp);
     }
+    // The allow-list proxy listens before the command starts, and the
+    // command is pointed at it; its variables win over any of the same
+    // name (the gate would refuse another proxy anyway). Without it the
+    // run does not start: fail closed.
+    let proxy = match &spec.sandbox {
+        Some(policy) if policy.network.value == sandbox::Network::AllowList => {
+            let proxy =
+                crate::net::proxy::Proxy::start(policy.network_allow.clone()).map_err(|e| {
+                    Error::SandboxUnavailable(crate::error::SandboxProblem::Policy(format!(
+                        "the --network allow= proxy cannot listen on 127.0.0.1: {e}"
+                    )))
+                })?;
+            for (k, v) in proxy.env() {
+                env.retain(|(name, _)| name.as_os_str() != k.as_str());
+                env.push((k.into(), v.into()));
+            }
+            Some(proxy)
+        }
+        _ => None,
+    };
     let (spill_parent, moved, spill_warning) = spill_parent(spec, sandbox.as_ref())?;
     let mut spill_dir = SpillDir::new(&spill_parent)?;
     // The tails are read back from the spill files only where no other
@@ -193,6 +215,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         stdin,
         spill_dir,
         sandbox,
+        proxy,
         warnings,
     })
 }

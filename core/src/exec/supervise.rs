@@ -78,6 +78,8 @@ pub struct Execution {
     pub(crate) sigchld: tokio::signal::unix::Signal,
     /// The sandbox's gate (confining modes), on a thread of its own.
     pub(crate) gate: Option<Gate>,
+    /// The allow-list proxy, stopped when the execution ends.
+    pub(crate) proxy: Option<crate::net::proxy::Proxy>,
 }
 
 async fn sleep_opt(at: Option<Instant>) {
@@ -210,11 +212,18 @@ impl Execution {
                 denials.extend(from_output.collect::<Vec<_>>());
             }
             // Before the list is cut: a refusal past the 100th counts too.
-            facts.network_denied = gate_denials.network || denials.iter().any(|d| d.network);
+            let proxy = self.proxy.as_ref().map(|p| p.stats()).unwrap_or_default();
+            facts.network_denied = gate_denials.network
+                || denials.iter().any(|d| d.network)
+                || !proxy.denials.is_empty();
+            facts.network_denials = proxy.denials;
+            facts.network_denials_more = proxy.denials_more;
+            facts.network_allowed = proxy.allowed;
             let extra = denials.len().saturating_sub(MAX_DENIALS) as u64;
             denials.truncate(MAX_DENIALS);
             facts.denials_more = gate_denials.more + extra;
-            facts.denied = !denials.is_empty() || facts.denials_more > 0;
+            facts.denied =
+                !denials.is_empty() || facts.denials_more > 0 || !facts.network_denials.is_empty();
             facts.denials = denials;
             facts.protected_changes = protected_changes
                 .into_iter()

@@ -516,7 +516,13 @@ fn serve(mut client: TcpStream, shared: &Shared) {
             {
                 s.deny(&head.host, head.port, reason.clone());
             }
-            let _ = client.write_all(&response(status, &format!("{shown} {reason}")));
+            let line = if status == 403 && reason.starts_with("not in") {
+                let list: Vec<String> = shared.rules.iter().map(|r| r.to_string()).collect();
+                format!("{shown} refused: not in --network allow={}", list.join(","))
+            } else {
+                format!("{shown} refused: {reason}")
+            };
+            let _ = client.write_all(&response(status, &line));
             return;
         }
     };

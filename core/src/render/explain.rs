@@ -202,6 +202,10 @@ fn sandbox_json(spec: &Spec) -> Value {
         "spill_dir": lossy(&a.spill_dir.0),
         "mode": policy.mode,
         "network": policy.network,
+        "network_allow": policy.network_allow,
+        "network_mechanism": network_mechanism(policy.network.value),
+        "network_proxy": (policy.network.value == crate::sandbox::Network::AllowList)
+            .then_some(PROXY_WHERE),
         "workspace_root": sourced_json(&policy.workspace_root, json!(lossy(&policy.workspace_root.value))),
         "writable": roots.writable_paths().into_iter().map(lossy).collect::<Vec<_>>(),
         "temp_dir": roots.temp_dir.as_deref().map(lossy),
@@ -211,6 +215,36 @@ fn sandbox_json(spec: &Spec) -> Value {
         "landlock_abi": abi,
         "enforcement": enforcement,
     })
+}
+
+/// Where the allow-list proxy listens, as `explain` can tell before a run.
+const PROXY_WHERE: &str = "http://127.0.0.1:PORT (a port picked when the run starts), \
+     in HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and their lower-case forms; NO_PROXY=localhost,127.0.0.1,::1";
+
+/// How a network policy is enforced, in one line.
+fn network_mechanism(network: crate::sandbox::Network) -> &'static str {
+    use crate::sandbox::Network;
+    match network {
+        Network::Allow => "none",
+        Network::Deny => {
+            "seccomp: IPv4, IPv6, packet and vsock sockets and most netlink families refused \
+             (EACCES, recorded by the gate), io_uring refused; Landlock TCP bind/connect rules \
+             where the ABI has them (4+)"
+        }
+        Network::Loopback => {
+            "gate (seccomp user notification): connect, bind, listen, sendto, sendmsg and \
+             sendmmsg of IPv4/IPv6 sockets made by dsh-exec with the copied address, loopback \
+             only (EACCES otherwise; wildcard binds narrowed to loopback); seccomp: raw, packet, \
+             vsock, SCTP and MPTCP sockets, source routes and interface options refused, io_uring \
+             refused"
+        }
+        Network::AllowList => {
+            "as loopback, plus an HTTP/HTTPS proxy of the run that reaches only the listed hosts \
+             (CONNECT tunnels untouched, plain http:// forwarded); names resolved by the proxy, \
+             private, loopback, link-local and metadata addresses only when listed exactly; DNS \
+             to loopback port 53 refused"
+        }
+    }
 }
 
 /// The sandbox rows of the text explanation.
@@ -230,6 +264,25 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
             o(policy.network.origin),
         ),
     ];
+    for (i, h) in policy.network_allow.iter().enumerate() {
+        let name = if i == 0 { "allow-hosts" } else { "" };
+        let note = if h.port.is_none() {
+            "(ports 80 and 443)"
+        } else {
+            ""
+        };
+        rows.push((name.into(), h.to_string(), note.into()));
+    }
+    if policy.network.value == crate::sandbox::Network::AllowList {
+        rows.push(("proxy".into(), PROXY_WHERE.into(), String::new()));
+    }
+    if policy.network.value != crate::sandbox::Network::Allow {
+        rows.push((
+            "net-mechanism".into(),
+            network_mechanism(policy.network.value).into(),
+            String::new(),
+        ));
+    }
     if policy.mode.value == Mode::WorkspaceWrite {
         rows.push((
             "workspace-root".into(),

@@ -10,6 +10,7 @@
 //! ...stderr text...
 //! [sandbox: denied write to PATH; try FLAG]                        (each of the first 3 denials)
 //! [sandbox: network denied: socket(AF_INET)]
+//! [sandbox: network denied: proxy refused HOST:PORT (REASON)]         (each of the first 3)
 //! [sandbox: N more denied; --json lists them]
 //! [timed out after D]                                              (when timed out)
 //! [aborted by SIGNAME]                                             (when aborted)
@@ -76,6 +77,26 @@ fn denial_lines(sb: &crate::result::SandboxFacts) -> Vec<String> {
             Some(h) => lines.push(format!("[sandbox: {what}; try {h}]")),
             None => lines.push(format!("[sandbox: {what}]")),
         }
+    }
+    for d in sb.network_denials.iter().take(DENIALS_SHOWN) {
+        let host = escape_controls(&d.host);
+        let host = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host
+        };
+        lines.push(format!(
+            "[sandbox: network denied: proxy refused {host}:{} ({})]",
+            d.port,
+            escape_controls(&d.reason)
+        ));
+    }
+    let proxy_more =
+        sb.network_denials.len().saturating_sub(DENIALS_SHOWN) as u64 + sb.network_denials_more;
+    if proxy_more > 0 {
+        lines.push(format!(
+            "[sandbox: the proxy refused {proxy_more} more; --json lists up to 100]"
+        ));
     }
     let shown = sb.denials.len().min(DENIALS_SHOWN) as u64;
     let listed_more = sb.denials.len() as u64 - shown;
