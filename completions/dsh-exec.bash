@@ -145,7 +145,7 @@ _dsh__exec() {
                     return 0
                     ;;
                 --network)
-                    COMPREPLY=($(compgen -W "allow deny" -- "${cur}"))
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --detach-after)
@@ -259,7 +259,7 @@ _dsh__exec() {
                     return 0
                     ;;
                 --network)
-                    COMPREPLY=($(compgen -W "allow deny" -- "${cur}"))
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --detach-after)

@@ -46,8 +46,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l protect -d 'Keep PATH
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l deny-read -d 'Make PATH unreadable in the confining modes, besides ~/.ssh, ~/.aws and the rest of the default list (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l read-root -d 'Read only PATH (repeatable), the workspace, the writable roots and the system\'s directories: /usr, /bin, /sbin, /lib*, /etc, /proc, /sys and the ordinary devices' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l allow-read -d 'Lift one entry of the read deny list (or make PATH inside a denied directory readable) (repeatable)' -r -F
-complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l network -d 'Allow or deny IPv4/IPv6 sockets [default: allow]. Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket' -r -f -a "allow\t'IPv4 and IPv6 sockets work'
-deny\t'IPv4 and IPv6 sockets are refused; Unix sockets work'"
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l network -d 'IPv4/IPv6 networking [default: allow]: allow; deny (no IP sockets); loopback (TCP and UDP to and from 127.0.0.0/8 and ::1 only); allow=HOST[,HOST...] (loopback, and the listed hosts through a proxy of the run: example.org, *.example.org, 10.0.0.5, each with an optional :PORT, else ports 80 and 443; repeatable). Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l detach-after -d 'If the command still runs after this long, print its output so far and leave it running as a background job' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l color -d 'Colour the notices and the marker' -r -f -a "auto\t'On a terminal (or with CLICOLOR_FORCE), unless NO_COLOR is set'
 always\t'Always colour'
@@ -86,8 +85,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l protect -d
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l deny-read -d 'Make PATH unreadable in the confining modes, besides ~/.ssh, ~/.aws and the rest of the default list (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l read-root -d 'Read only PATH (repeatable), the workspace, the writable roots and the system\'s directories: /usr, /bin, /sbin, /lib*, /etc, /proc, /sys and the ordinary devices' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l allow-read -d 'Lift one entry of the read deny list (or make PATH inside a denied directory readable) (repeatable)' -r -F
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l network -d 'Allow or deny IPv4/IPv6 sockets [default: allow]. Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket' -r -f -a "allow\t'IPv4 and IPv6 sockets work'
-deny\t'IPv4 and IPv6 sockets are refused; Unix sockets work'"
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l network -d 'IPv4/IPv6 networking [default: allow]: allow; deny (no IP sockets); loopback (TCP and UDP to and from 127.0.0.0/8 and ::1 only); allow=HOST[,HOST...] (loopback, and the listed hosts through a proxy of the run: example.org, *.example.org, 10.0.0.5, each with an optional :PORT, else ports 80 and 443; repeatable). Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l detach-after -d 'If the command still runs after this long, print its output so far and leave it running as a background job' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l color -d 'Colour the notices and the marker' -r -f -a "auto\t'On a terminal (or with CLICOLOR_FORCE), unless NO_COLOR is set'
 always\t'Always colour'

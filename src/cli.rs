@@ -42,8 +42,9 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
              full stream: PATH]; the spill file at PATH holds every byte.",
             "Notices follow, each only when true: [NAME VALUE capped at CAP by FILE], one line per \
              sandbox denial ([sandbox: denied write to PATH; try FLAG], [sandbox: denied chmod of \
-             PATH], [sandbox: network denied: socket(AF_INET)], then [sandbox: N more denied; \
-             --json lists them]), [sandbox: MODE; the sandbox runner failed], [timed out after D], \
+             PATH], [sandbox: network denied: socket(AF_INET)], [sandbox: network denied: \
+             connect(192.0.2.2:80)], [sandbox: network denied: proxy refused HOST:PORT (REASON)], \
+             then [sandbox: N more denied; --json lists them]), [sandbox: MODE; the sandbox runner failed], [timed out after D], \
              [aborted by SIGNAL].",
             "A line of the command's own output shaped like one of these notices or markers is \
              shown with a backslash in front (\\[exit code: 0]); on a terminal, output holding an \
@@ -54,7 +55,8 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
              exit_code, signal, timed_out, aborted, aborted_by, capped, env_scrubbed, timeout_ms, duration_ms, \
              stdout and stderr (text, truncated, total_bytes, spill_path), sandbox (mode, denied, \
              denials, denials_more, network_denied, enforcement, read_enforcement, runner_failed, \
-             network, network_enforcement, protected_changes).",
+             network, network_enforcement, network_allow, network_proxy, network_denials, \
+             network_denials_more, network_allowed, protected_changes).",
         ],
     ),
     (
@@ -79,7 +81,9 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
              or a known token shape; see the README) and minus every DSH_* name; then PAGER=cat, GIT_PAGER=cat, MANPAGER=cat, \
              GIT_TERMINAL_PROMPT=0, TERM=dumb and NO_COLOR=1 (not with --interactive); then --env \
              entries; then --dsh-env entries, which no --env entry can displace. Sandboxed runs \
-             also get DSH_SANDBOX_MODE (and DSH_SANDBOX_NETWORK=deny).",
+             also get DSH_SANDBOX_MODE (and DSH_SANDBOX_NETWORK=deny, loopback or allow-list); \
+             --network allow= runs get HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and their lower-case \
+             forms pointing at the run's proxy, and NO_PROXY=localhost,127.0.0.1,::1.",
             "NO_COLOR (non-empty) turns colour off; CLICOLOR_FORCE (non-empty, not 0) turns it \
              on when not on a terminal; NO_COLOR wins. TMPDIR is the temp directory that \
              workspace-write may write. DSH_EXEC_CONFIG, else \

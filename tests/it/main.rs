@@ -34,6 +34,7 @@ mod json_schema;
 mod leftovers;
 mod library;
 mod load;
+mod network;
 mod output_budget;
 mod parse_status;
 mod read_deny;

@@ -148,3 +148,25 @@ fn a_subcommand_name_after_options_runs_as_a_command_with_a_note() {
     assert_eq!(quiet.status, 127);
     assert_eq!(quiet.stderr, "");
 }
+
+#[test]
+fn bad_network_policies_are_usage_errors() {
+    assert_refused(
+        &["--network", "sometimes"],
+        2,
+        "invalid network policy 'sometimes'",
+    );
+    assert_refused(&["--network", "allow="], 2, "needs at least one host");
+    assert_refused(&["--network", "allow=*"], 2, "invalid host '*'");
+    assert_refused(
+        &["--network", "allow=a.org:0"],
+        2,
+        "the port must be 1 to 65535",
+    );
+    assert_refused(&["--network", "allow-list"], 2, "invalid network policy");
+    assert_refused(
+        &["--network", "deny", "--network", "allow=a.org"],
+        2,
+        "--network deny cannot be combined with --network allow=HOSTS",
+    );
+}

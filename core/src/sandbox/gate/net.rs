@@ -284,8 +284,10 @@ pub(crate) fn handle(task: &Task, nr: i64, a: &[u64; 6], policy: &GatePolicy) ->
             } else {
                 "socketpair"
             };
+            // Under loopback and allow-list the family is allowed, and only
+            // the type or protocol refused: name it.
             let name = match family {
-                libc::AF_INET | libc::AF_INET6 => {
+                libc::AF_INET | libc::AF_INET6 if policy.network.gated() => {
                     format!(
                         "{} {}",
                         family_name(family),

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Benchmark of the network policies: what the gate adds to each connect,
+# and what the allow-list proxy costs a bulk transfer, beside the same
+# work done directly, measured in the same run. Prints a markdown table;
+# no pass/fail. Loopback traffic only.
+#
+#   bash bench/network.sh                     # builds the release binary
+#   DSH_EXEC_BIN=/path/to/dsh-exec bash bench/network.sh
+#   NET_BENCH_CONNECTS=2000 NET_BENCH_ROUNDS=3 NET_BENCH_MIB=1024 bash bench/network.sh
+#
+# The client and the upstream are the same small python3 programs in every
+# row (1 MiB writes, sendall/recv_into), so rows differ only by the path the
+# bytes take: a direct loopback connection, or a CONNECT tunnel through the
+# run's proxy (two more socket hops and one copy per direction in
+# dsh-exec). Rows are run round-robin, and the median of the rounds is
+# shown.
+set -euo pipefail
+
+CONNECTS=${NET_BENCH_CONNECTS:-2000}
+ROUNDS=${NET_BENCH_ROUNDS:-3}
+MIB=${NET_BENCH_MIB:-1024}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH_TMP=$(mktemp -d "${TMPDIR:-/tmp}/dsh-netbench.XXXXXX")
+SERVER_PID=
+trap '[[ -n $SERVER_PID ]] && kill "$SERVER_PID" 2>/dev/null; rm -rf -- "$BENCH_TMP"' EXIT
+trap 'exit 130' INT TERM HUP
+
+if [[ -n ${DSH_EXEC_BIN:-} ]]; then
+  BIN=$DSH_EXEC_BIN
+else
+  echo "building dsh-exec (cargo build --release) ..." >&2
+  (cd "$ROOT" && cargo build --release --quiet)
+  BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/dsh-exec
+fi
+BIN=$(realpath "$BIN")
+
+# The upstream: a sink that reads each connection to its end and answers
+# with the byte count; connections are served one thread each.
+cat >"$BENCH_TMP/upstream.py" <<'EOF'
+import socket, sys, threading
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0)); s.listen(1024)
+print(s.getsockname()[1], flush=True)
+def serve(c):
+    buf = bytearray(1 << 20); n = 0
+    while (k := c.recv_into(buf)):
+        n += k
+    c.sendall(b"%d\n" % n); c.close()
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+EOF
+
+# The client: `bulk direct|proxy PORT MIB` sends MIB MiB and prints the
+# seconds; `connects PORT N` makes N connections (connect, close) and
+# prints the microseconds per connect.
+cat >"$BENCH_TMP/client.py" <<'EOF'
+import os, socket, sys, time
+what, port = sys.argv[1], int(sys.argv[2])
+def open_conn(via):
+    if via == "direct":
+        return socket.create_connection(("127.0.0.1", port))
+    host, p = os.environ["HTTPS_PROXY"].rsplit("/", 1)[-1].rsplit(":", 1)
+    s = socket.create_connection((host, int(p)))
+    s.sendall(b"CONNECT localhost:%d HTTP/1.1\r\n\r\n" % port)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    return s
+if what == "connects":
+    n = int(sys.argv[3]); t = time.perf_counter()
+    for _ in range(n):
+        socket.create_connection(("127.0.0.1", port)).close()
+    print("%.1f" % ((time.perf_counter() - t) / n * 1e6))
+else:
+    mib = int(sys.argv[3]); chunk = b"\0" * (1 << 20)
+    t = time.perf_counter(); s = open_conn(what)
+    for _ in range(mib):
+        s.sendall(chunk)
+    s.shutdown(socket.SHUT_WR)
+    got = int(s.makefile().readline())
+    assert got == mib << 20, got
+    print("%.3f" % (time.perf_counter() - t))
+EOF
+
+python3 -u "$BENCH_TMP/upstream.py" >"$BENCH_TMP/port" &
+SERVER_PID=$!
+for _ in $(seq 100); do [[ -s $BENCH_TMP/port ]] && break; sleep 0.05; done
+PORT=$(head -n1 "$BENCH_TMP/port")
+
+# One figure of a row, run through dsh-exec with ARGS (a bash array name).
+figure() {
+  local -n args=$1
+  shift
+  "$BIN" "${args[@]}" -- python3 "$BENCH_TMP/client.py" "$@" | head -n1
+}
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+unconfined=()
+loopback=(--network loopback)
+confined=(-s workspace-write --network loopback)
+allowlist=(--network "allow=localhost:$PORT")
+
+declare -A got
+for _ in $(seq "$ROUNDS"); do
+  got[c_unconfined]+="$(figure unconfined connects "$PORT" "$CONNECTS") "
+  got[c_loopback]+="$(figure loopback connects "$PORT" "$CONNECTS") "
+  got[c_confined]+="$(figure confined connects "$PORT" "$CONNECTS") "
+  got[b_direct]+="$(figure unconfined direct "$PORT" "$MIB") "
+  got[b_loopback]+="$(figure loopback direct "$PORT" "$MIB") "
+  got[b_proxy]+="$(figure allowlist proxy "$PORT" "$MIB") "
+done
+med() { tr ' ' '\n' <<<"${got[$1]}" | grep . | median; }
+
+echo "# dsh-exec network benchmark"
+echo
+echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), kernel: $(uname -r), nproc: $(nproc)"
+echo "- binary: $BIN; rounds: $ROUNDS (median shown); connects per round: $CONNECTS; bulk: $MIB MiB"
+echo
+echo "| measure | run as | figure |"
+echo "|---|---|---|"
+printf '| connect + close, µs each | unconfined | %s |\n' "$(med c_unconfined)"
+printf '| connect + close, µs each | --network loopback | %s |\n' "$(med c_loopback)"
+printf '| connect + close, µs each | -s workspace-write --network loopback | %s |\n' "$(med c_confined)"
+printf '| %d MiB upload, seconds | direct, unconfined | %s |\n' "$MIB" "$(med b_direct)"
+printf '| %d MiB upload, seconds | direct, --network loopback | %s |\n' "$MIB" "$(med b_loopback)"
+printf '| %d MiB upload, seconds | CONNECT tunnel, --network allow= | %s |\n' "$MIB" "$(med b_proxy)"
+awk -v d="$(med b_direct)" -v p="$(med b_proxy)" -v c="$(med c_unconfined)" -v g="$(med c_loopback)" \
+  'BEGIN { printf "\ntunnel / direct wall time: %.2fx; the gate adds %.1f µs per connect\n", p / d, g - c }'

@@ -1,0 +1,627 @@
+//! Network policies: `--network loopback` (the gate judges every address)
+//! and `--network allow=HOSTS` (the run's proxy). Traffic goes only to
+//! loopback, or to TEST-NET addresses inside a network namespace a test
+//! made for itself (root only; skipped with the reason otherwise).
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::json;
+
+use crate::support::*;
+
+/// The sandbox modes a network policy is tried in: none (full-access) and
+/// a confining one.
+const MODES: [&[&str]; 2] = [&[], &["-s", "workspace-write"]];
+
+/// A process the test started, killed and reaped when dropped.
+struct Started(Child);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `python3 -m http.server` on 127.0.0.1 serving `dir`, and its port.
+fn http_server(dir: &Path) -> (Started, u16) {
+    let mut child = Command::new("python3")
+        .args(["-u", "-m", "http.server", "0", "--bind", "127.0.0.1"])
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 http.server");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    // "Serving HTTP on 127.0.0.1 port 41234 (http://127.0.0.1:41234/) ..."
+    let port = line
+        .split_whitespace()
+        .nth(5)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {line:?}"));
+    (Started(child), port)
+}
+
+/// Whether this process may make network and mount namespaces (root with
+/// CAP_SYS_ADMIN, and `unshare` and `ip` on PATH).
+fn can_make_namespaces() -> bool {
+    let tool = |name: &str| {
+        Command::new(name)
+            .arg("-V")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok()
+    };
+    has_sys_admin() && tool("unshare") && tool("ip")
+}
+
+fn skip(why: &str) {
+    eprintln!("skipped: {why}");
+}
+
+#[test]
+fn loopback_serves_and_fetches_a_server_started_inside_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hello.txt"), "hello over loopback\n").unwrap();
+    let script = "python3 -u -m http.server 0 --bind 127.0.0.1 > server.log 2>&1 &
+        for i in $(seq 100); do grep -q port server.log && break; sleep 0.05; done
+        port=$(sed -n 's/.* port \\([0-9]*\\) .*/\\1/p' server.log)
+        curl -sS http://127.0.0.1:$port/hello.txt
+        kill %1";
+    for mode in MODES {
+        Test::new()
+            .arg("-C")
+            .arg(dir.path())
+            .args(["--network", "loopback"])
+            .args(mode)
+            .args(["--", script])
+            .run()
+            .expect_stdout("hello over loopback\n[exit code: 0]\n")
+            .expect_status(0);
+    }
+}
+
+#[test]
+fn loopback_reaches_listeners_outside_the_run_over_ipv4_and_ipv6() {
+    for mode in MODES {
+        for addr in ["127.0.0.1:0", "[::1]:0"] {
+            let Ok(listener) = TcpListener::bind(addr) else {
+                skip(&format!("{addr} cannot be bound here"));
+                continue;
+            };
+            let port = listener.local_addr().unwrap().port();
+            let server = std::thread::spawn(move || {
+                let (mut s, _) = listener.accept().unwrap();
+                s.write_all(b"from outside\n").unwrap();
+            });
+            let host = addr.rsplit_once(':').unwrap().0.trim_matches(['[', ']']);
+            let script = format!(
+                "python3 -c 'import socket; s = socket.create_connection((\"{host}\", {port})); \
+                 print(s.recv(100).decode(), end=\"\")'"
+            );
+            Test::new()
+                .args(["--network", "loopback"])
+                .args(mode)
+                .args(["--", &script])
+                .run()
+                .expect_stdout("from outside\n[exit code: 0]\n");
+            server.join().unwrap();
+        }
+    }
+}
+
+/// Binds the unspecified addresses, sends from an unbound UDP socket, and
+/// asks for raw and SCTP sockets: printed one per line.
+const BINDS_AND_SOCKETS: &str = r#"
+import socket
+def show(what, f):
+    try:
+        print(what, f())
+    except OSError as e:
+        print(what, "errno", e.errno)
+s = socket.socket(); s.bind(("0.0.0.0", 0)); s.listen()
+print("tcp4", s.getsockname()[0])
+s6 = socket.socket(socket.AF_INET6); s6.bind(("::", 0)); s6.listen()
+print("tcp6 dual-stack", s6.getsockname()[0])
+o = socket.socket(socket.AF_INET6); o.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+o.bind(("::", 0)); print("tcp6 only", o.getsockname()[0])
+l = socket.socket(); l.listen(); print("listen unbound", l.getsockname()[0])
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.sendto(b"x", ("127.0.0.1", 9))
+print("udp autobind", u.getsockname()[0])
+show("raw", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
+show("sctp", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132))
+show("bind 192.0.2.9", lambda: socket.socket().bind(("192.0.2.9", 0)))
+"#;
+
+#[test]
+fn loopback_narrows_wildcard_binds_and_refuses_raw_and_sctp_sockets() {
+    for mode in MODES {
+        let out = Test::new()
+            .args(["--network", "loopback", "--json", "-e", "SCRIPT"])
+            .args(mode)
+            .args(["--", "python3 -c \"$SCRIPT\""])
+            .env("SCRIPT", BINDS_AND_SOCKETS)
+            .run();
+        let v = out.json();
+        assert_eq!(
+            v["stdout"]["text"],
+            "tcp4 127.0.0.1\ntcp6 dual-stack ::ffff:127.0.0.1\ntcp6 only ::1\n\
+             listen unbound 127.0.0.1\nudp autobind 127.0.0.1\nraw errno 13\nsctp errno 13\n\
+             bind 192.0.2.9 errno 13\n",
+            "{mode:?}: {}",
+            v["stderr"]["text"]
+        );
+        assert_eq!(v["sandbox"]["network"], "loopback");
+        assert_eq!(v["sandbox"]["network_enforcement"], "gate");
+        assert_eq!(v["sandbox"]["network_denied"], true);
+        let denied: Vec<String> = v["sandbox"]["denials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                format!(
+                    "{} {}",
+                    d["op"].as_str().unwrap(),
+                    d["path"].as_str().unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(
+            denied,
+            [
+                "socket AF_INET SOCK_RAW",
+                "socket AF_INET protocol 132",
+                "bind 192.0.2.9:0"
+            ]
+        );
+    }
+}
+
+/// A Python script run inside the test's network namespace, against the
+/// listener on 192.0.2.2:PORT (TCP and UDP): each attack prints one line.
+const ATTACKS: &str = r#"
+import ctypes, os, socket, sys, threading
+port = int(sys.argv[1]); sock_path = sys.argv[2] if len(sys.argv) > 2 else None
+libc = ctypes.CDLL(None, use_errno=True)
+def sin(ip, p):
+    return socket.AF_INET.to_bytes(2, sys.byteorder) + p.to_bytes(2, "big") + socket.inet_aton(ip) + bytes(8)
+
+# 1. A plain connect.
+try:
+    socket.create_connection(("192.0.2.2", port), timeout=5); print("connect: reached")
+except OSError as e:
+    print("connect: errno", e.errno)
+
+# 2. A thread rewrites the address while connect waits on the gate.
+local = socket.socket(); local.bind(("127.0.0.1", port)); local.listen(512)
+def drain():
+    while True:
+        c, _ = local.accept(); c.close()
+threading.Thread(target=drain, daemon=True).start()
+buf = ctypes.create_string_buffer(sin("127.0.0.1", port), 16)
+stop = False
+def flip():
+    a, b = sin("127.0.0.1", port), sin("192.0.2.2", port)
+    while not stop:
+        ctypes.memmove(buf, b, 16); ctypes.memmove(buf, a, 16)
+t = threading.Thread(target=flip); t.start()
+outside = 0
+for i in range(300):
+    s = socket.socket()
+    if libc.connect(s.fileno(), buf, 16) == 0 and s.getpeername()[0] != "127.0.0.1":
+        outside += 1
+    s.close()
+stop = True; t.join()
+print("race: outside", outside)
+
+# 3. sendmmsg: a loopback message, then one to 192.0.2.2.
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+class msghdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32), ("iov", ctypes.c_void_p),
+                ("iovlen", ctypes.c_size_t), ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+class mmsghdr(ctypes.Structure):
+    _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint32)]
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+data = ctypes.create_string_buffer(b"LEAK", 4)
+iov = iovec(ctypes.cast(data, ctypes.c_void_p), 4)
+names = [ctypes.create_string_buffer(sin(ip, port), 16) for ip in ("127.0.0.1", "192.0.2.2")]
+msgs = (mmsghdr * 2)()
+for m, n in zip(msgs, names):
+    m.hdr = msghdr(ctypes.cast(n, ctypes.c_void_p), 16, ctypes.cast(ctypes.pointer(iov), ctypes.c_void_p), 1, None, 0, 0)
+r = libc.sendmmsg(u.fileno(), msgs, 2, 0)
+print("sendmmsg:", "errno %d" % ctypes.get_errno() if r < 0 else "sent %d" % r)
+
+# 4. A socket of the host, connected to 192.0.2.2, passed in by a server outside.
+if sock_path:
+    c = socket.socket(socket.AF_UNIX); c.connect(sock_path)
+    msg, anc, flags, _ = c.recvmsg(16, socket.CMSG_SPACE(4))
+    fds = [int.from_bytes(d[:4], sys.byteorder) for (l, k, d) in anc if k == socket.SCM_RIGHTS]
+    for fd in fds:
+        os.write(fd, b"LEAK")
+    print("passed fd:", len(fds), "received;", msg.decode())
+"#;
+
+/// Runs in the test's network namespace: the listener that counts what
+/// reaches 192.0.2.2, and a server on a Unix socket that passes a TCP
+/// socket connected to it to whoever connects.
+const NAMESPACE: &str = r#"
+import os, socket, sys, threading, time
+port, log, unix = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+got = {"tcp": 0, "udp": 0, "bytes": b""}
+t = socket.socket(); t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); t.bind(("192.0.2.2", port)); t.listen(64)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("192.0.2.2", port))
+def tcp():
+    while True:
+        c, _ = t.accept(); got["tcp"] += 1
+        c.settimeout(0.5)
+        try:
+            got["bytes"] += c.recv(100)
+        except OSError:
+            pass
+def udp():
+    while True:
+        got["bytes"] += u.recv(100); got["udp"] += 1
+def passer():
+    s = socket.socket(socket.AF_UNIX); s.bind(unix); s.listen(4)
+    while True:
+        c, _ = s.accept()
+        host = socket.create_connection(("192.0.2.2", port))
+        try:
+            c.sendmsg([b"here"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, host.fileno().to_bytes(4, sys.byteorder))])
+        except OSError as e:
+            c.sendall(b"sendmsg errno %d" % e.errno)
+        c.close()
+for f in (tcp, udp, passer):
+    threading.Thread(target=f, daemon=True).start()
+open(log + ".ready", "w").close()
+while not os.path.exists(log + ".stop"):
+    time.sleep(0.05)
+time.sleep(0.6)
+open(log, "w").write("tcp %d udp %d leaked %s\n" % (got["tcp"], got["udp"], b"LEAK" in got["bytes"]))
+"#;
+
+/// Runs `body` (bash) in a new network namespace with 192.0.2.2 on a veth
+/// pair and the [`NAMESPACE`] listener on `port`; returns the listener's
+/// count line and what `body` printed.
+fn in_test_namespace(dir: &Path, port: u16, body: &str) -> (String, String) {
+    let log = dir.join("listener.log");
+    let unix = dir.join("passer.sock");
+    std::fs::write(dir.join("ns.py"), NAMESPACE).unwrap();
+    std::fs::write(dir.join("attacks.py"), ATTACKS).unwrap();
+    let script = format!(
+        "set -e
+        ip link set lo up
+        ip link add v0 type veth peer name v1
+        ip addr add 192.0.2.1/24 dev v0; ip addr add 192.0.2.2/24 dev v1
+        ip link set v0 up; ip link set v1 up
+        python3 {ns} {port} {log} {unix} & listener=$!
+        trap 'kill $listener 2>/dev/null; wait' EXIT
+        for i in $(seq 200); do [ -e {log}.ready ] && break; sleep 0.05; done
+        set +e
+        {body}
+        touch {log}.stop; wait $listener",
+        ns = dir.join("ns.py").display(),
+        log = log.display(),
+        unix = unix.display(),
+    );
+    let out = Command::new("unshare")
+        .args(["--net", "bash", "-c", &script])
+        .env("DSH", bin())
+        .env("ATTACKS", dir.join("attacks.py"))
+        .env("SOCK", &unix)
+        .env("PORT", port.to_string())
+        .env("HOME", "/nonexistent-home")
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let counts = std::fs::read_to_string(&log).unwrap_or_default();
+    (counts, stdout(&out) + &stderr(&out))
+}
+
+#[test]
+fn a_listener_beyond_loopback_is_reachable_without_the_gate_and_not_with_it() {
+    if !can_make_namespaces() {
+        return skip("needs root with CAP_SYS_ADMIN, unshare and ip for a network namespace");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = 18461;
+    // Unconfined: the listener is there, and a connection reaches it.
+    let (counts, printed) = in_test_namespace(
+        dir.path(),
+        port,
+        "$DSH -- 'exec 3<>/dev/tcp/192.0.2.2/'$PORT' && echo reached >&3 && echo reached'",
+    );
+    assert_eq!(counts, "tcp 1 udp 0 leaked False\n", "{printed}");
+    assert!(printed.contains("reached\n[exit code: 0]"), "{printed}");
+}
+
+#[test]
+fn loopback_refuses_at_once_a_connect_a_race_a_sendmmsg_and_a_passed_socket() {
+    if !can_make_namespaces() {
+        return skip("needs root with CAP_SYS_ADMIN, unshare and ip for a network namespace");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = 18462;
+    let (counts, printed) = in_test_namespace(
+        dir.path(),
+        port,
+        "start=$(date +%s%N)
+        $DSH -s workspace-write --network loopback --allow-unix-socket \"$SOCK\" \
+            -- python3 \"$ATTACKS\" $PORT \"$SOCK\"
+        echo took $(( ($(date +%s%N) - start) / 1000000 ))ms",
+    );
+    // The one connection is the passing server's own, made outside the run.
+    assert_eq!(counts, "tcp 1 udp 0 leaked False\n", "{printed}");
+    for line in [
+        "connect: errno 13\n",
+        "race: outside 0\n",
+        // Every message is judged before any is sent: none goes.
+        "sendmmsg: errno 13\n",
+        "passed fd: 0 received; sendmsg errno 1\n",
+    ] {
+        assert!(printed.contains(line), "{line:?} not in:\n{printed}");
+    }
+    assert!(printed.contains("[sandbox: network denied: connect(192.0.2.2:"));
+    // At once: no connect waited on a packet (generous: the race loop
+    // makes 300 connects through the gate).
+    let took: u64 = printed
+        .lines()
+        .find_map(|l| l.strip_prefix("took ")?.strip_suffix("ms")?.parse().ok())
+        .unwrap();
+    assert!(took < 20_000, "{took} ms:\n{printed}");
+}
+
+#[test]
+fn the_allow_list_bypassed_is_loopback_only() {
+    if !can_make_namespaces() {
+        return skip("needs root with CAP_SYS_ADMIN, unshare and ip for a network namespace");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = 18463;
+    let (counts, printed) = in_test_namespace(
+        dir.path(),
+        port,
+        "$DSH --network allow=192.0.2.2:$PORT -- \
+            'curl -sS --noproxy \"*\" -m 5 http://192.0.2.2:'$PORT'/ ; echo curl $?'",
+    );
+    assert_eq!(counts, "tcp 0 udp 0 leaked False\n", "{printed}");
+    assert!(printed.contains("curl 7\n"), "{printed}");
+    assert!(printed.contains("[sandbox: network denied: connect(192.0.2.2:"));
+}
+
+/// A directory with `hello.txt` served over HTTP on 127.0.0.1.
+fn upstream() -> (tempfile::TempDir, Started, u16) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hello.txt"), "hello through the proxy\n").unwrap();
+    let (server, port) = http_server(dir.path());
+    (dir, server, port)
+}
+
+#[test]
+fn the_allow_list_proxy_fetches_a_listed_host_and_refuses_the_rest() {
+    let (_dir, _server, port) = upstream();
+    for mode in MODES {
+        let script = format!(
+            "curl -sS --noproxy '' http://localhost:{port}/hello.txt
+            curl -sS --noproxy '' -w ' %{{http_code}}\\n' http://example.org/
+            curl -sS --noproxy '' -w ' %{{http_code}}\\n' http://127.0.0.1:{port}/hello.txt
+            curl -sS --noproxy '' -w ' %{{http_code}}\\n' -o /dev/null https://example.org/ 2>&1"
+        );
+        let out = Test::new()
+            .args(["--json", "--network"])
+            .arg(format!("allow=localhost:{port}"))
+            .args(mode)
+            .args(["--", &script])
+            .run();
+        let v = out.json();
+        assert_eq!(
+            v["stdout"]["text"].as_str().unwrap(),
+            format!(
+                "hello through the proxy\n\
+                 dsh-exec: example.org:80 refused: not in --network allow=localhost:{port}\n 403\n\
+                 dsh-exec: 127.0.0.1:{port} refused: not in --network allow=localhost:{port}\n 403\n\
+                 curl: (56) CONNECT tunnel failed, response 403\n 000\n"
+            ),
+            "{mode:?}"
+        );
+        let sb = &v["sandbox"];
+        assert_eq!(sb["network"], "allow-list");
+        assert_eq!(sb["network_allow"], json!([format!("localhost:{port}")]));
+        assert_eq!(sb["network_allowed"], json!({"localhost": 1}));
+        let reason = "not in --network allow=";
+        assert_eq!(
+            sb["network_denials"],
+            json!([
+                {"host": "example.org", "port": 80, "reason": reason},
+                {"host": "127.0.0.1", "port": port, "reason": reason},
+                {"host": "example.org", "port": 443, "reason": reason},
+            ])
+        );
+        assert_eq!(sb["network_denied"], true);
+        let proxy = sb["network_proxy"].as_str().unwrap();
+        assert!(proxy.starts_with("127.0.0.1:"), "{proxy}");
+    }
+}
+
+#[test]
+fn the_proxy_refuses_a_wildcard_name_that_resolves_to_loopback() {
+    if !can_make_namespaces() {
+        return skip("needs root with CAP_SYS_ADMIN and unshare for a private /etc/hosts");
+    }
+    let (dir, _server, port) = upstream();
+    let hosts = dir.path().join("hosts");
+    std::fs::write(
+        &hosts,
+        "127.0.0.1 localhost\n127.0.0.1 a.rebind.test\n127.0.0.1 b.rebind.test\n",
+    )
+    .unwrap();
+    let fetch = |rule: String, name: &str| {
+        let script = format!(
+            "mount --bind {} /etc/hosts && exec \"$DSH\" --json --network allow={rule} -- \
+             'curl -sS --noproxy \"\" -w \" %{{http_code}}\" http://{name}:{port}/hello.txt'",
+            hosts.display()
+        );
+        let out = Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "bash", "-c", &script])
+            .env("DSH", bin())
+            .env("HOME", "/nonexistent-home")
+            .output()
+            .unwrap();
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)))
+    };
+    let v = fetch(format!("*.rebind.test:{port}"), "a.rebind.test");
+    let reason = "resolves to 127.0.0.1, a loopback address: only a host or address listed \
+                  exactly may reach it (DNS rebinding)";
+    assert_eq!(
+        v["stdout"]["text"].as_str().unwrap(),
+        format!("dsh-exec: a.rebind.test:{port} refused: {reason}\n 403")
+    );
+    assert_eq!(
+        v["sandbox"]["network_denials"],
+        json!([{"host": "a.rebind.test", "port": port, "reason": reason}])
+    );
+    // Listed exactly, the same name may.
+    let v = fetch(format!("b.rebind.test:{port}"), "b.rebind.test");
+    assert_eq!(
+        v["stdout"]["text"].as_str().unwrap(),
+        "hello through the proxy\n 200"
+    );
+}
+
+/// A client for the proxy: CONNECT to `localhost:PORT`, then 10 MiB of
+/// seeded random bytes each way; prints the digests of what it sent and
+/// what came back.
+const TUNNEL: &str = r#"
+import hashlib, os, random, socket, sys, threading
+proxy = os.environ["HTTPS_PROXY"].rsplit("/", 1)[-1].rsplit(":", 1)
+s = socket.create_connection((proxy[0], int(proxy[1])))
+s.sendall(b"CONNECT localhost:%s HTTP/1.1\r\nHost: localhost\r\n\r\n" % sys.argv[1].encode())
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(1)
+print(head.split(b"\r\n")[0].decode())
+data = random.Random(7).randbytes(10 << 20)
+t = threading.Thread(target=lambda: (s.sendall(data), s.shutdown(socket.SHUT_WR))); t.start()
+back = hashlib.sha256(); n = 0
+while chunk := s.recv(1 << 16):
+    back.update(chunk); n += len(chunk)
+t.join()
+print(n, hashlib.sha256(data).hexdigest() == back.hexdigest(), back.hexdigest())
+"#;
+
+#[test]
+fn a_connect_tunnel_carries_ten_mebibytes_each_way_unchanged() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // The upstream echoes every byte and digests what it got.
+    let echo = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut w = s.try_clone().unwrap();
+        let mut all = Vec::new();
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = s.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            all.extend_from_slice(&buf[..n]);
+            w.write_all(&buf[..n]).unwrap();
+        }
+        w.shutdown(std::net::Shutdown::Write).unwrap();
+        all
+    });
+    let out = Test::new()
+        .args(["--network"])
+        .arg(format!("allow=localhost:{port}"))
+        .args(["-e", "SCRIPT", "--"])
+        .arg(format!("python3 -c \"$SCRIPT\" {port}"))
+        .env("SCRIPT", TUNNEL)
+        .run();
+    let received = echo.join().unwrap();
+    assert_eq!(received.len(), 10 << 20);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines[0], "HTTP/1.1 200 Connection established",
+        "{}",
+        out.stdout
+    );
+    assert!(
+        lines[1].starts_with(&format!("{} True ", 10 << 20)),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(lines.last(), Some(&"[exit code: 0]"));
+}
+
+#[test]
+fn a_background_job_gets_the_same_allow_list_and_its_proxy() {
+    let (_dir, _server, port) = upstream();
+    let runtime = crate::jobs::runtime_dir();
+    let job = |args: &[&str]| -> (String, i32) {
+        let mut c = dsh();
+        crate::jobs::with_runtime(&mut c, runtime.path());
+        let out = c.args(args).output().unwrap();
+        (stdout(&out), code(&out))
+    };
+    let allow = format!("allow=localhost:{port}");
+    let script = format!(
+        "curl -sS --noproxy '' http://localhost:{port}/hello.txt; \
+         curl -sS --noproxy '' -w ' %{{http_code}}\\n' -o /dev/null http://example.org/"
+    );
+    let (id, status) = job(&["--background", "--network", &allow, "--", &script]);
+    assert_eq!(status, 0, "{id}");
+    let (out, status) = job(&["job", "wait", "--json", id.trim()]);
+    assert_eq!(status, 0, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v["stdout"]["text"], "hello through the proxy\n 403\n",
+        "{v}"
+    );
+    assert_eq!(v["sandbox"]["network_allowed"], json!({"localhost": 1}));
+    assert_eq!(
+        v["sandbox"]["network_denials"][0]["host"],
+        json!("example.org")
+    );
+}
+
+#[test]
+fn explain_names_the_hosts_the_proxy_and_the_mechanism() {
+    let (text, status) = run(&[
+        "explain",
+        "--network",
+        "allow=pypi.org,*.pythonhosted.org:443",
+        "--",
+        "true",
+    ]);
+    assert_eq!(status, 0, "{text}");
+    for needle in [
+        "network           allow-list                                        (flag)\n",
+        "allow-hosts       pypi.org                                          (ports 80 and 443)\n",
+        "                  *.pythonhosted.org:443\n",
+        "proxy             http://127.0.0.1:PORT",
+        "net-mechanism     as loopback, plus an HTTP/HTTPS proxy",
+        "DSH_SANDBOX_NETWORK=allow-list",
+    ] {
+        assert!(text.contains(needle), "{needle:?} not in:\n{text}");
+    }
+    let (text, _) = run(&["explain", "--json", "--network", "loopback", "--", "true"]);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let sandbox = &v["sandbox"];
+    assert_eq!(sandbox["network"]["value"], "loopback");
+    assert!(
+        sandbox["network_mechanism"]
+            .as_str()
+            .unwrap()
+            .starts_with("gate (seccomp user notification)"),
+        "{sandbox}"
+    );
+}
