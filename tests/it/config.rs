@@ -138,3 +138,33 @@ fn the_xdg_location_is_read_and_can_set_a_sandbox() {
     assert_eq!(v["sandbox"]["mode"], "read-only");
     assert!(!ws.path().join("f").exists());
 }
+
+#[test]
+fn the_config_allow_list_is_the_policy_until_a_network_flag_names_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        "[defaults]\nnetwork_allow = [\"pypi.org\", \"*.pythonhosted.org:443\"]\n",
+    )
+    .unwrap();
+    let v = explain(&cfg, &[]);
+    assert_eq!(
+        v["sandbox"]["network"],
+        json!({"value": "allow-list", "origin": "config"})
+    );
+    assert_eq!(
+        v["sandbox"]["network_allow"],
+        json!(["pypi.org", "*.pythonhosted.org:443"])
+    );
+    let v = explain(&cfg, &["--network", "loopback"]);
+    assert_eq!(
+        v["sandbox"]["network"],
+        json!({"value": "loopback", "origin": "flag"})
+    );
+    assert_eq!(v["sandbox"]["network_allow"], json!([]));
+    std::fs::write(&cfg, "[defaults]\nnetwork_allow = [\"a b\"]\n").unwrap();
+    let out = with_config(&cfg, &["--", "true"]);
+    assert_eq!(out.status, 125, "{}", out.stderr);
+    assert!(out.stderr.contains("invalid host 'a b'"), "{}", out.stderr);
+}
