@@ -412,6 +412,9 @@ fn serve(
     stop: &std::sync::atomic::AtomicBool,
 ) {
     let fd = listener.as_raw_fd();
+    // Started from this thread, the pool's threads inherit its limited
+    // capabilities (capset(2) acts on the calling thread; clone(2) copies).
+    let pool = Arc::new(CallPool::default());
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         let mut p = libc::pollfd {
             fd,
@@ -436,7 +439,7 @@ fn serve(
             };
             first = false;
             match next {
-                Ok(Some(n)) => answer(n, listener, abi, policy),
+                Ok(Some(n)) => answer(n, listener, abi, policy, &pool),
                 Ok(None) => break,
                 // Every task using the filter is gone.
                 Err(_) => return,
@@ -445,7 +448,13 @@ fn serve(
     }
 }
 
-fn answer(n: Notification, listener: &Arc<OwnedFd>, abi: &Arc<Abi>, policy: &Arc<GatePolicy>) {
+fn answer(
+    n: Notification,
+    listener: &Arc<OwnedFd>,
+    abi: &Arc<Abi>,
+    policy: &Arc<GatePolicy>,
+    pool: &Arc<CallPool>,
+) {
     let fd = listener.as_raw_fd();
     let task = Task::new(&n, fd);
     let outcome = fs::handle(&task, n.nr, &n.args, policy)
@@ -456,14 +465,93 @@ fn answer(n: Notification, listener: &Arc<OwnedFd>, abi: &Arc<Abi>, policy: &Arc
         Outcome::Continue => abi.continue_call(fd, n.id),
         Outcome::Blocking(work) => {
             let (call_abi, call_listener) = (abi.clone(), listener.clone());
-            let spawned = std::thread::Builder::new()
-                .name("sandbox-gate-call".into())
-                .spawn(move || {
-                    let result = work();
-                    call_abi.answer(call_listener.as_raw_fd(), n.id, result);
-                });
-            if spawned.is_err() {
+            let submitted = pool.submit(Box::new(move || {
+                let result = work();
+                call_abi.answer(call_listener.as_raw_fd(), n.id, result);
+            }));
+            if submitted.is_err() {
                 abi.answer(fd, n.id, Err(libc::EAGAIN));
+            }
+        }
+    }
+}
+
+/// A call the gate carries out off its own thread.
+type Call = Box<dyn FnOnce() + Send>;
+
+/// The threads that carry out the calls that may block (a connect, a
+/// send): a thread is started only when none is idle, and an idle one ends
+/// after [`CALL_IDLE`]. Starting a thread per call cost about as much as
+/// the rest of a gated `connect` together.
+#[derive(Default)]
+struct CallPool {
+    state: Mutex<PoolState>,
+    ready: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct PoolState {
+    /// Calls handed to an idle thread and not yet taken.
+    queue: std::collections::VecDeque<Call>,
+    /// Threads waiting for a call, less those a queued call is meant for.
+    idle: usize,
+}
+
+/// How long a call thread waits for the next call before it ends: 2 s.
+const CALL_IDLE: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl CallPool {
+    /// Runs `call` on an idle thread, or on a new one.
+    ///
+    /// Errors when no idle thread is there and none can be started.
+    fn submit(self: &Arc<Self>, call: Call) -> io::Result<()> {
+        if let Ok(mut st) = self.state.lock()
+            && st.idle > 0
+        {
+            st.idle -= 1;
+            st.queue.push_back(call);
+            self.ready.notify_one();
+            return Ok(());
+        }
+        let pool = self.clone();
+        std::thread::Builder::new()
+            .name("sandbox-gate-call".into())
+            .spawn(move || {
+                call();
+                pool.work();
+            })
+            .map(|_| ())
+    }
+
+    /// An idle thread's loop: take queued calls until none comes for
+    /// [`CALL_IDLE`].
+    fn work(&self) {
+        let Ok(mut st) = self.state.lock() else {
+            return;
+        };
+        loop {
+            st.idle += 1;
+            let deadline = std::time::Instant::now() + CALL_IDLE;
+            loop {
+                if let Some(call) = st.queue.pop_front() {
+                    // The submitter took this thread off `idle` already.
+                    drop(st);
+                    call();
+                    st = match self.state.lock() {
+                        Ok(s) => s,
+                        Err(_) => return,
+                    };
+                    break;
+                }
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    st.idle -= 1;
+                    return;
+                }
+                st = match self.ready.wait_timeout(st, left) {
+                    Ok((s, _)) => s,
+                    Err(_) => return,
+                };
             }
         }
     }
