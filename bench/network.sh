@@ -55,14 +55,15 @@ EOF
 # seconds; `connects PORT N` makes N connections (connect, close) and
 # prints the microseconds per connect.
 cat >"$BENCH_TMP/client.py" <<'EOF'
-import os, socket, sys, time
+import base64, os, socket, sys, time, urllib.parse
 what, port = sys.argv[1], int(sys.argv[2])
 def open_conn(via):
     if via == "direct":
         return socket.create_connection(("127.0.0.1", port))
-    host, p = os.environ["HTTPS_PROXY"].rsplit("/", 1)[-1].rsplit(":", 1)
-    s = socket.create_connection((host, int(p)))
-    s.sendall(b"CONNECT localhost:%d HTTP/1.1\r\n\r\n" % port)
+    u = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
+    auth = base64.b64encode(("%s:%s" % (u.username, u.password)).encode())
+    s = socket.create_connection((u.hostname, u.port))
+    s.sendall(b"CONNECT localhost:%d HTTP/1.1\r\nProxy-Authorization: Basic %s\r\n\r\n" % (port, auth))
     head = b""
     while b"\r\n\r\n" not in head:
         head += s.recv(1)

@@ -137,6 +137,8 @@ print("udp autobind", u.getsockname()[0])
 show("raw", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
 show("sctp", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132))
 show("bind 192.0.2.9", lambda: socket.socket().bind(("192.0.2.9", 0)))
+show("join", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).setsockopt(
+    socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton("239.1.2.3") + bytes(4)))
 "#;
 
 #[test]
@@ -153,7 +155,7 @@ fn loopback_narrows_wildcard_binds_and_refuses_raw_and_sctp_sockets() {
             v["stdout"]["text"],
             "tcp4 127.0.0.1\ntcp6 dual-stack ::ffff:127.0.0.1\ntcp6 only ::1\n\
              listen unbound 127.0.0.1\nudp autobind 127.0.0.1\nraw errno 13\nsctp errno 13\n\
-             bind 192.0.2.9 errno 13\n",
+             bind 192.0.2.9 errno 13\njoin errno 1\n",
             "{mode:?}: {}",
             v["stderr"]["text"]
         );
@@ -413,7 +415,9 @@ fn the_allow_list_proxy_fetches_a_listed_host_and_refuses_the_rest() {
             "curl -sS --noproxy '' http://localhost:{port}/hello.txt
             curl -sS --noproxy '' -w ' %{{http_code}}\\n' http://example.org/
             curl -sS --noproxy '' -w ' %{{http_code}}\\n' http://127.0.0.1:{port}/hello.txt
-            curl -sS --noproxy '' -w ' %{{http_code}}\\n' -o /dev/null https://example.org/ 2>&1"
+            curl -sS --noproxy '' -w ' %{{http_code}}\\n' -o /dev/null https://example.org/ 2>&1
+            curl -sS --noproxy '' -x \"http://${{HTTPS_PROXY##*@}}\" -w ' %{{http_code}}\\n' \
+                http://localhost:{port}/hello.txt"
         );
         let out = Test::new()
             .args(["--json", "--network"])
@@ -428,7 +432,8 @@ fn the_allow_list_proxy_fetches_a_listed_host_and_refuses_the_rest() {
                 "hello through the proxy\n\
                  dsh-exec: example.org:80 refused: not in --network allow=localhost:{port}\n 403\n\
                  dsh-exec: 127.0.0.1:{port} refused: not in --network allow=localhost:{port}\n 403\n\
-                 curl: (56) CONNECT tunnel failed, response 403\n 000\n"
+                 curl: (56) CONNECT tunnel failed, response 403\n 000\n\
+                 dsh-exec: this proxy serves one dsh-exec run only\n 407\n"
             ),
             "{mode:?}"
         );
@@ -501,10 +506,12 @@ fn the_proxy_refuses_a_wildcard_name_that_resolves_to_loopback() {
 /// seeded random bytes each way; prints the digests of what it sent and
 /// what came back.
 const TUNNEL: &str = r#"
-import hashlib, os, random, socket, sys, threading
-proxy = os.environ["HTTPS_PROXY"].rsplit("/", 1)[-1].rsplit(":", 1)
-s = socket.create_connection((proxy[0], int(proxy[1])))
-s.sendall(b"CONNECT localhost:%s HTTP/1.1\r\nHost: localhost\r\n\r\n" % sys.argv[1].encode())
+import base64, hashlib, os, random, socket, sys, threading, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
+auth = base64.b64encode(("%s:%s" % (proxy.username, proxy.password)).encode())
+s = socket.create_connection((proxy.hostname, proxy.port))
+s.sendall(b"CONNECT localhost:%s HTTP/1.1\r\nHost: localhost\r\nProxy-Authorization: Basic %s\r\n\r\n"
+          % (sys.argv[1].encode(), auth))
 head = b""
 while b"\r\n\r\n" not in head:
     head += s.recv(1)
@@ -624,4 +631,26 @@ fn explain_names_the_hosts_the_proxy_and_the_mechanism() {
             .starts_with("gate (seccomp user notification)"),
         "{sandbox}"
     );
+}
+
+#[test]
+fn loopback_in_full_access_cannot_ptrace_a_process_outside_the_run() {
+    // A process of the same user outside the run could make any connection
+    // for it; the Landlock domain of the abstract-socket scope (ABI 6)
+    // keeps ptrace(2) inside the run.
+    let abi = std::fs::read_to_string("/sys/kernel/security/lsm").unwrap_or_default();
+    if !abi.contains("landlock") {
+        return skip("Landlock is not enabled");
+    }
+    let mut outside = Started(Command::new("sleep").arg("30").spawn().unwrap());
+    let pid = outside.0.id();
+    let script = format!(
+        "python3 -c 'import ctypes; libc = ctypes.CDLL(None, use_errno=True); \
+         print(libc.ptrace(16, {pid}, 0, 0), ctypes.get_errno())'"
+    );
+    Test::new()
+        .args(["--network", "loopback", "--", &script])
+        .run()
+        .expect_stdout("-1 1\n[exit code: 0]\n");
+    let _ = outside.0.kill();
 }

@@ -163,8 +163,9 @@ pub fn special_class(ip: IpAddr) -> Option<&'static str> {
                 Some("a link-local address")
             } else if a.is_multicast() {
                 Some("a multicast, broadcast or reserved address")
-            } else if s[0] == 0 && s[1] == 0 && s[2] == 0 && s[3] == 0 && s[4] == 0 {
-                // IPv4-compatible (::a.b.c.d) and the rest of ::/80.
+            } else if s[..4] == [0; 4] && (s[4] == 0 || (s[4] == 0xffff && s[5] == 0)) {
+                // IPv4-compatible (::a.b.c.d), IPv4-translated
+                // (::ffff:0:a.b.c.d, RFC 2765) and the rest of ::/80.
                 Some("a multicast, broadcast or reserved address")
             } else if s[0] == 0x64 && s[1] == 0xff9b {
                 // NAT64 (RFC 6052): judge the IPv4 address inside.
@@ -240,6 +241,10 @@ mod tests {
             ("fe80::1", "a link-local address"),
             ("64:ff9b::a00:1", "a private address"),
             ("0.1.2.3", "an unspecified address"),
+            (
+                "::ffff:0:7f00:1",
+                "a multicast, broadcast or reserved address",
+            ),
         ] {
             assert_eq!(special_class(ip.parse().unwrap()), Some(class), "{ip}");
         }

@@ -56,6 +56,79 @@ pub const MAX_CONNECTIONS: usize = 256;
 /// The most refusals kept in a result; the rest are only counted.
 pub const MAX_NETWORK_DENIALS: usize = 100;
 
+/// The user name in the proxy URL.
+const USER: &str = "dsh-exec";
+
+/// 16 random bytes (getrandom(2)) as 32 hex digits.
+fn random_token() -> io::Result<String> {
+    let mut b = [0u8; 16];
+    // SAFETY: getrandom fills the buffer we own.
+    let n = unsafe { nix::libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n != b.len() as isize {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// Standard base64 with padding (RFC 4648 4), for the one credential the
+/// proxy compares.
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The addresses of this host's interfaces (getifaddrs(3)), but loopback.
+fn own_addresses() -> Vec<IpAddr> {
+    let mut out = Vec::new();
+    let mut head: *mut nix::libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs allocates a list we walk and free; each address
+    // is read per its family's structure.
+    unsafe {
+        if nix::libc::getifaddrs(&mut head) != 0 {
+            return out;
+        }
+        let mut at = head;
+        while !at.is_null() {
+            let a = (*at).ifa_addr;
+            if !a.is_null() {
+                match i32::from((*a).sa_family) {
+                    nix::libc::AF_INET => {
+                        let sin = &*(a as *const nix::libc::sockaddr_in);
+                        out.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(
+                            sin.sin_addr.s_addr,
+                        ))));
+                    }
+                    nix::libc::AF_INET6 => {
+                        let sin6 = &*(a as *const nix::libc::sockaddr_in6);
+                        out.push(IpAddr::V6(std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr)));
+                    }
+                    _ => {}
+                }
+            }
+            at = (*at).ifa_next;
+        }
+        nix::libc::freeifaddrs(head);
+    }
+    out.retain(|a| !a.is_loopback());
+    out
+}
+
 /// The relay buffer per direction: 64 KiB.
 const RELAY_BUF: usize = 64 * 1024;
 
@@ -101,6 +174,14 @@ impl NetworkStats {
 /// Shared between the proxy's threads.
 struct Shared {
     rules: Vec<HostRule>,
+    /// `Basic BASE64(dsh-exec:TOKEN)`: what a client of this run sends in
+    /// `Proxy-Authorization` (the credentials are in the proxy URL the
+    /// command gets).
+    credentials: String,
+    /// The proxy URL with its credentials.
+    url: String,
+    /// The addresses of this host's interfaces, refused as special.
+    own_addrs: Vec<IpAddr>,
     stats: Mutex<NetworkStats>,
     stop: AtomicBool,
     live: AtomicUsize,
@@ -131,7 +212,11 @@ impl Proxy {
     pub fn start(rules: Vec<HostRule>) -> io::Result<Proxy> {
         let listener = Arc::new(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?);
         let addr = listener.local_addr()?;
+        let token = random_token()?;
         let shared = Arc::new(Shared {
+            credentials: format!("Basic {}", base64(format!("{USER}:{token}").as_bytes())),
+            url: format!("http://{USER}:{token}@{addr}"),
+            own_addrs: own_addresses(),
             rules,
             stats: Mutex::new(NetworkStats::default()),
             stop: AtomicBool::new(false),
@@ -154,12 +239,13 @@ impl Proxy {
         self.addr
     }
 
-    /// The proxy variables for the command: `http://127.0.0.1:PORT` in
-    /// `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` and their lower-case forms,
-    /// and loopback in `NO_PROXY`/`no_proxy` (the gate lets loopback through
-    /// directly).
+    /// The proxy variables for the command: `http://dsh-exec:TOKEN@127.0.0.1:PORT`
+    /// in `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` and their lower-case
+    /// forms, and loopback in `NO_PROXY`/`no_proxy` (the gate lets loopback
+    /// through directly). The token is this run's: another process on the
+    /// host, another run's command among them, gets 407 without it.
     pub fn env(&self) -> Vec<(String, String)> {
-        let url = format!("http://{}", self.addr);
+        let url = self.shared.url.clone();
         let mut env: Vec<(String, String)> = [
             "HTTP_PROXY",
             "HTTPS_PROXY",
@@ -267,6 +353,7 @@ impl Drop for Registered<'_> {
 fn response(status: u16, line: &str) -> Vec<u8> {
     let reason = match status {
         400 => "Bad Request",
+        407 => "Proxy Authentication Required",
         403 => "Forbidden",
         502 => "Bad Gateway",
         503 => "Service Unavailable",
@@ -276,8 +363,13 @@ fn response(status: u16, line: &str) -> Vec<u8> {
     let body = format!("dsh-exec: {line}\n");
     format!(
         "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\n\
-         Content-Length: {}\r\nConnection: close\r\nX-Dsh-Exec-Proxy: refused\r\n\r\n{body}",
-        body.len()
+         Content-Length: {}\r\nConnection: close\r\nX-Dsh-Exec-Proxy: refused\r\n{}\r\n{body}",
+        body.len(),
+        if status == 407 {
+            "Proxy-Authenticate: Basic realm=\"dsh-exec\"\r\n"
+        } else {
+            ""
+        }
     )
     .into_bytes()
 }
@@ -293,6 +385,8 @@ struct Head {
     upstream_head: Vec<u8>,
     /// Bytes read past the head (the start of a body, or of the tunnel).
     rest: Vec<u8>,
+    /// It carried this run's credentials.
+    authorized: bool,
 }
 
 /// Splits an authority (`host:port`, `[v6]:port`, `host`) into the host
@@ -343,7 +437,7 @@ fn hop_by_hop(name: &str) -> bool {
 }
 
 /// Reads and parses the request head, or answers the client's error.
-fn read_head(client: &mut TcpStream) -> Result<Head, (u16, String)> {
+fn read_head(client: &mut TcpStream, credentials: &str) -> Result<Head, (u16, String)> {
     let _ = client.set_read_timeout(Some(HEAD_TIMEOUT));
     let mut buf = Vec::with_capacity(4096);
     let mut chunk = [0u8; 4096];
@@ -360,7 +454,12 @@ fn read_head(client: &mut TcpStream) -> Result<Head, (u16, String)> {
         match req.parse(&buf) {
             Ok(httparse::Status::Complete(len)) => {
                 let _ = client.set_read_timeout(None);
-                return head_of(&req, buf[len..].to_vec());
+                let mut head = head_of(&req, buf[len..].to_vec())?;
+                head.authorized = req.headers.iter().any(|h| {
+                    h.name.eq_ignore_ascii_case("proxy-authorization")
+                        && h.value == credentials.as_bytes()
+                });
+                return Ok(head);
             }
             Ok(httparse::Status::Partial) if buf.len() < HEAD_MAX => continue,
             Ok(httparse::Status::Partial) => {
@@ -383,6 +482,7 @@ fn head_of(req: &httparse::Request, rest: Vec<u8>) -> Result<Head, (u16, String)
             tunnel: true,
             upstream_head: Vec::new(),
             rest,
+            authorized: false,
         });
     }
     let after_scheme = target
@@ -434,12 +534,18 @@ fn head_of(req: &httparse::Request, rest: Vec<u8>) -> Result<Head, (u16, String)
         tunnel: false,
         upstream_head: head,
         rest,
+        authorized: false,
     })
 }
 
 /// The rules' verdict on `host:port`: the addresses the proxy may connect
 /// to, or the refusal (status, line for the client, reason for the result).
-fn decide(rules: &[HostRule], host: &str, port: u16) -> Result<Vec<SocketAddr>, (u16, String)> {
+fn decide(
+    rules: &[HostRule],
+    own: &[IpAddr],
+    host: &str,
+    port: u16,
+) -> Result<Vec<SocketAddr>, (u16, String)> {
     let matching: Vec<&HostRule> = rules.iter().filter(|r| r.matches(host, port)).collect();
     if matching.is_empty() {
         return Err((403, "not in --network allow=".into()));
@@ -455,12 +561,29 @@ fn decide(rules: &[HostRule], host: &str, port: u16) -> Result<Vec<SocketAddr>, 
     let mut refused = None;
     let kept: Vec<SocketAddr> = resolved
         .into_iter()
-        .filter(|a| match special_class(a.ip()) {
-            None => true,
-            Some(_) if exact || rules.iter().any(|r| r.names_addr(a.ip())) => true,
-            Some(class) => {
-                refused.get_or_insert((a.ip(), class));
-                false
+        .filter(|a| {
+            let ip = super::addr::unmapped(a.ip());
+            let class = special_class(ip).or_else(|| {
+                own.iter()
+                    .any(|o| super::addr::unmapped(*o) == ip)
+                    .then_some("an address of this host")
+            });
+            let listed = rules
+                .iter()
+                .any(|r| r.names_addr(a.ip()) || r.names_addr(ip));
+            match class {
+                None => true,
+                // A metadata service only by its address: a name, listed
+                // or not, may be its owner's to point anywhere.
+                Some(c) if c.contains("metadata") && !listed => {
+                    refused.get_or_insert((a.ip(), c));
+                    false
+                }
+                Some(_) if exact || listed => true,
+                Some(c) => {
+                    refused.get_or_insert((a.ip(), c));
+                    false
+                }
             }
         })
         .collect();
@@ -497,18 +620,22 @@ fn connect_any(addrs: &[SocketAddr]) -> Result<TcpStream, (u16, String)> {
 }
 
 fn serve(mut client: TcpStream, shared: &Shared) {
-    let head = match read_head(&mut client) {
+    let head = match read_head(&mut client, &shared.credentials) {
         Ok(h) => h,
         Err((status, line)) => {
             let _ = client.write_all(&response(status, &line));
             return;
         }
     };
+    if !head.authorized {
+        let _ = client.write_all(&response(407, "this proxy serves one dsh-exec run only"));
+        return;
+    }
     let shown = match parse_addr(&head.host) {
         Some(IpAddr::V6(a)) => format!("[{a}]:{}", head.port),
         _ => format!("{}:{}", head.host, head.port),
     };
-    let addrs = match decide(&shared.rules, &head.host, head.port) {
+    let addrs = match decide(&shared.rules, &shared.own_addrs, &head.host, head.port) {
         Ok(a) => a,
         Err((status, reason)) => {
             if status == 403
@@ -517,7 +644,11 @@ fn serve(mut client: TcpStream, shared: &Shared) {
                 s.deny(&head.host, head.port, reason.clone());
             }
             let line = if status == 403 && reason.starts_with("not in") {
-                let list: Vec<String> = shared.rules.iter().map(|r| r.to_string()).collect();
+                let mut list: Vec<String> =
+                    shared.rules.iter().take(8).map(|r| r.to_string()).collect();
+                if shared.rules.len() > 8 {
+                    list.push(format!("... ({} hosts)", shared.rules.len()));
+                }
                 format!("{shown} refused: not in --network allow={}", list.join(","))
             } else {
                 format!("{shown} refused: {reason}")
@@ -534,7 +665,8 @@ fn serve(mut client: TcpStream, shared: &Shared) {
         }
     };
     if let Ok(mut s) = shared.stats.lock() {
-        *s.allowed.entry(head.host.clone()).or_insert(0) += 1;
+        let key = parse_addr(&head.host).map_or_else(|| head.host.clone(), |ip| ip.to_string());
+        *s.allowed.entry(key).or_insert(0) += 1;
     }
     let _guard = Registered::new(shared, &upstream);
     let _ = client.set_nodelay(true);
@@ -597,6 +729,15 @@ mod tests {
     }
 
     #[test]
+    fn base64_is_rfc_4648() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    }
+
+    #[test]
     fn authorities_split_into_host_and_port() {
         assert_eq!(
             authority("Example.org:443", None),
@@ -636,12 +777,21 @@ mod tests {
     fn a_wildcard_never_reaches_a_special_address_and_an_exact_rule_may() {
         let r = rules("*.localhost:9,localhost:9,127.0.0.2:9");
         // Not listed at all.
-        assert_eq!(decide(&r, "example.org", 443).unwrap_err().0, 403);
+        assert_eq!(decide(&r, &[], "example.org", 443).unwrap_err().0, 403);
         // An address literal listed exactly.
-        assert!(decide(&r, "127.0.0.2", 9).is_ok());
+        assert!(decide(&r, &[], "127.0.0.2", 9).is_ok());
         // Not listed: loopback by literal.
-        assert_eq!(decide(&r, "127.0.0.3", 9).unwrap_err().0, 403);
+        assert_eq!(decide(&r, &[], "127.0.0.3", 9).unwrap_err().0, 403);
         // Listed exactly by name (resolves through /etc/hosts).
-        assert!(decide(&r, "localhost", 9).is_ok());
+        assert!(decide(&r, &[], "localhost", 9).is_ok());
+        // An address of this host is special too.
+        let own = ["192.0.2.1".parse().unwrap()];
+        let r = rules("*.wild.test:9,192.0.2.1:10");
+        assert!(decide(&r, &own, "192.0.2.1", 10).is_ok());
+        let r = rules("192.0.2.1:9");
+        assert!(decide(&r, &own, "192.0.2.1", 9).is_ok());
+        // Metadata only by its address, never by a name.
+        let r = rules("169.254.169.254:80");
+        assert!(decide(&r, &[], "169.254.169.254", 80).is_ok());
     }
 }

@@ -191,7 +191,10 @@ pub fn enforcement(policy: &Policy, abi: i32) -> Enforcement {
         (Unenforced::Refer, confining),
         (Unenforced::Truncate, confining),
         (Unenforced::SignalScope, confining),
-        (Unenforced::AbstractUnixScope, confining || deny),
+        (
+            Unenforced::AbstractUnixScope,
+            confining || deny || policy.network.value.gated(),
+        ),
         (Unenforced::TcpRules, deny),
     ];
     Enforcement {

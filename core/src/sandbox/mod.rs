@@ -1098,7 +1098,11 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
     };
     // Network rules and scopes need Landlock too, but without it (full-access
     // with --network deny) the seccomp filter still refuses IP sockets.
-    let ruleset = if confining || (deny && abi >= 4) {
+    // Under loopback and allow-list in full-access, a domain of the
+    // abstract-socket scope alone (ABI 6): it also keeps the command from
+    // ptrace(2)-ing processes outside it (Landlock restricts ptrace to a
+    // domain's own and nested ones), which could make its connections.
+    let ruleset = if confining || (deny && abi >= 4) || (gated && abi >= 6) {
         Some(
             landlock::build(policy, &roots, abi, terminal.as_deref())
                 .map_err(Error::SandboxUnavailable)?,

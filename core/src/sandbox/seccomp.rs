@@ -612,7 +612,7 @@ pub(crate) fn gated_ip_calls() -> Result<Vec<libc::sock_filter>, String> {
 }
 
 /// `--network loopback` and `allow=HOSTS`, the part a filter decides
-/// alone: the [`GATED_SOCKOPTS`] fail with EPERM.
+/// alone: the [`GATED_SOCKOPTS`] and multicast membership fail with EPERM.
 ///
 /// Errors with a message when the architecture is not supported or the
 /// filter cannot be compiled.
@@ -622,6 +622,19 @@ pub(crate) fn gated_sockopts() -> Result<Vec<libc::sock_filter>, String> {
         opts.push(rule(vec![
             cond(1, SeccompCmpOp::Eq, level)?,
             cond(2, SeccompCmpOp::Eq, name)?,
+        ])?);
+    }
+    // Multicast group membership: a join makes the kernel send IGMP and
+    // MLD reports out of the host's interfaces, and they carry the group
+    // (and source) addresses the task chose: bytes off the host. IPPROTO_IP
+    // 35..=48 (IP_ADD_MEMBERSHIP to MCAST_MSFILTER), IPPROTO_IPV6 20..=21
+    // (IPV6_ADD_MEMBERSHIP, IPV6_DROP_MEMBERSHIP) and 42..=48 (MCAST_*)
+    // (linux/in.h, linux/in6.h).
+    for (level, low, high) in [(0u64, 35u64, 48u64), (41, 20, 21), (41, 42, 48)] {
+        opts.push(rule(vec![
+            cond(1, SeccompCmpOp::Eq, level)?,
+            cond(2, SeccompCmpOp::Ge, low)?,
+            cond(2, SeccompCmpOp::Le, high)?,
         ])?);
     }
     let mut rules = BTreeMap::new();

@@ -495,7 +495,14 @@ struct PoolState {
     queue: std::collections::VecDeque<Call>,
     /// Threads waiting for a call, less those a queued call is meant for.
     idle: usize,
+    /// Call threads alive.
+    threads: usize,
 }
+
+/// The most call threads a gate runs at once: 256. A command that blocks
+/// more gated calls at once than that gets EAGAIN for the rest, rather
+/// than making `dsh-exec` start threads without bound.
+const MAX_CALL_THREADS: usize = 256;
 
 /// How long a call thread waits for the next call before it ends: 2 s.
 const CALL_IDLE: std::time::Duration = std::time::Duration::from_secs(2);
@@ -513,14 +520,27 @@ impl CallPool {
             self.ready.notify_one();
             return Ok(());
         }
+        match self.state.lock() {
+            Ok(mut st) if st.threads < MAX_CALL_THREADS => st.threads += 1,
+            // As a kernel short of memory would answer a send: try again.
+            _ => return Err(io::Error::from_raw_os_error(libc::EAGAIN)),
+        }
         let pool = self.clone();
         std::thread::Builder::new()
             .name("sandbox-gate-call".into())
             .spawn(move || {
                 call();
                 pool.work();
+                if let Ok(mut st) = pool.state.lock() {
+                    st.threads -= 1;
+                }
             })
             .map(|_| ())
+            .inspect_err(|_| {
+                if let Ok(mut st) = self.state.lock() {
+                    st.threads -= 1;
+                }
+            })
     }
 
     /// An idle thread's loop: take queued calls until none comes for

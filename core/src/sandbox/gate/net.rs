@@ -177,7 +177,10 @@ fn judge(
     }
     // The socket's own family decides (an address of another family fails
     // in the kernel as it would for the task).
-    if dom != libc::AF_UNIX || family(&addr) != Some(libc::AF_UNIX) || !policy.unix_confined {
+    // In full-access under loopback and allow-list, Unix sockets are seen
+    // only so that no descriptor comes in from a server outside the run.
+    let unix_seen = policy.unix_confined || policy.network.gated();
+    if dom != libc::AF_UNIX || family(&addr) != Some(libc::AF_UNIX) || !unix_seen {
         return plain(addr);
     }
     let path = &addr[2..];
@@ -219,7 +222,7 @@ fn judge(
                 return Err(libc::ECONNREFUSED);
             }
             match policy.socket_file_reachable(id) {
-                Reach::No => {
+                Reach::No if policy.unix_confined => {
                     policy.record(op, Some(shown), libc::EACCES, Refusal::OutsideSocket);
                     return Err(libc::EACCES);
                 }
@@ -227,13 +230,13 @@ fn judge(
                 // host's (SCM_RIGHTS) that no network policy would see: under
                 // loopback and allow-list the socket takes no descriptors,
                 // or the call is refused where the kernel cannot say so.
-                Reach::Listed if policy.network.gated() => {
+                Reach::No | Reach::Listed if policy.network.gated() => {
                     if refuse_passed_rights(sock).is_err() {
                         policy.record(op, Some(shown), libc::EACCES, Refusal::PassedRights);
                         return Err(libc::EACCES);
                     }
                 }
-                Reach::Listed | Reach::Run => {}
+                Reach::No | Reach::Listed | Reach::Run => {}
             }
             let bytes = sockaddr_un(pin_path(&pin).as_bytes()).ok_or(libc::ENAMETOOLONG)?;
             Ok(Dest {
@@ -490,6 +493,16 @@ fn judge_inet(
 fn bind(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32> {
     let sock = task.take_fd(a[0])?;
     let dom = domain(&sock)?;
+    if policy.network.gated() && dom == libc::AF_UNIX && socket_type(&sock) == libc::SOCK_DGRAM {
+        // A bound datagram socket takes messages from anyone who can reach
+        // its name, a server outside the run among them: under loopback and
+        // allow-list it takes no descriptors (SO_PASSRIGHTS), or is not
+        // bound where the kernel cannot say so.
+        if refuse_passed_rights(&sock).is_err() {
+            policy.record("bind", None, libc::EACCES, Refusal::PassedRights);
+            return Err(libc::EACCES);
+        }
+    }
     if !policy.network.gated() || (dom != libc::AF_INET && dom != libc::AF_INET6) {
         return Ok(Outcome::Continue);
     }
@@ -731,6 +744,24 @@ fn read_data(task: &Task, sock: &OwnedFd, addr: u64, len: usize) -> Result<Vec<u
         len
     };
     read_bytes(task.tid, addr, len)
+}
+
+/// The `SO_TYPE` of a socket (`SOCK_STREAM`, `SOCK_DGRAM`, ...); 0 when
+/// it cannot be read.
+fn socket_type(sock: &OwnedFd) -> i32 {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt fills the int we own.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TYPE,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 { v } else { 0 }
 }
 
 fn is_stream(sock: &OwnedFd) -> bool {
