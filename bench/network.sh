@@ -35,12 +35,19 @@ fi
 BIN=$(realpath "$BIN")
 
 # The upstream: a sink that reads each connection to its end and answers
-# with the byte count; connections are served one thread each.
+# with the byte count (one thread per connection), and a listener that
+# accepts and closes, for the connect figures.
 cat >"$BENCH_TMP/upstream.py" <<'EOF'
 import socket, sys, threading
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", 0)); s.listen(1024)
-print(s.getsockname()[1], flush=True)
+# A second listener for the connect figures: accept and close, nothing else.
+k = socket.socket(); k.bind(("127.0.0.1", 0)); k.listen(1024)
+def closer():
+    while True:
+        k.accept()[0].close()
+threading.Thread(target=closer, daemon=True).start()
+print(s.getsockname()[1], k.getsockname()[1], flush=True)
 def serve(c):
     buf = bytearray(1 << 20); n = 0
     while (k := c.recv_into(buf)):
@@ -88,7 +95,7 @@ EOF
 python3 -u "$BENCH_TMP/upstream.py" >"$BENCH_TMP/port" &
 SERVER_PID=$!
 for _ in $(seq 100); do [[ -s $BENCH_TMP/port ]] && break; sleep 0.05; done
-PORT=$(head -n1 "$BENCH_TMP/port")
+read -r PORT CPORT <"$BENCH_TMP/port"
 
 # One figure of a row, run through dsh-exec with ARGS (a bash array name).
 figure() {
@@ -105,9 +112,9 @@ allowlist=(--network "allow=localhost:$PORT")
 
 declare -A got
 for _ in $(seq "$ROUNDS"); do
-  got[c_unconfined]+="$(figure unconfined connects "$PORT" "$CONNECTS") "
-  got[c_loopback]+="$(figure loopback connects "$PORT" "$CONNECTS") "
-  got[c_confined]+="$(figure confined connects "$PORT" "$CONNECTS") "
+  got[c_unconfined]+="$(figure unconfined connects "$CPORT" "$CONNECTS") "
+  got[c_loopback]+="$(figure loopback connects "$CPORT" "$CONNECTS") "
+  got[c_confined]+="$(figure confined connects "$CPORT" "$CONNECTS") "
   got[b_direct]+="$(figure unconfined direct "$PORT" "$MIB") "
   got[b_loopback]+="$(figure loopback direct "$PORT" "$MIB") "
   got[b_proxy]+="$(figure allowlist proxy "$PORT" "$MIB") "
