@@ -263,15 +263,21 @@ pub struct RunResult {
 ///
 /// Every field is always present (`null` when it has no value), except the
 /// ones serde skips when empty (`aborted_by`, `spill_error`, `capped`,
-/// `live_dropped_bytes`); schemars leaves `Option` fields out of `required`,
-/// so they are put back here.
+/// `live_dropped_bytes`, `protected_changes`, and the `network_*` facts of
+/// an allow-list); schemars leaves `Option` fields out of `required`, so
+/// they are put back here.
 pub fn json_schema() -> serde_json::Value {
-    const SOMETIMES: [&str; 5] = [
+    const SOMETIMES: [&str; 10] = [
         "aborted_by",
         "spill_error",
         "capped",
         "live_dropped_bytes",
         "protected_changes",
+        "network_allow",
+        "network_proxy",
+        "network_denials",
+        "network_denials_more",
+        "network_allowed",
     ];
     let mut schema = serde_json::to_value(schemars::schema_for!(RunResult)).unwrap_or_default();
     let require_all = |obj: &mut serde_json::Value| {

@@ -30,6 +30,19 @@ fn real_results_validate_against_the_committed_schema() {
         vec!["-s", "read-only", "--network", "deny", "--", "touch /x"],
         // No denial at all: the lists are there, empty.
         vec!["-s", "workspace-write", "--", "true"],
+        vec![
+            "--network",
+            "loopback",
+            "--",
+            "python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, 1)'",
+        ],
+        // The allow-list facts: the proxy refuses without connecting.
+        vec![
+            "--network",
+            "allow=localhost:9",
+            "--",
+            "curl -sS --noproxy '' http://example.org/",
+        ],
     ];
     for args in cases {
         let (v, _) = run_json(&args);

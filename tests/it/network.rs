@@ -430,8 +430,8 @@ fn the_allow_list_proxy_fetches_a_listed_host_and_refuses_the_rest() {
             v["stdout"]["text"].as_str().unwrap(),
             format!(
                 "hello through the proxy\n\
-                 dsh-exec: example.org:80 refused: not in --network allow=localhost:{port}\n 403\n\
-                 dsh-exec: 127.0.0.1:{port} refused: not in --network allow=localhost:{port}\n 403\n\
+                 dsh-exec: example.org:80 refused: not in the --network allow= list: localhost:{port}\n 403\n\
+                 dsh-exec: 127.0.0.1:{port} refused: not in the --network allow= list: localhost:{port}\n 403\n\
                  curl: (56) CONNECT tunnel failed, response 403\n 000\n\
                  dsh-exec: this proxy serves one dsh-exec run only\n 407\n"
             ),
@@ -441,13 +441,13 @@ fn the_allow_list_proxy_fetches_a_listed_host_and_refuses_the_rest() {
         assert_eq!(sb["network"], "allow-list");
         assert_eq!(sb["network_allow"], json!([format!("localhost:{port}")]));
         assert_eq!(sb["network_allowed"], json!({"localhost": 1}));
-        let reason = "not in --network allow=";
+        let reason = "not in the --network allow= list";
         assert_eq!(
             sb["network_denials"],
             json!([
-                {"host": "example.org", "port": 80, "reason": reason},
-                {"host": "127.0.0.1", "port": port, "reason": reason},
-                {"host": "example.org", "port": 443, "reason": reason},
+                {"host": "example.org", "port": 80, "reason": reason, "count": 1},
+                {"host": "127.0.0.1", "port": port, "reason": reason, "count": 1},
+                {"host": "example.org", "port": 443, "reason": reason, "count": 1},
             ])
         );
         assert_eq!(sb["network_denied"], true);
@@ -492,7 +492,7 @@ fn the_proxy_refuses_a_wildcard_name_that_resolves_to_loopback() {
     );
     assert_eq!(
         v["sandbox"]["network_denials"],
-        json!([{"host": "a.rebind.test", "port": port, "reason": reason}])
+        json!([{"host": "a.rebind.test", "port": port, "reason": reason, "count": 1}])
     );
     // Listed exactly, the same name may.
     let v = fetch(format!("b.rebind.test:{port}"), "b.rebind.test");
@@ -613,8 +613,8 @@ fn explain_names_the_hosts_the_proxy_and_the_mechanism() {
     for needle in [
         "network           allow-list                                        (flag)\n",
         "allow-hosts       pypi.org                                          (ports 80 and 443)\n",
-        "                  *.pythonhosted.org:443\n",
-        "proxy             http://127.0.0.1:PORT",
+        "                  *.pythonhosted.org:443                            (this port)\n",
+        "proxy             http://dsh-exec:TOKEN@127.0.0.1:PORT",
         "net-mechanism     as loopback, plus an HTTP/HTTPS proxy",
         "DSH_SANDBOX_NETWORK=allow-list",
     ] {

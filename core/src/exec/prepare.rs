@@ -152,7 +152,19 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
                         "the --network allow= proxy cannot listen on 127.0.0.1: {e}"
                     )))
                 })?;
+            // NO_PROXY is the command's to choose: an explicit --env entry
+            // keeps its value (the proxy variables are not: another proxy
+            // could not be reached anyway).
+            let explicit = |k: &str| {
+                spec.env
+                    .settings
+                    .iter()
+                    .any(|s| s.name == k && s.layer == crate::request::env::Layer::Explicit)
+            };
             for (k, v) in proxy.env() {
+                if k.eq_ignore_ascii_case("no_proxy") && explicit(&k) {
+                    continue;
+                }
                 env.retain(|(name, _)| name.as_os_str() != k.as_str());
                 env.push((k.into(), v.into()));
             }

@@ -56,6 +56,9 @@ pub const MAX_CONNECTIONS: usize = 256;
 /// The most refusals kept in a result; the rest are only counted.
 pub const MAX_NETWORK_DENIALS: usize = 100;
 
+/// The reason of a refusal of a host no rule holds.
+const NOT_LISTED: &str = "not in the --network allow= list";
+
 /// The user name in the proxy URL.
 const USER: &str = "dsh-exec";
 
@@ -141,9 +144,12 @@ pub struct NetworkDenial {
     pub host: String,
     /// The port asked for.
     pub port: u16,
-    /// Why, in one line: `not in --network allow=`, `resolves to
-    /// 127.0.0.1, a loopback address`, ...
+    /// Why, in one line: `not in the --network allow= list`, `resolves
+    /// to 127.0.0.1, a loopback address: ...`.
     pub reason: String,
+    /// How many times the same host, port and reason were refused (1 or
+    /// more): a tool that retries is one entry.
+    pub count: u64,
 }
 
 /// What the proxy saw during a run.
@@ -159,11 +165,18 @@ pub struct NetworkStats {
 
 impl NetworkStats {
     fn deny(&mut self, host: &str, port: u16, reason: String) {
-        if self.denials.len() < MAX_NETWORK_DENIALS {
+        if let Some(same) = self
+            .denials
+            .iter_mut()
+            .find(|d| d.host == host && d.port == port && d.reason == reason)
+        {
+            same.count += 1;
+        } else if self.denials.len() < MAX_NETWORK_DENIALS {
             self.denials.push(NetworkDenial {
                 host: host.to_string(),
                 port,
                 reason,
+                count: 1,
             });
         } else {
             self.denials_more += 1;
@@ -548,7 +561,22 @@ fn decide(
 ) -> Result<Vec<SocketAddr>, (u16, String)> {
     let matching: Vec<&HostRule> = rules.iter().filter(|r| r.matches(host, port)).collect();
     if matching.is_empty() {
-        return Err((403, "not in --network allow=".into()));
+        let other_port = rules.iter().any(|r| {
+            (HostRule {
+                port: Some(port),
+                ..r.clone()
+            })
+            .matches(host, port)
+        });
+        if other_port {
+            return Err((
+                403,
+                format!(
+                    "{NOT_LISTED} for port {port} (a host without :PORT allows ports 80 and 443)"
+                ),
+            ));
+        }
+        return Err((403, NOT_LISTED.into()));
     }
     let exact = matching.iter().any(|r| r.names_exactly(host));
     let resolved: Vec<SocketAddr> = match parse_addr(host) {
@@ -643,13 +671,13 @@ fn serve(mut client: TcpStream, shared: &Shared) {
             {
                 s.deny(&head.host, head.port, reason.clone());
             }
-            let line = if status == 403 && reason.starts_with("not in") {
+            let line = if status == 403 && reason.starts_with(NOT_LISTED) {
                 let mut list: Vec<String> =
                     shared.rules.iter().take(8).map(|r| r.to_string()).collect();
                 if shared.rules.len() > 8 {
                     list.push(format!("... ({} hosts)", shared.rules.len()));
                 }
-                format!("{shown} refused: not in --network allow={}", list.join(","))
+                format!("{shown} refused: {reason}: {}", list.join(","))
             } else {
                 format!("{shown} refused: {reason}")
             };

@@ -118,6 +118,11 @@ impl FromStr for HostRule {
         if s.is_empty() {
             return Err(bad("empty"));
         }
+        if s.contains("://") || s.contains('/') {
+            return Err(bad(
+                "a host, not a URL: write pypi.org, not https://pypi.org/",
+            ));
+        }
         // [v6] or [v6]:port; a bare v6 address has several colons.
         let (host, port) = if let Some(rest) = s.strip_prefix('[') {
             let (addr, after) = rest.split_once(']').ok_or_else(|| bad("no closing ']'"))?;
@@ -215,7 +220,11 @@ impl schemars::JsonSchema for HostRule {
 /// Errors with the first bad entry's message.
 pub fn parse_list(list: &str) -> Result<Vec<HostRule>, String> {
     if list.trim().is_empty() {
-        return Err("--network allow= needs at least one host (or use --network allow)".into());
+        return Err(
+            "--network allow= needs at least one host (--network allow, with no list, \
+             allows every host)"
+                .into(),
+        );
     }
     list.split(',').map(|h| h.trim().parse()).collect()
 }

@@ -218,8 +218,10 @@ fn sandbox_json(spec: &Spec) -> Value {
 }
 
 /// Where the allow-list proxy listens, as `explain` can tell before a run.
-const PROXY_WHERE: &str = "http://127.0.0.1:PORT (a port picked when the run starts), \
-     in HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and their lower-case forms; NO_PROXY=localhost,127.0.0.1,::1";
+const PROXY_WHERE: &str = "http://dsh-exec:TOKEN@127.0.0.1:PORT (a port and a token picked \
+     when the run starts), set in HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and their lower-case forms \
+     over any other value; NO_PROXY=localhost,127.0.0.1,::1 unless -e sets it (loopback is \
+     reached directly, not through the proxy)";
 
 /// How a network policy is enforced, in one line.
 fn network_mechanism(network: crate::sandbox::Network) -> &'static str {
@@ -269,7 +271,7 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
         let note = if h.port.is_none() {
             "(ports 80 and 443)"
         } else {
-            ""
+            "(this port)"
         };
         rows.push((name.into(), h.to_string(), note.into()));
     }

@@ -85,8 +85,12 @@ fn denial_lines(sb: &crate::result::SandboxFacts) -> Vec<String> {
         } else {
             host
         };
+        let times = match d.count {
+            0 | 1 => String::new(),
+            n => format!(" ({n} times)"),
+        };
         lines.push(format!(
-            "[sandbox: network denied: proxy refused {host}:{} ({})]",
+            "[sandbox: network denied: proxy refused {host}:{} ({}){times}]",
             d.port,
             escape_controls(&d.reason)
         ));

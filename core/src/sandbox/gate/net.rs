@@ -46,6 +46,9 @@ use super::{GatePolicy, Outcome, Reach, Refusal};
 use crate::net::addr::{Inet, is_loopback, is_unspecified, loopback_for};
 use crate::sandbox::Network;
 
+/// `NETLINK_AUDIT` (linux/netlink.h).
+const NETLINK_AUDIT: i32 = 9;
+
 /// The largest socket address (`struct sockaddr_storage`): 128 bytes.
 const SOCKADDR_MAX: usize = 128;
 
@@ -283,6 +286,12 @@ pub(crate) fn handle(task: &Task, nr: i64, a: &[u64; 6], policy: &GatePolicy) ->
         libc::SYS_sendmmsg => sendmmsg(task, a, policy),
         libc::SYS_bind => bind(task, a, policy),
         libc::SYS_listen => listen(task, a, policy),
+        libc::SYS_socket if a[0] as i32 == libc::AF_NETLINK && a[2] as i32 == NETLINK_AUDIT => {
+            // As a kernel without audit answers: libaudit (PAM's runuser,
+            // su, sudo) takes EAFNOSUPPORT for "no audit here" and goes on,
+            // where EACCES fails the login. Not a denial worth a notice.
+            Err(libc::EAFNOSUPPORT)
+        }
         libc::SYS_socket | libc::SYS_socketpair => {
             // Only what --network deny refuses comes here (the filter
             // decides by the family and protocol in the registers): refused,
@@ -788,7 +797,8 @@ fn sendto(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32
     let dest = judge(task, &sock, addr, "sendto", policy)?;
     let held = InFlight::reserve(data.len())?;
     task.check()?;
-    Ok(Outcome::Blocking(Box::new(move || {
+    let inline = inline_send(&sock, policy);
+    let work = move || {
         let (dest, _held) = (dest, held);
         // SAFETY: our duplicate of the socket, our copies of data and address.
         let rc = unsafe {
@@ -802,7 +812,22 @@ fn sendto(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32
             )
         };
         syscall_result(rc)
-    })))
+    };
+    Ok(if inline {
+        Outcome::Done(work())
+    } else {
+        Outcome::Blocking(Box::new(work))
+    })
+}
+
+/// Whether a send on `sock` is made on the gate's own thread: a datagram
+/// on an IPv4/IPv6 socket under `loopback` and `allow-list`, which goes
+/// only to loopback, where the kernel hands it to the receiving socket (or
+/// drops it) within the call and never waits for room (udp(7)).
+fn inline_send(sock: &OwnedFd, policy: &GatePolicy) -> bool {
+    policy.network.gated()
+        && matches!(domain(sock), Ok(libc::AF_INET) | Ok(libc::AF_INET6))
+        && socket_type(sock) == libc::SOCK_DGRAM
 }
 
 /// One message copied from the task, ready to send: what a `struct msghdr`
@@ -987,6 +1012,11 @@ fn sendmsg(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i3
     let held = InFlight::reserve(m.data.len())?;
     let flags = a[2] as i32;
     task.check()?;
+    if inline_send(&sock, policy) {
+        let result = send_message(&sock, &mut m, flags);
+        drop(held);
+        return Ok(Outcome::Done(result));
+    }
     Ok(Outcome::Blocking(Box::new(move || {
         let _held = held;
         send_message(&sock, &mut m, flags)
