@@ -55,6 +55,10 @@ fn gate_fact(d: &crate::sandbox::gate::Denial, ctx: Option<&denial::Context>) ->
             .filter(|p| p.is_absolute())
             .map(|p| format!("--allow-unix-socket {}", p.display())),
         Refusal::OutsideRoots => ctx.zip(d.path.as_ref()).and_then(|(c, p)| c.hint(p)),
+        Refusal::Dns => Some("the proxy in HTTPS_PROXY, which resolves names itself".into()),
+        Refusal::PassedRights => {
+            Some("a kernel with SO_PASSRIGHTS (Linux 6.16), or --network allow".into())
+        }
         _ => None,
     };
     DenialFact {
