@@ -35,6 +35,14 @@
 //!   sockets but for the families ordinary tools read ([`ALLOWED_NETLINK`]);
 //!   io_uring fails with EACCES; Unix domain sockets keep working. Landlock's TCP rules
 //!   ([`super::landlock`]) add a second layer where the ABI has them.
+//! - [`gated_ip_calls`] and [`gated_sockopts`] (`--network loopback` and
+//!   `allow=HOSTS`, any mode): `connect`, `bind`, `listen`, `sendto` with
+//!   an address, `sendmsg` and `sendmmsg` go to the gate, which judges the
+//!   IPv4/IPv6 address ([`crate::net`]); raw, packet, vsock, SCTP and
+//!   MPTCP sockets and most netlink go to the gate to be refused and
+//!   recorded; the socket options that choose a route, a source, an
+//!   interface or a multicast membership fail with EPERM; io_uring with
+//!   EACCES.
 //! - [`x32_guard`] (x86_64): system calls of the x32 ABI (numbers with bit
 //!   30 set) fail with ENOSYS, since the filters above match x86_64
 //!   numbers only and a kernel built with x32 would run them.

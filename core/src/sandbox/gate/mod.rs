@@ -4,7 +4,9 @@
 //! ([`super::seccomp::gate_filter`]) that turns a small set of system calls
 //! into user notifications (seccomp_unotify(2)): `connect`, `sendto` with an
 //! address, `sendmsg`, `sendmmsg` ([`net`]), and every change of file
-//! metadata ([`fs`]). The listener descriptor comes back to the supervision
+//! metadata ([`fs`]); under `--network loopback` and `allow=HOSTS`
+//! ([`super::seccomp::gated_ip_calls`], in any mode) also `bind` and
+//! `listen`, and the socket calls those policies refuse. The listener descriptor comes back to the supervision
 //! loop, which answers each notification here: the arguments are read once
 //! into this process ([`notif`]), the target is resolved as the task would
 //! resolve it and pinned ([`task`]), the pinned target is judged against

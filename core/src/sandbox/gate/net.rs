@@ -26,6 +26,13 @@
 //! - Descriptors passed in a `SCM_RIGHTS` message are the task's, and are
 //!   duplicated into the message this process sends; `SCM_CREDENTIALS`
 //!   must name the task itself.
+//! - IPv4 and IPv6 under `--network loopback` and `allow=HOSTS`: the
+//!   address must be loopback, and the socket must not be bound elsewhere
+//!   ([`judge_inet`]); `bind` and `listen` are made here too, narrowing the
+//!   unspecified address to loopback. Everything else gets EACCES, with no
+//!   packet sent. In `full-access` under these policies, Unix sockets are
+//!   let through, but one that reaches a server outside the run takes no
+//!   descriptors (`SO_PASSRIGHTS`).
 //! - Other families (IPv4, IPv6 under `--network allow`, netlink, ...) are
 //!   sent or connected as asked.
 //!
