@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -69,9 +70,13 @@ fn skip(why: &str) {
 fn loopback_serves_and_fetches_a_server_started_inside_the_run() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("hello.txt"), "hello over loopback\n").unwrap();
+    // python3 -u writes the line in pieces: wait for the port and what
+    // follows it.
     let script = "python3 -u -m http.server 0 --bind 127.0.0.1 > server.log 2>&1 &
-        for i in $(seq 100); do grep -q port server.log && break; sleep 0.05; done
-        port=$(sed -n 's/.* port \\([0-9]*\\) .*/\\1/p' server.log)
+        for i in $(seq 200); do
+            port=$(sed -n 's/.* port \\([0-9][0-9]*\\) (.*/\\1/p' server.log)
+            [ -n \"$port\" ] && break; sleep 0.05
+        done
         curl -sS http://127.0.0.1:$port/hello.txt
         kill %1";
     for mode in MODES {
@@ -530,8 +535,12 @@ fn a_connect_tunnel_carries_ten_mebibytes_each_way_unchanged() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     // The upstream echoes every byte and digests what it got.
+    listener.set_nonblocking(true).unwrap();
     let echo = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
+        let mut s = poll_until(Duration::from_secs(30), || listener.accept().ok())
+            .expect("the tunnel reached the upstream")
+            .0;
+        s.set_nonblocking(false).unwrap();
         let mut w = s.try_clone().unwrap();
         let mut all = Vec::new();
         let mut buf = vec![0u8; 1 << 16];
@@ -653,4 +662,47 @@ fn loopback_in_full_access_cannot_ptrace_a_process_outside_the_run() {
         .run()
         .expect_stdout("-1 1\n[exit code: 0]\n");
     let _ = outside.0.kill();
+}
+
+#[test]
+fn another_run_cannot_use_this_run_s_proxy_even_with_its_credentials() {
+    let (dir, _server, port) = upstream();
+    let url_file = dir.path().join("proxy-url");
+    // The allow-list run writes its proxy URL (credentials and all) where
+    // the other run finds it, then waits for the other run to be done.
+    let done = dir.path().join("done");
+    let owner = format!(
+        "echo \"$HTTPS_PROXY\" > {url}; for i in $(seq 300); do [ -e {done} ] && break; sleep 0.05; done",
+        url = url_file.display(),
+        done = done.display()
+    );
+    let mut victim = Command::new(bin());
+    known_env(&mut victim)
+        .args([
+            "--network",
+            &format!("allow=localhost:{port}"),
+            "--",
+            &owner,
+        ])
+        .stdout(Stdio::null());
+    let victim = Started(victim.spawn().unwrap());
+    let url = poll_until(Duration::from_secs(15), || {
+        std::fs::read_to_string(&url_file)
+            .ok()
+            .filter(|u| u.ends_with('\n'))
+    })
+    .expect("the allow-list run wrote its proxy URL");
+    let thief = format!(
+        "curl -sS --noproxy '' -x '{}' -w ' %{{http_code}}\\n' http://localhost:{port}/hello.txt",
+        url.trim()
+    );
+    let out = Test::new()
+        .args(["--network", "loopback", "--", &thief])
+        .run();
+    std::fs::write(&done, "").unwrap();
+    drop(victim);
+    assert_eq!(
+        out.stdout,
+        "dsh-exec: this proxy serves one dsh-exec run only\n 407\n[exit code: 0]\n"
+    );
 }

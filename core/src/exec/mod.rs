@@ -278,6 +278,9 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         }
         _ => None,
     };
+    if let Some(proxy) = prepared.proxy.as_ref() {
+        proxy.admit(tree.clone());
+    }
     let procs = CommandProcs::new(spawned.pid, tree, spec.interactive);
     // Without a source the pipe's write end is dropped here: end-of-file.
     if let (Some(feeder), Some(sink)) = (&prepared.stdin, spawned.stdin) {

@@ -195,6 +195,11 @@ struct Shared {
     url: String,
     /// The addresses of this host's interfaces, refused as special.
     own_addrs: Vec<IpAddr>,
+    /// The run's processes, once it is spawned: only a connection whose
+    /// client socket one of them holds is served.
+    tree: Mutex<Option<crate::exec::proctree::Tree>>,
+    /// This proxy's port.
+    port: u16,
     stats: Mutex<NetworkStats>,
     stop: AtomicBool,
     live: AtomicUsize,
@@ -230,6 +235,8 @@ impl Proxy {
             credentials: format!("Basic {}", base64(format!("{USER}:{token}").as_bytes())),
             url: format!("http://{USER}:{token}@{addr}"),
             own_addrs: own_addresses(),
+            tree: Mutex::new(None),
+            port: addr.port(),
             rules,
             stats: Mutex::new(NetworkStats::default()),
             stop: AtomicBool::new(false),
@@ -276,6 +283,13 @@ impl Proxy {
         env
     }
 
+    /// Serves the processes of `tree` from now on (none before).
+    pub(crate) fn admit(&self, tree: crate::exec::proctree::Tree) {
+        if let Ok(mut t) = self.shared.tree.lock() {
+            *t = Some(tree);
+        }
+    }
+
     /// What it saw so far.
     pub fn stats(&self) -> NetworkStats {
         self.shared
@@ -309,11 +323,18 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         if shared.stop.load(Ordering::SeqCst) {
             return;
         }
-        let Ok((client, _)) = conn else {
+        let Ok((client, peer)) = conn else {
             // EMFILE and the like: wait a little rather than spin.
             std::thread::sleep(Duration::from_millis(10));
             continue;
         };
+        // Another process of the host, another run's command among them
+        // (which may read this run's environment where it keeps
+        // CAP_SYS_PTRACE), is turned away before it can hold a slot.
+        if !from_the_run(shared, peer) {
+            let _ = (&client).write_all(&response(407, "this proxy serves one dsh-exec run only"));
+            continue;
+        }
         if shared.live.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
             shared.live.fetch_sub(1, Ordering::SeqCst);
             let _ = (&client).write_all(&response(503, "too many proxy connections at once"));
@@ -332,6 +353,43 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
             shared.live.fetch_sub(1, Ordering::SeqCst);
         }
     }
+}
+
+/// Whether the client at `peer` (a loopback address and port) is a socket
+/// that a process of the run holds: its inode found in /proc/net/tcp and
+/// tcp6 (proc(5): the entry whose local port is the client's and remote
+/// port this proxy's), then among the run's open descriptors.
+fn from_the_run(shared: &Shared, peer: SocketAddr) -> bool {
+    let Ok(tree) = shared.tree.lock() else {
+        return false;
+    };
+    let Some(tree) = tree.as_ref() else {
+        return false;
+    };
+    let (local, remote) = (
+        format!(":{:04X}", peer.port()),
+        format!(":{:04X}", shared.port),
+    );
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() > 9 && f[1].ends_with(&local) && f[2].ends_with(&remote) {
+                if let Ok(inode) = f[9].parse::<u64>() {
+                    inodes.push(inode);
+                }
+            }
+        }
+    }
+    crate::sandbox::gate::tree_holds(tree, &inodes)
+}
+
+/// Compares two byte strings in time that depends on their lengths alone.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
 /// A socket registered for shutdown at stop, unregistered when dropped.
@@ -470,7 +528,7 @@ fn read_head(client: &mut TcpStream, credentials: &str) -> Result<Head, (u16, St
                 let mut head = head_of(&req, buf[len..].to_vec())?;
                 head.authorized = req.headers.iter().any(|h| {
                     h.name.eq_ignore_ascii_case("proxy-authorization")
-                        && h.value == credentials.as_bytes()
+                        && same_bytes(h.value, credentials.as_bytes())
                 });
                 return Ok(head);
             }

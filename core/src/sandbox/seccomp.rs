@@ -620,7 +620,8 @@ pub(crate) fn gated_ip_calls() -> Result<Vec<libc::sock_filter>, String> {
 }
 
 /// `--network loopback` and `allow=HOSTS`, the part a filter decides
-/// alone: the [`GATED_SOCKOPTS`] and multicast membership fail with EPERM.
+/// alone: the [`GATED_SOCKOPTS`], multicast membership and userfaultfd
+/// fail with EPERM.
 ///
 /// Errors with a message when the architecture is not supported or the
 /// filter cannot be compiled.
@@ -647,6 +648,16 @@ pub(crate) fn gated_sockopts() -> Result<Vec<libc::sock_filter>, String> {
     }
     let mut rules = BTreeMap::new();
     rules.insert(libc::SYS_setsockopt, opts);
+    // userfaultfd(2), and /dev/userfaultfd's USERFAULTFD_IOC_NEW (0xaa00,
+    // linux/userfaultfd.h): a buffer in a page the command serves itself
+    // would hold the gate's read of its memory (process_vm_readv) for as
+    // long as it likes. Where the command keeps CAP_SYS_PTRACE
+    // (full-access) the kernel would grant it.
+    rules.insert(libc::SYS_userfaultfd, vec![]);
+    rules.insert(
+        libc::SYS_ioctl,
+        vec![rule(vec![cond(1, SeccompCmpOp::Eq, 0xaa00)?])?],
+    );
     compile(rules, SeccompAction::Errno(libc::EPERM as u32))
 }
 

@@ -272,18 +272,8 @@ impl GatePolicy {
     /// Whether a live process of the run has one of the sockets `inodes`
     /// open (`/proc/PID/fd/N` reading `socket:[INODE]`).
     fn run_holds(&self, inodes: &[u32]) -> bool {
-        if inodes.is_empty() {
-            return false;
-        }
-        let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
-        self.tree.live().iter().any(|p| {
-            std::fs::read_dir(format!("/proc/{}/fd", p.pid))
-                .into_iter()
-                .flatten()
-                .flatten()
-                .filter_map(|e| std::fs::read_link(e.path()).ok())
-                .any(|link| wanted.iter().any(|w| link.as_os_str() == w.as_str()))
-        })
+        let inodes: Vec<u64> = inodes.iter().map(|i| u64::from(*i)).collect();
+        tree_holds(&self.tree, &inodes)
     }
 
     /// A check for the peer of a connected abstract socket: false when the
@@ -295,6 +285,23 @@ impl GatePolicy {
             !live || tree.live().iter().any(|p| p.pid == pid)
         }
     }
+}
+
+/// Whether a live process of `tree` has one of the sockets `inodes` open
+/// (`/proc/PID/fd/N` reading `socket:[INODE]`, proc(5)).
+pub(crate) fn tree_holds(tree: &Tree, inodes: &[u64]) -> bool {
+    if inodes.is_empty() {
+        return false;
+    }
+    let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
+    tree.live().iter().any(|p| {
+        std::fs::read_dir(format!("/proc/{}/fd", p.pid))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .any(|link| wanted.iter().any(|w| link.as_os_str() == w.as_str()))
+    })
 }
 
 /// What a handler decided.
