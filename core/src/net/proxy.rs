@@ -377,10 +377,12 @@ fn from_the_run(shared: &Shared, peer: SocketAddr) -> bool {
         };
         for line in text.lines().skip(1) {
             let f: Vec<&str> = line.split_whitespace().collect();
-            if f.len() > 9 && f[1].ends_with(&local) && f[2].ends_with(&remote) {
-                if let Ok(inode) = f[9].parse::<u64>() {
-                    inodes.push(inode);
-                }
+            if f.len() > 9
+                && f[1].ends_with(&local)
+                && f[2].ends_with(&remote)
+                && let Ok(inode) = f[9].parse::<u64>()
+            {
+                inodes.push(inode);
             }
         }
     }
