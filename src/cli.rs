@@ -24,7 +24,7 @@ notices ([timed out after D], [aborted by SIGNAL]), and always, last,
 [exit code: N] or [killed by signal: NAME]. With --json, one JSON object.
 
 Exit status: the command's own; 124 timed out; 128+S killed by (or aborted
-by) signal S; 125 dsh-exec itself failed; 2 usage error.
+by) signal S; 125 dsh-exec itself failed, a usage error included (USAGE).
 
 Examples:
   dsh-exec -- 'make test'
@@ -66,8 +66,11 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
              was killed by signal S, or when dsh-exec was aborted by signal S (SIGINT 130, SIGTERM \
              143, SIGHUP 129); 125 when dsh-exec itself failed (WORKDIR_UNUSABLE, SHELL_NOT_FOUND, \
              STDIN_UNREADABLE, SPILL_UNUSABLE, CONFIG_INVALID, JOBS_UNUSABLE, SANDBOX_UNAVAILABLE, \
-             SPAWN_FAILED, RUNTIME_FAILED, SUPERVISION_FAILED) or the sandbox runner failed; 2 for a usage error. 126 and \
-             127 come from bash itself.",
+             SPAWN_FAILED, RUNTIME_FAILED, SUPERVISION_FAILED), the sandbox runner failed, or the \
+             command line was wrong (USAGE: a bad flag or value, as timeout(1), env(1) and nice(1) \
+             exit 125 for their own failures; with --json an error object on stdout too). 126 and \
+             127 come from bash itself. parse-status: 0, 1 when the last line is no marker, 2 when \
+             its input cannot be read.",
         ],
     ),
     (

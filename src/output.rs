@@ -24,10 +24,25 @@ pub(crate) fn status(n: i32) -> ExitCode {
     ExitCode::from(n.clamp(0, 255) as u8)
 }
 
-/// `dsh-exec: error: MESSAGE` and the usage exit status.
+/// `dsh-exec: error: MESSAGE (USAGE)` and the usage exit status (125);
+/// with `--json` among the options, also the error object on stdout
+/// (`{"error": {"code": "USAGE", "message": ...}}`).
 pub(crate) fn usage_error(message: &str) -> ExitCode {
-    say!("dsh-exec: error: {message}");
+    say!("dsh-exec: error: {message} (USAGE)");
+    if json_asked() {
+        let obj = serde_json::json!({"error": {"code": "USAGE", "message": message}});
+        print_stdout(&to_json(&obj));
+    }
     status(exit::USAGE)
+}
+
+/// Whether `--json` is among this process's options (before `--`): a usage
+/// error can come before the options are parsed.
+fn json_asked() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
 }
 
 /// Prints help and version as clap does; any other parse error as one line.

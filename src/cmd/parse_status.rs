@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use dsh_exec_core::render::parse_status as parse;
 
-use crate::output::{print_stdout, say, to_json, usage_error};
+use crate::output::{print_stdout, say, to_json};
 
 /// The last `keep` bytes of `r`: memory stays bounded whatever the input.
 fn read_tail(mut r: impl Read, keep: usize) -> std::io::Result<Vec<u8>> {
@@ -46,7 +46,9 @@ pub(crate) fn parse_status(file: Option<PathBuf>) -> ExitCode {
             let name = file
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|| "stdin".into());
-            return usage_error(&format!("cannot read {name}: {e}"));
+            // parse-status keeps its own statuses: 2 for input it cannot read.
+            say!("dsh-exec: error: cannot read {name}: {e}");
+            return ExitCode::from(2);
         }
     };
     match parse(&String::from_utf8_lossy(&bytes)) {

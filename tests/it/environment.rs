@@ -84,7 +84,7 @@ fn a_managed_key_without_the_prefix_is_a_usage_error() {
     let out = Test::new()
         .args(["--dsh-env", "FOO=1", "--", "echo ran"])
         .run();
-    out.expect_status(2).expect_stdout("");
+    out.expect_status(125).expect_stdout("");
     assert!(
         out.stderr.contains("must start with DSH_"),
         "{}",
@@ -234,7 +234,7 @@ fn env_policy_core_and_none_pass_what_they_say() {
         "{none}"
     );
     let (_, status) = crate::support::run(&["--env-policy", "some", "--", "true"]);
-    assert_eq!(status, 2);
+    assert_eq!(status, 125);
 }
 
 #[test]

@@ -184,7 +184,7 @@ fn out_of_range_deadlines_and_budgets_are_usage_errors() {
         ["--stderr-max-bytes", "1TiB"],
     ] {
         let out = Test::new().args(args).args(["--", "echo ran"]).run();
-        assert_eq!(out.status, 2, "{args:?}");
+        assert_eq!(out.status, 125, "{args:?}");
         assert_eq!(out.stdout, "");
     }
 }

@@ -42,7 +42,7 @@ fn interactive_without_a_terminal_is_a_usage_error() {
     Test::new()
         .args(["-i", "--", "echo ran"])
         .run()
-        .expect_status(2)
+        .expect_status(125)
         .expect_stdout("")
-        .expect_stderr("dsh-exec: error: --interactive needs a terminal on stdin\n");
+        .expect_stderr("dsh-exec: error: --interactive needs a terminal on stdin (USAGE)\n");
 }

@@ -279,7 +279,7 @@ fn the_jobs_root_is_private() {
     assert_eq!(mode(&jobs.runtime.path().join("dsh-exec/jobs")), 0o700);
     assert_eq!(mode(&jobs.dir(&id)), 0o700);
     let (_, status) = jobs.run(&["job", "read", "../etc"]);
-    assert_eq!(status, 2);
+    assert_eq!(status, 125);
 }
 
 #[test]

@@ -207,8 +207,8 @@ fn prune_spill_removes_old_spill_directories_of_the_exact_shape_only() {
     Test::new()
         .args(["prune"])
         .run()
-        .expect_status(2)
+        .expect_status(125)
         .expect_stderr(
-            "dsh-exec: error: prune needs --spill (spill directories are what it removes)\n",
+            "dsh-exec: error: prune needs --spill (spill directories are what it removes) (USAGE)\n",
         );
 }

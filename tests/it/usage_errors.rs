@@ -27,29 +27,29 @@ fn a_file_as_workdir_is_an_infrastructure_error() {
 
 #[test]
 fn bad_durations_and_sizes_are_usage_errors() {
-    assert_refused(&["--timeout", "abc"], 2, "--timeout");
-    assert_refused(&["--timeout", "-1"], 2, "--timeout");
-    assert_refused(&["--timeout", ""], 2, "--timeout");
-    assert_refused(&["--kill-after", "5 parsecs"], 2, "--kill-after");
-    assert_refused(&["--stdout-max-bytes", "-1"], 2, "--stdout-max-bytes");
-    assert_refused(&["--stderr-max-bytes", "1.5K"], 2, "--stderr-max-bytes");
+    assert_refused(&["--timeout", "abc"], 125, "--timeout");
+    assert_refused(&["--timeout", "-1"], 125, "--timeout");
+    assert_refused(&["--timeout", ""], 125, "--timeout");
+    assert_refused(&["--kill-after", "5 parsecs"], 125, "--kill-after");
+    assert_refused(&["--stdout-max-bytes", "-1"], 125, "--stdout-max-bytes");
+    assert_refused(&["--stderr-max-bytes", "1.5K"], 125, "--stderr-max-bytes");
     assert_refused(
         &["--stdout-max-bytes", "99999999999999999999"],
-        2,
+        125,
         "too large",
     );
 }
 
 #[test]
 fn a_bad_managed_entry_is_a_usage_error() {
-    assert_refused(&["--dsh-env", "FOO=1"], 2, "DSH_");
-    assert_refused(&["--dsh-env", "DSH_NOVALUE"], 2, "DSH_KEY=VALUE");
-    assert_refused(&["-e", "=x"], 2, "empty");
+    assert_refused(&["--dsh-env", "FOO=1"], 125, "DSH_");
+    assert_refused(&["--dsh-env", "DSH_NOVALUE"], 125, "DSH_KEY=VALUE");
+    assert_refused(&["-e", "=x"], 125, "empty");
 }
 
 #[test]
 fn an_unknown_flag_is_a_usage_error() {
-    assert_refused(&["--no-such-flag"], 2, "--no-such-flag");
+    assert_refused(&["--no-such-flag"], 125, "--no-such-flag");
 }
 
 #[test]
@@ -80,9 +80,9 @@ fn a_missing_shell_is_an_infrastructure_error() {
 #[test]
 fn no_command_is_a_usage_error() {
     let out = Test::new().run();
-    out.expect_status(2);
+    out.expect_status(125);
     assert!(out.stderr.contains("no command given"), "{}", out.stderr);
-    Test::new().args(["--", ""]).run().expect_status(2);
+    Test::new().args(["--", ""]).run().expect_status(125);
 }
 
 #[test]
@@ -105,7 +105,7 @@ fn read_restrictions_without_a_confining_mode_are_usage_errors() {
         &["-s", "full-access", "--read-root", "/usr"][..],
         &["--allow-read", "/root/.ssh"][..],
     ] {
-        assert_refused(args, 2, "needs --sandbox read-only or workspace-write");
+        assert_refused(args, 125, "needs --sandbox read-only or workspace-write");
     }
 }
 
@@ -116,18 +116,18 @@ fn an_unknown_flag_and_a_missing_job_subcommand_say_what_to_do() {
     Test::new()
         .args(["--bogus", "--", "true"])
         .run()
-        .expect_status(2)
+        .expect_status(125)
         .expect_stderr(
             "dsh-exec: error: unexpected argument '--bogus' found; tip: to pass '--bogus' as a \
-             value, use '-- --bogus' (see --help)\n",
+             value, use '-- --bogus' (see --help) (USAGE)\n",
         );
     Test::new()
         .args(["job"])
         .run()
-        .expect_status(2)
+        .expect_status(125)
         .expect_stderr(
             "dsh-exec: error: dsh-exec job needs a subcommand: read, wait, kill, list or prune \
-             (see dsh-exec job --help)\n",
+             (see dsh-exec job --help) (USAGE)\n",
         );
 }
 
@@ -153,20 +153,44 @@ fn a_subcommand_name_after_options_runs_as_a_command_with_a_note() {
 fn bad_network_policies_are_usage_errors() {
     assert_refused(
         &["--network", "sometimes"],
-        2,
+        125,
         "invalid network policy 'sometimes'",
     );
-    assert_refused(&["--network", "allow="], 2, "needs at least one host");
-    assert_refused(&["--network", "allow=*"], 2, "invalid host '*'");
+    assert_refused(&["--network", "allow="], 125, "needs at least one host");
+    assert_refused(&["--network", "allow=*"], 125, "invalid host '*'");
     assert_refused(
         &["--network", "allow=a.org:0"],
-        2,
+        125,
         "the port must be 1 to 65535",
     );
-    assert_refused(&["--network", "allow-list"], 2, "invalid network policy");
+    assert_refused(&["--network", "allow-list"], 125, "invalid network policy");
     assert_refused(
         &["--network", "deny", "--network", "allow=a.org"],
-        2,
+        125,
         "--network deny cannot be combined with --network allow=HOSTS",
     );
+}
+
+#[test]
+fn a_usage_error_exits_125_and_with_json_is_an_object_on_stdout() {
+    // 125, as timeout(1), env(1) and nice(1): never the command's own 2.
+    let out = Test::new()
+        .args(["--json", "--timeout", "soon", "--", "exit 2"])
+        .run();
+    out.expect_status(125);
+    let v = out.json();
+    assert_eq!(v["error"]["code"], "USAGE");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid value 'soon' for '--timeout <DURATION>'"),
+        "{v}"
+    );
+    assert!(out.stderr.ends_with(" (USAGE)\n"), "{}", out.stderr);
+    // --json given to the command is the command's.
+    let out = Test::new()
+        .args(["--timeout", "soon", "--", "--json"])
+        .run();
+    out.expect_status(125).expect_stdout("");
 }
