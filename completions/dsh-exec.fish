@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dsh_exec_global_optspecs
-    string join \n C/workdir= t/timeout= kill-after= stdout-max-bytes= stderr-max-bytes= stdin-file= e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream json color= h/help V/version
+    string join \n C/workdir= t/timeout= kill-after= stdout-max-bytes= stderr-max-bytes= keep= render= stdin-file= e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream json color= h/help V/version
 end
 
 function __fish_dsh_exec_needs_command
@@ -29,6 +29,8 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s t -l timeout -d 'Dead
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l kill-after -d 'Grace period between SIGTERM and SIGKILL [default: 2s]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stdout-max-bytes -d 'Bytes of stdout kept (the tail): 4096, 64K, 1MiB [default: 1MiB]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stderr-max-bytes -d 'Bytes of stderr kept (the tail) [default: 1MiB]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l keep -d 'Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l render -d 'raw: the text as written; plain: as a terminal would show it (carriage-return overwrites collapsed, backspaces applied, escape sequences removed, other control bytes shown as \\xNN); the spill file stays exact [default: raw]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stdin-file -d 'Feed this file to the command\'s stdin (\'-\': this process\'s stdin) [default: closed]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s e -l env -d 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l env-policy -d 'Which of this process\'s variables the command inherits [default: inherit]; --env applies on top' -r -f -a "inherit\t'this process\'s environment minus what is plainly a secret'
@@ -68,6 +70,8 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s t -l timeo
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l kill-after -d 'Grace period between SIGTERM and SIGKILL [default: 2s]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stdout-max-bytes -d 'Bytes of stdout kept (the tail): 4096, 64K, 1MiB [default: 1MiB]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stderr-max-bytes -d 'Bytes of stderr kept (the tail) [default: 1MiB]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l keep -d 'Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l render -d 'raw: the text as written; plain: as a terminal would show it (carriage-return overwrites collapsed, backspaces applied, escape sequences removed, other control bytes shown as \\xNN); the spill file stays exact [default: raw]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stdin-file -d 'Feed this file to the command\'s stdin (\'-\': this process\'s stdin) [default: closed]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s e -l env -d 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l env-policy -d 'Which of this process\'s variables the command inherits [default: inherit]; --env applies on top' -r -f -a "inherit\t'this process\'s environment minus what is plainly a secret'

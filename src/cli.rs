@@ -11,12 +11,13 @@ use std::time::Duration;
 use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use dsh_exec_core::Request;
 use dsh_exec_core::net::rules::HostRule;
+use dsh_exec_core::render::plain::Render;
 use dsh_exec_core::request::env::{EnvArg, EnvPolicy, parse_env_arg, parse_managed_arg};
 use dsh_exec_core::request::units::{parse_budget, parse_duration, parse_timeout};
 use dsh_exec_core::sandbox::{Mode, Network};
 use dsh_exec_core::spec::LiveOutput;
+use dsh_exec_core::{Keep, Request};
 
 const AFTER_HELP: &str = "\
 Output: the command's stdout, a [stderr] section when stderr is not empty,
@@ -260,6 +261,16 @@ impl ValueEnum for ModeArg {
     }
 }
 
+/// Parses `--keep`.
+fn parse_keep(s: &str) -> Result<Keep, String> {
+    s.parse()
+}
+
+/// Parses `--render`.
+fn parse_render(s: &str) -> Result<Render, String> {
+    s.parse()
+}
+
 /// One `--network` value: a policy, and for `allow=HOSTS` its hosts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NetworkArg {
@@ -361,6 +372,12 @@ pub struct RunArgs {
     /// Bytes of stderr kept (the tail) [default: 1MiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_budget, allow_hyphen_values = true)]
     pub stderr_max_bytes: Option<u64>,
+    /// Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail].
+    #[arg(long, value_name = "tail|head|head+tail", value_parser = parse_keep)]
+    pub keep: Option<Keep>,
+    /// raw: the text as written; plain: as a terminal would show it (carriage-return overwrites collapsed, backspaces applied, escape sequences removed, other control bytes shown as \xNN); the spill file stays exact [default: raw].
+    #[arg(long, value_name = "raw|plain", value_parser = parse_render)]
+    pub render: Option<Render>,
     /// Feed this file to the command's stdin ('-': this process's stdin) [default: closed].
     #[arg(long, value_name = "PATH")]
     pub stdin_file: Option<PathBuf>,
@@ -447,6 +464,8 @@ impl RunArgs {
             kill_after: self.kill_after,
             stdout_max_bytes: self.stdout_max_bytes,
             stderr_max_bytes: self.stderr_max_bytes,
+            keep: self.keep,
+            render: self.render,
             stdin_file: self.stdin_file,
             env: self.env,
             env_policy: self.env_policy.map(|p| p.0),

@@ -37,7 +37,7 @@ pub mod sandbox;
 mod serde_paths;
 pub mod spec;
 
-pub use capture::{CollectedOutput, Delta, Pruned, prune_spill_dirs};
+pub use capture::{CollectedOutput, Delta, Keep, Pruned, prune_spill_dirs};
 pub use error::{Error, ErrorCode};
 pub use exec::{
     AbortSignals, AbortSource, DRAIN, Execution, FINAL_READ, NoAbort, Prepared, Started,

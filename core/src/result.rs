@@ -266,11 +266,13 @@ pub struct RunResult {
 ///
 /// Every field is always present (`null` when it has no value), except the
 /// ones serde skips when empty (`aborted_by`, `spill_error`, `capped`,
-/// `live_dropped_bytes`, `protected_changes`, and the `network_*` facts of
-/// an allow-list); schemars leaves `Option` fields out of `required`, so
+/// `live_dropped_bytes`, `protected_changes`, a stream's `head` and
+/// `render`, and the `network_*` facts of an allow-list); schemars leaves `Option` fields out of `required`, so
 /// they are put back here.
 pub fn json_schema() -> serde_json::Value {
-    const SOMETIMES: [&str; 10] = [
+    const SOMETIMES: [&str; 12] = [
+        "head",
+        "render",
         "aborted_by",
         "spill_error",
         "capped",

@@ -104,6 +104,12 @@ pub struct Spec {
     pub stdout_max_bytes: Sourced<u64>,
     /// Tail budget of stderr, in bytes.
     pub stderr_max_bytes: Sourced<u64>,
+    /// Which part of an outgrown stream the result keeps (`--keep`).
+    #[serde(default = "default_keep")]
+    pub keep: Sourced<crate::capture::Keep>,
+    /// How the result's text fields are rendered (`--render`).
+    #[serde(default = "default_render")]
+    pub render: Sourced<crate::render::plain::Render>,
     /// Where stdin comes from.
     pub stdin: Sourced<StdinSource>,
     /// Parent directory of the run's private spill directory (absolute).
@@ -181,4 +187,12 @@ impl Spec {
         .filter_map(|(name, capped)| capped.map(|c| format!("{name} {c}{by}")))
         .collect()
     }
+}
+
+fn default_keep() -> Sourced<crate::capture::Keep> {
+    Sourced::pick(None, None, crate::capture::Keep::default)
+}
+
+fn default_render() -> Sourced<crate::render::plain::Render> {
+    Sourced::pick(None, None, crate::render::plain::Render::default)
 }

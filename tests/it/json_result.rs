@@ -42,11 +42,13 @@ fn the_object_holds_exactly_the_contract_fields() {
     assert!(v["duration_ms"].as_u64().unwrap() < 10_000);
     assert_eq!(
         v["stdout"],
-        json!({"text": "hello\n", "truncated": false, "total_bytes": 6, "spill_path": null})
+        json!({"text": "hello\n", "truncated": false, "kept": "tail", "omitted_bytes": 0,
+               "total_bytes": 6, "spill_path": null})
     );
     assert_eq!(
         v["stderr"],
-        json!({"text": "oops\n", "truncated": false, "total_bytes": 5, "spill_path": null})
+        json!({"text": "oops\n", "truncated": false, "kept": "tail", "omitted_bytes": 0,
+               "total_bytes": 5, "spill_path": null})
     );
     assert_eq!(v["sandbox"], Value::Null);
 }

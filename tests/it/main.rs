@@ -31,6 +31,7 @@ mod interactive;
 mod jobs;
 mod json_result;
 mod json_schema;
+mod keep_render;
 mod leftovers;
 mod library;
 mod load;

@@ -27,8 +27,14 @@ fn five_megabytes_with_a_64k_budget_keeps_the_tail_and_spills_every_byte() {
     let out = &v["stdout"];
     assert_eq!(out["truncated"], true);
     assert_eq!(out["total_bytes"], 5_000_000);
-    let tail = &expected[expected.len() - 65536..];
+    // The last 64 KiB, from the first line that starts in them (the cut
+    // fell mid-line; a line boundary lies within the first 1 KiB).
+    let window = &expected[expected.len() - 65536..];
+    let first_line = window.iter().position(|b| *b == b'\n').unwrap() + 1;
+    assert!(first_line <= 1024 && expected[expected.len() - 65537] != b'\n');
+    let tail = &window[first_line..];
     assert_eq!(out["text"].as_str().unwrap().as_bytes(), tail);
+    assert_eq!(out["omitted_bytes"], 5_000_000 - tail.len() as u64);
     let spill = std::path::PathBuf::from(out["spill_path"].as_str().unwrap());
     assert_eq!(spill.file_name().unwrap(), "stdout");
     assert!(spill.starts_with(&spill_parent));

@@ -104,7 +104,7 @@ fn the_text_end_names_the_spill_file_of_an_outgrown_stream() {
         .unwrap()
         .path();
     out.expect_stdout(&format!(
-        "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n[stdout truncated: 11 earlier bytes omitted; full stream: {}/stdout]\n[exit code: 0]\n",
+        "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n[stdout: 21 bytes shown live, 9 kept; full stream: {}/stdout]\n[exit code: 0]\n",
         spill_dir.display()
     ));
 }

@@ -36,15 +36,83 @@ pub use self::spill::{Pruned, SpillDir, prune_spill_dirs};
 pub(crate) use self::spill::{is_spill_dir_name, random_suffix};
 use self::utf8::char_boundary_skip;
 
+/// Which part of a stream that outgrew its budget the result keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum Keep {
+    /// The last `budget` bytes (the default, as DESIGN.md has it).
+    #[default]
+    #[serde(rename = "tail")]
+    Tail,
+    /// The first `budget` bytes.
+    #[serde(rename = "head")]
+    Head,
+    /// The first half of the budget and the last half (the odd byte goes
+    /// to the tail), with an omission line between them in the text.
+    #[serde(rename = "head+tail")]
+    HeadTail,
+}
+
+impl Keep {
+    /// Every value, as on the command line.
+    pub const ALL: [Keep; 3] = [Keep::Tail, Keep::Head, Keep::HeadTail];
+
+    /// `tail`, `head` or `head+tail`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Keep::Tail => "tail",
+            Keep::Head => "head",
+            Keep::HeadTail => "head+tail",
+        }
+    }
+
+    /// Bytes of the head a stream with `budget` keeps.
+    fn head_budget(self, budget: usize) -> usize {
+        match self {
+            Keep::Tail => 0,
+            Keep::Head => budget,
+            Keep::HeadTail => budget / 2,
+        }
+    }
+}
+
+impl std::str::FromStr for Keep {
+    type Err = String;
+
+    /// Parses `tail`, `head` or `head+tail`; errors with a message naming
+    /// them.
+    fn from_str(s: &str) -> Result<Keep, String> {
+        Keep::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| format!("invalid keep '{s}' (tail, head or head+tail)"))
+    }
+}
+
 /// What one stream produced, as reported in the result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct CollectedOutput {
-    /// The kept tail as text: invalid UTF-8 replaced by U+FFFD, never starting
-    /// inside a UTF-8 character.
+    /// The kept text: the tail (`kept: tail` and `head+tail`) or the head
+    /// (`kept: head`); invalid UTF-8 replaced by U+FFFD, a cut never inside
+    /// a UTF-8 character, and where it can, at a line boundary.
     pub text: String,
-    /// True when earlier bytes were dropped from the tail.
+    /// The kept head, for `kept: head+tail` when the stream was cut
+    /// (absent otherwise); `text` is then the tail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+    /// True when bytes of the stream are not in the kept text.
     pub truncated: bool,
+    /// Which part was kept: `tail`, `head` or `head+tail`.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub kept: Keep,
+    /// Bytes of the stream in neither `text` nor `head` (in the spill file).
+    #[serde(default)]
+    pub omitted_bytes: u64,
+    /// `raw`, or `plain` when terminal effects were applied to the text
+    /// fields (`--render plain`); the byte counts and the spill file stay raw.
+    #[serde(default, skip_serializing_if = "is_raw")]
+    pub render: Option<String>,
     /// Bytes the stream produced in all.
     pub total_bytes: u64,
     /// Bytes of the stream that `text` was decoded from (the kept tail).
@@ -67,11 +135,52 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+fn is_raw(r: &Option<String>) -> bool {
+    r.is_none()
+}
+
 impl CollectedOutput {
-    /// Bytes produced but not present in `text` (the omitted head).
+    /// Bytes produced but not present in `text` or `head`.
     pub fn omitted_bytes(&self) -> u64 {
         self.total_bytes.saturating_sub(self.kept_bytes)
     }
+}
+
+/// How far into the kept text a cut looks for a line boundary: 1 KiB, or
+/// an eighth of the budget when that is less. A line longer than that is
+/// cut by bytes.
+fn line_window(budget: usize) -> usize {
+    (budget / 8).min(1024)
+}
+
+/// Where a tail cut starts: after the first `\n` within the line window of
+/// `kept`, when the cut lands mid-line (`before`, the byte before the
+/// kept ones, is not a `\n`), then never inside a UTF-8 character.
+fn tail_start(kept: &[u8], before: Option<u8>, budget: usize) -> usize {
+    let mid_line = before.is_some_and(|b| b != b'\n');
+    let window = line_window(budget).min(kept.len());
+    if mid_line && let Some(nl) = kept[..window].iter().position(|b| *b == b'\n') {
+        return nl + 1;
+    }
+    char_boundary_skip(kept)
+}
+
+/// Where a head cut ends: after the last `\n` within the line window at
+/// the end of `head`, when the cut lands mid-line (`next`, the byte after
+/// it, is not the start of a line), else before an incomplete UTF-8
+/// character.
+fn head_end(head: &[u8], next_starts_line: bool, budget: usize) -> usize {
+    let window = line_window(budget).min(head.len());
+    if !next_starts_line
+        && let Some(nl) = head[head.len() - window..]
+            .iter()
+            .rposition(|b| *b == b'\n')
+    {
+        return head.len() - window + nl + 1;
+    }
+    let mut h = head.to_vec();
+    let held = self::utf8::hold_back_partial(&mut h, false);
+    head.len() - held.len()
 }
 
 /// New bytes since the previous read of a stream's delta.
@@ -98,6 +207,14 @@ pub struct StreamCapture {
     /// The tail is the spill file's last `min(budget, total)` bytes, not
     /// `tail` (see the module documentation).
     tail_in_file: bool,
+    /// The byte just before `tail`, once bytes have left it: whether the
+    /// tail starts mid-line.
+    before_tail: Option<u8>,
+    /// What the result keeps, and the first bytes of the stream it needs
+    /// for that (at most `keep.head_budget(budget)` bytes, and one more,
+    /// to tell whether the head ends at a line's end).
+    keep: Keep,
+    head: Vec<u8>,
 }
 
 impl StreamCapture {
@@ -115,7 +232,16 @@ impl StreamCapture {
             spill_file: None,
             spill_error: None,
             tail_in_file: false,
+            before_tail: None,
+            keep: Keep::Tail,
+            head: Vec::new(),
         }
+    }
+
+    /// The same capture keeping `keep` of the stream in the result.
+    pub fn keeping(mut self, keep: Keep) -> StreamCapture {
+        self.keep = keep;
+        self
     }
 
     /// Takes `chunk`, the next bytes of the stream; opens the spill file in
@@ -123,6 +249,11 @@ impl StreamCapture {
     pub fn push(&mut self, chunk: &[u8], spill_dir: &mut SpillDir) {
         if chunk.is_empty() {
             return;
+        }
+        let want = self.keep.head_budget(self.budget).saturating_add(1);
+        if self.head.len() < want {
+            let take = (want - self.head.len()).min(chunk.len());
+            self.head.extend_from_slice(&chunk[..take]);
         }
         let outgrows = self.tail.len() + chunk.len() > self.budget;
         if outgrows && self.spill_path.is_none() && self.spill_error.is_none() {
@@ -150,8 +281,14 @@ impl StreamCapture {
             }
         }
         self.total += chunk.len() as u64;
-        let keep = &chunk[chunk.len().saturating_sub(self.budget)..];
+        let from = chunk.len().saturating_sub(self.budget);
+        let keep = &chunk[from..];
         let excess = (self.tail.len() + keep.len()).saturating_sub(self.budget);
+        if from > 0 {
+            self.before_tail = Some(chunk[from - 1]);
+        } else if excess > 0 {
+            self.before_tail = self.tail.get(excess - 1).copied();
+        }
         self.tail.drain(..excess);
         self.tail.extend(keep);
     }
@@ -167,10 +304,12 @@ impl StreamCapture {
             return;
         };
         let n = (self.budget as u64).min(self.total);
-        let mut buf = vec![0u8; n as usize];
+        // One byte more where there is one: the byte before the tail.
+        let extra = u64::from(self.total > n);
+        let mut buf = vec![0u8; (n + extra) as usize];
         let mut got = 0;
         while got < buf.len() {
-            match file.read_at(&mut buf[got..], self.total - n + got as u64) {
+            match file.read_at(&mut buf[got..], self.total - n - extra + got as u64) {
                 Ok(0) => break,
                 Ok(k) => got += k,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -178,6 +317,9 @@ impl StreamCapture {
             }
         }
         buf.truncate(got);
+        if extra == 1 && !buf.is_empty() {
+            self.before_tail = Some(buf.remove(0));
+        }
         self.tail = VecDeque::from(buf);
     }
 
@@ -223,22 +365,59 @@ impl StreamCapture {
     }
 
     /// Finishes the capture: closes the spill file and renders the tail.
+    ///
+    /// A stream that fit its budget is kept whole, whatever `keep` says.
     pub fn finish(mut self) -> CollectedOutput {
         self.load_tail();
         drop(self.spill_file.take());
         let truncated = self.total > self.tail.len() as u64;
+        let budget = self.budget;
+        let head_budget = self.keep.head_budget(budget);
         let bytes = self.tail.make_contiguous();
-        let skip = if truncated {
-            char_boundary_skip(bytes)
+        let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let (text, head, kept_bytes) = if !truncated {
+            (lossy(bytes), None, bytes.len() as u64)
         } else {
-            0
+            match self.keep {
+                Keep::Tail => {
+                    let kept = &bytes[tail_start(bytes, self.before_tail, budget)..];
+                    (lossy(kept), None, kept.len() as u64)
+                }
+                Keep::Head => {
+                    let h = &self.head[..head_budget.min(self.head.len())];
+                    let next = self.head.get(h.len()).is_none_or(|b| *b == b'\n')
+                        || h.last() == Some(&b'\n');
+                    let kept = &h[..head_end(h, next, budget)];
+                    (lossy(kept), None, kept.len() as u64)
+                }
+                Keep::HeadTail => {
+                    let h = &self.head[..head_budget.min(self.head.len())];
+                    let next = self.head.get(h.len()).is_none_or(|b| *b == b'\n')
+                        || h.last() == Some(&b'\n');
+                    let h = &h[..head_end(h, next, budget)];
+                    // The tail's share, after the head's.
+                    let share = budget - head_budget;
+                    let t_from = bytes.len().saturating_sub(share);
+                    let before = if t_from > 0 {
+                        Some(bytes[t_from - 1])
+                    } else {
+                        self.before_tail
+                    };
+                    let t = &bytes[t_from..];
+                    let t = &t[tail_start(t, before, budget)..];
+                    (lossy(t), Some(lossy(h)), (h.len() + t.len()) as u64)
+                }
+            }
         };
-        let kept = &bytes[skip..];
         CollectedOutput {
-            text: String::from_utf8_lossy(kept).into_owned(),
+            text,
+            head,
             truncated,
+            kept: self.keep,
+            omitted_bytes: self.total.saturating_sub(kept_bytes),
+            render: None,
             total_bytes: self.total,
-            kept_bytes: kept.len() as u64,
+            kept_bytes,
             spill_path: self.spill_path,
             spill_error: self.spill_error,
             live_dropped_bytes: 0,
@@ -368,8 +547,9 @@ mod properties {
             prop_assert_eq!(out.total_bytes, all.len() as u64);
             let held = all.len().min(budget as usize);
             let tail = &all[all.len() - held..];
-            let skip = if out.truncated { char_boundary_skip(tail) } else { 0 };
-            prop_assert!(skip <= 3);
+            let before = (all.len() > held).then(|| all[all.len() - held - 1]);
+            let skip = if out.truncated { tail_start(tail, before, budget as usize) } else { 0 };
+            prop_assert!(skip <= 3 || tail[..skip].ends_with(b"\n"));
             prop_assert_eq!(&out.text, &String::from_utf8_lossy(&tail[skip..]));
             prop_assert_eq!(out.truncated, all.len() as u64 > budget);
             prop_assert_eq!(out.omitted_bytes(), (all.len() - held + skip) as u64);

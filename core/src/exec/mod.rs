@@ -294,11 +294,13 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         spawned.stdout,
         spawned.stderr,
         (spec.stdout_max_bytes.value, spec.stderr_max_bytes.value),
+        spec.keep.value,
         prepared.spill_dir,
         spec.stream,
     )?;
     Ok(Started::Running(Box::new(Execution {
         report: Report {
+            render: spec.render.value,
             command: spec.script.clone(),
             workdir: spec.workdir.value.clone(),
             started,

@@ -162,7 +162,12 @@ struct Stream {
 }
 
 impl Stream {
-    fn new(fd: Option<OwnedFd>, name: &'static str, budget: u64) -> Result<Stream, Error> {
+    fn new(
+        fd: Option<OwnedFd>,
+        name: &'static str,
+        budget: u64,
+        keep: crate::capture::Keep,
+    ) -> Result<Stream, Error> {
         let pipe = fd
             .map(pipe::Receiver::from_owned_fd)
             .transpose()
@@ -172,7 +177,7 @@ impl Stream {
             })?;
         Ok(Stream {
             pipe,
-            capture: StreamCapture::new(name, budget),
+            capture: StreamCapture::new(name, budget).keeping(keep),
             buf: vec![0u8; READ_CHUNK],
             grown: false,
         })
@@ -221,12 +226,13 @@ impl Streams {
         stdout: Option<OwnedFd>,
         stderr: Option<OwnedFd>,
         budgets: (u64, u64),
+        keep: crate::capture::Keep,
         spill_dir: SpillDir,
         live: Option<LiveOutput>,
     ) -> Result<Streams, Error> {
         Ok(Streams {
-            out: Stream::new(stdout, "stdout", budgets.0)?,
-            err: Stream::new(stderr, "stderr", budgets.1)?,
+            out: Stream::new(stdout, "stdout", budgets.0, keep)?,
+            err: Stream::new(stderr, "stderr", budgets.1, keep)?,
             spill_dir,
             live: Live::new(live)?,
         })

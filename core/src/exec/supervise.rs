@@ -28,6 +28,9 @@ use crate::sandbox::gate::Gate;
 
 /// The facts of a run known before it starts, for its result.
 pub(crate) struct Report {
+    /// How the text fields are rendered (after the denials are read from
+    /// the raw text).
+    pub(crate) render: crate::render::plain::Render,
     pub(crate) command: String,
     pub(crate) workdir: PathBuf,
     pub(crate) started: Instant,
@@ -239,6 +242,8 @@ impl Execution {
                 .collect();
             facts
         });
+        crate::render::plain::apply(report.render, &mut out);
+        crate::render::plain::apply(report.render, &mut err);
         RunResult {
             command: report.command,
             workdir: report.workdir,

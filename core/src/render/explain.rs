@@ -442,6 +442,8 @@ pub fn explain_json(spec: &Spec) -> Value {
         "kill_after_ms": sourced_json(&spec.kill_after, json!(spec.kill_after.value.as_millis() as u64)),
         "stdout_max_bytes": sourced_json(&spec.stdout_max_bytes, json!(spec.stdout_max_bytes.value)),
         "stderr_max_bytes": sourced_json(&spec.stderr_max_bytes, json!(spec.stderr_max_bytes.value)),
+        "keep": sourced_json(&spec.keep, json!(spec.keep.value)),
+        "render": sourced_json(&spec.render, json!(spec.render.value)),
         "stdin": sourced_json(&spec.stdin, stdin_json(&spec.stdin.value)),
         "spill_dir": sourced_json(&spec.spill_dir, json!(lossy(&spec.spill_dir.value))),
         "environment": {
@@ -523,6 +525,12 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
         "stdout-max-bytes",
         format_size(spec.stdout_max_bytes.value),
         note(&spec.stdout_max_bytes),
+    );
+    row("keep", spec.keep.value.as_str().into(), note(&spec.keep));
+    row(
+        "render",
+        spec.render.value.as_str().into(),
+        note(&spec.render),
     );
     row(
         "stderr-max-bytes",

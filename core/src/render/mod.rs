@@ -4,6 +4,7 @@
 
 pub mod explain;
 pub mod marker;
+pub mod plain;
 pub mod text;
 
 pub use self::explain::{explain_json, explain_text};

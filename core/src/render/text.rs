@@ -3,8 +3,11 @@
 //! Grammar (DESIGN.md, "Rendered result"):
 //!
 //! ```text
-//! [stdout truncated: N earlier bytes omitted; full stream: PATH]   (when truncated)
-//! ...stdout text...
+//! [stdout truncated: N earlier bytes omitted; full stream: PATH]   (when cut, --keep tail)
+//! ...stdout text...                                                (--keep head+tail: head,
+//!                                                                   [... N bytes omitted; full stream: PATH ...],
+//!                                                                   tail; --keep head: the
+//!                                                                   truncation line follows)
 //! [stderr]                                                         (when stderr is not empty)
 //! [stderr truncated: N earlier bytes omitted; full stream: PATH]   (when truncated)
 //! ...stderr text...
@@ -20,7 +23,7 @@
 use owo_colors::OwoColorize;
 
 use super::marker::marker;
-use crate::capture::CollectedOutput;
+use crate::capture::{CollectedOutput, Keep};
 use crate::request::units::format_duration;
 use crate::result::RunResult;
 
@@ -174,6 +177,9 @@ pub fn is_own_line_shape(line: &str) -> bool {
             "detached as job ",
             "not shown live",
             "lossy: ",
+            "... ",
+            "stdout: ",
+            "stderr: ",
         ]
         .iter()
         .any(|p| inner.starts_with(p))
@@ -204,20 +210,67 @@ pub fn escape_own_lines(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-fn truncation_line(name: &str, out: &CollectedOutput) -> Option<String> {
-    if !out.truncated {
-        return None;
-    }
-    let whereabouts = match (&out.spill_path, &out.spill_error) {
+/// Where the full stream is, for a line about a cut.
+fn whereabouts(out: &CollectedOutput) -> String {
+    match (&out.spill_path, &out.spill_error) {
         (Some(p), None) => format!("full stream: {}", p.display()),
         (Some(p), Some(e)) => format!("spill file {} incomplete: {e}", p.display()),
         (None, Some(e)) => format!("spill failed: {e}"),
         (None, None) => "no spill file".into(),
-    };
-    Some(format!(
-        "[{name} truncated: {} earlier bytes omitted; {whereabouts}]",
-        out.omitted_bytes()
-    ))
+    }
+}
+
+/// The line that opens a cut stream's section (`kept: tail`), or closes
+/// it (`kept: head`); `None` for `head+tail`, whose line goes between the
+/// two parts ([`omission_line`]), and for a stream kept whole.
+fn truncation_line(name: &str, out: &CollectedOutput) -> Option<String> {
+    if !out.truncated {
+        return None;
+    }
+    let (n, at) = (out.omitted_bytes(), whereabouts(out));
+    match out.kept {
+        Keep::Tail => Some(format!(
+            "[{name} truncated: {n} earlier bytes omitted; {at}]"
+        )),
+        Keep::Head => Some(format!("[{name} truncated: {n} later bytes omitted; {at}]")),
+        Keep::HeadTail => None,
+    }
+}
+
+/// The line between the head and the tail of `kept: head+tail`.
+fn omission_line(out: &CollectedOutput) -> String {
+    format!(
+        "[... {} bytes omitted; {} ...]",
+        out.omitted_bytes(),
+        whereabouts(out)
+    )
+}
+
+/// One stream's text as the result shows it: the truncation line and the
+/// text, or the head, the omission line and the tail.
+fn push_stream(buf: &mut String, name: &str, out: &CollectedOutput) {
+    match (out.kept, &out.head) {
+        (Keep::HeadTail, Some(head)) if out.truncated => {
+            push_text(buf, head);
+            buf.push_str(&omission_line(out));
+            buf.push('\n');
+            push_text(buf, &out.text);
+        }
+        (Keep::Head, _) => {
+            push_text(buf, &out.text);
+            if let Some(line) = truncation_line(name, out) {
+                buf.push_str(&line);
+                buf.push('\n');
+            }
+        }
+        _ => {
+            if let Some(line) = truncation_line(name, out) {
+                buf.push_str(&line);
+                buf.push('\n');
+            }
+            push_text(buf, &out.text);
+        }
+    }
 }
 
 /// Styles the notice and marker lines on a terminal.
@@ -235,13 +288,21 @@ fn paint(line: &str, result: &RunResult, is_marker: bool) -> String {
     }
 }
 
-/// The truncation lines alone (for `--stream`, where the output itself was
-/// shown live): where each outgrown stream's full copy is.
+/// For `--stream`, where every byte was shown live: one line per outgrown
+/// stream, saying so and where its full copy is (`[stdout: 12869 bytes
+/// shown live, 1024 kept; full stream: PATH]`).
 pub fn render_truncations(result: &RunResult) -> String {
     [("stdout", &result.stdout), ("stderr", &result.stderr)]
         .into_iter()
-        .filter_map(|(name, out)| truncation_line(name, out))
-        .map(|line| line + "\n")
+        .filter(|(_, out)| out.truncated)
+        .map(|(name, out)| {
+            format!(
+                "[{name}: {} bytes shown live, {} kept; {}]\n",
+                out.total_bytes,
+                out.kept_bytes,
+                whereabouts(out)
+            )
+        })
         .collect()
 }
 
@@ -276,18 +337,10 @@ pub fn render_after_stream(result: &RunResult, color: bool) -> String {
 /// The output sections only (truncation lines, stdout, `[stderr]` section).
 pub fn render_output(result: &RunResult) -> String {
     let mut buf = String::new();
-    if let Some(line) = truncation_line("stdout", &result.stdout) {
-        buf.push_str(&line);
-        buf.push('\n');
-    }
-    push_text(&mut buf, &result.stdout.text);
+    push_stream(&mut buf, "stdout", &result.stdout);
     if result.stderr.total_bytes > 0 {
         buf.push_str("[stderr]\n");
-        if let Some(line) = truncation_line("stderr", &result.stderr) {
-            buf.push_str(&line);
-            buf.push('\n');
-        }
-        push_text(&mut buf, &result.stderr.text);
+        push_stream(&mut buf, "stderr", &result.stderr);
     }
     buf
 }
@@ -326,6 +379,10 @@ mod tests {
     fn result(stdout: &str, stderr: &str) -> RunResult {
         let out = |t: &str| CollectedOutput {
             text: t.into(),
+            head: None,
+            kept: Keep::Tail,
+            omitted_bytes: 0,
+            render: None,
             truncated: false,
             total_bytes: t.len() as u64,
             kept_bytes: t.len() as u64,

@@ -12,6 +12,8 @@
 //! kill_after = "2s"
 //! stdout_max_bytes = "1MiB"  # sizes as on the command line, or bytes
 //! stderr_max_bytes = "1MiB"
+//! keep = "head+tail"         # as --keep
+//! render = "plain"           # as --render
 //! spill_dir = "/var/tmp"
 //! sandbox = "workspace-write"
 //! writable_roots = ["/srv/cache"]
@@ -67,6 +69,13 @@ pub struct Defaults {
     /// Tail budget of stderr, in bytes.
     #[serde(default, deserialize_with = "budget")]
     pub stderr_max_bytes: Option<u64>,
+    /// Which part of an outgrown stream the result keeps (`--keep`):
+    /// `tail`, `head` or `head+tail`.
+    #[serde(default, deserialize_with = "parsed")]
+    pub keep: Option<crate::capture::Keep>,
+    /// How the text is rendered (`--render`): `raw` or `plain`.
+    #[serde(default, deserialize_with = "parsed")]
+    pub render: Option<crate::render::plain::Render>,
     /// Parent of the private spill directories.
     pub spill_dir: Option<PathBuf>,
     /// Sandbox mode.
@@ -282,6 +291,17 @@ fn invalid(path: &Path, problem: ConfigProblem) -> Error {
         path: path.to_path_buf(),
         problem,
     }
+}
+
+/// A value parsed from its string form (`FromStr`), with the parser's
+/// message as the error.
+fn parsed<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: std::str::FromStr<Err = String>,
+{
+    let s = String::deserialize(d)?;
+    s.parse().map(Some).map_err(serde::de::Error::custom)
 }
 
 #[cfg(test)]

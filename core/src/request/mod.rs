@@ -44,6 +44,10 @@ pub struct Request {
     pub stdout_max_bytes: Option<u64>,
     /// Tail budget of stderr, in bytes.
     pub stderr_max_bytes: Option<u64>,
+    /// `--keep`: which part of an outgrown stream the result keeps.
+    pub keep: Option<crate::capture::Keep>,
+    /// `--render`: how the result's text fields are rendered.
+    pub render: Option<crate::render::plain::Render>,
     /// Where the command's stdin comes from; `None` is a closed pipe.
     pub stdin_file: Option<PathBuf>,
     /// `--env` entries, in the order given.
@@ -347,6 +351,8 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         kill_after: Sourced::pick(req.kill_after, defaults.kill_after, || DEFAULT_KILL_AFTER),
         stdout_max_bytes,
         stderr_max_bytes,
+        keep: Sourced::pick(req.keep, defaults.keep, Default::default),
+        render: Sourced::pick(req.render, defaults.render, Default::default),
         stdin: Sourced::pick(stdin, None, || StdinSource::Closed),
         spill_dir,
         spill_fallback,
@@ -805,6 +811,8 @@ mod tests {
             kill_after: Some(Duration::from_millis(300)),
             stdout_max_bytes: Some(10),
             stderr_max_bytes: Some(20),
+            keep: Some(crate::capture::Keep::HeadTail),
+            render: Some(crate::render::plain::Render::Plain),
             stdin_file: Some(odd()),
             env_policy: None,
             env: vec![
