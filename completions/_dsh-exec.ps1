@@ -62,7 +62,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Resolve and show the spec and child environment; run nothing')
             [CompletionResult]::new('job', 'job', [CompletionResultType]::ParameterValue, 'Read, wait for, kill, list or prune background jobs')
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Remove this user''s spill directories that nothing has changed for a while (a week unless --older-than says otherwise)')
-            [CompletionResult]::new('parse-status', 'parse-status', [CompletionResultType]::ParameterValue, 'Read a rendered result and print its final marker as JSON (exit 1 when the last line is no marker)')
+            [CompletionResult]::new('parse-status', 'parse-status', [CompletionResultType]::ParameterValue, 'Read a rendered result (or a --json one) and print its status as JSON: exit_code, signal, and timed_out and aborted from the notices above the marker (exit 1 when the last line is no marker)')
             break
         }
         'dsh-exec;explain' {

@@ -59,7 +59,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand explain 'Resolve and show the spec and child environment; run nothing'
             cand job 'Read, wait for, kill, list or prune background jobs'
             cand prune 'Remove this user''s spill directories that nothing has changed for a while (a week unless --older-than says otherwise)'
-            cand parse-status 'Read a rendered result and print its final marker as JSON (exit 1 when the last line is no marker)'
+            cand parse-status 'Read a rendered result (or a --json one) and print its status as JSON: exit_code, signal, and timed_out and aborted from the notices above the marker (exit 1 when the last line is no marker)'
         }
         &'dsh-exec;explain'= {
             cand -C 'Working directory of the command [default: the current directory]'

@@ -64,7 +64,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s V -l version -d 'Prin
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "explain" -d 'Resolve and show the spec and child environment; run nothing'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "job" -d 'Read, wait for, kill, list or prune background jobs'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "prune" -d 'Remove this user\'s spill directories that nothing has changed for a while (a week unless --older-than says otherwise)'
-complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "parse-status" -d 'Read a rendered result and print its final marker as JSON (exit 1 when the last line is no marker)'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "parse-status" -d 'Read a rendered result (or a --json one) and print its status as JSON: exit_code, signal, and timed_out and aborted from the notices above the marker (exit 1 when the last line is no marker)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s C -l workdir -d 'Working directory of the command [default: the current directory]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s t -l timeout -d 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l kill-after -d 'Grace period between SIGTERM and SIGKILL [default: 2s]' -r

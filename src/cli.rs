@@ -54,7 +54,8 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
              [detached as job ID] for a --detach-after run still running. 'dsh-exec parse-status' \
              reads it back. With --json, one JSON object is printed instead: command, workdir, \
              exit_code, signal, timed_out, aborted, aborted_by, capped, env_scrubbed, timeout_ms, duration_ms, \
-             stdout and stderr (text, truncated, total_bytes, spill_path), sandbox (mode, denied, \
+             stdout and stderr (text, head, truncated, kept, omitted_bytes, render, total_bytes, \
+             spill_path), sandbox (mode, denied, \
              denials, denials_more, network_denied, enforcement, read_enforcement, runner_failed, \
              network, network_enforcement, network_allow, network_proxy, network_denials, \
              network_denials_more, network_allowed, protected_changes).",
@@ -181,10 +182,9 @@ pub enum Sub {
         #[arg(long, value_name = "DIR")]
         spill_dir: Option<PathBuf>,
     },
-    /// Read a rendered result and print its final marker as JSON (exit 1 when
-    /// the last line is no marker).
+    /// Read a rendered result (or a --json one) and print its status as JSON: exit_code, signal, and timed_out and aborted from the notices above the marker (exit 1 when the last line is no marker).
     ParseStatus {
-        /// The rendered result; standard input when absent.
+        /// The rendered result; standard input when absent or '-'.
         file: Option<PathBuf>,
     },
 }

@@ -201,7 +201,10 @@ fn parse_status_reads_dash_as_stdin_and_rejects_impossible_markers() {
     };
     assert_eq!(
         feed("[exit code: 4]\n", &["-"]),
-        ("{\"exit_code\":4,\"signal\":null}\n".into(), 0)
+        (
+            "{\"exit_code\":4,\"signal\":null,\"timed_out\":false,\"aborted\":false}\n".into(),
+            0
+        )
     );
     for bad in [
         "[exit code: -1]\n",

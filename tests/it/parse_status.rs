@@ -10,26 +10,29 @@ fn parse_status(text: &str) -> (String, i32) {
 #[test]
 fn real_results_round_trip() {
     let cases = [
-        (vec!["--", "echo hi"], "{\"exit_code\":0,\"signal\":null}\n"),
+        (
+            vec!["--", "echo hi"],
+            "{\"exit_code\":0,\"signal\":null,\"timed_out\":false,\"aborted\":false}\n",
+        ),
         (
             vec!["--", "exit 42"],
-            "{\"exit_code\":42,\"signal\":null}\n",
+            "{\"exit_code\":42,\"signal\":null,\"timed_out\":false,\"aborted\":false}\n",
         ),
         (
             vec!["--", "kill -TERM $$"],
-            "{\"exit_code\":null,\"signal\":\"SIGTERM\"}\n",
+            "{\"exit_code\":null,\"signal\":\"SIGTERM\",\"timed_out\":false,\"aborted\":false}\n",
         ),
         (
             vec!["--", "kill -USR1 $$"],
-            "{\"exit_code\":null,\"signal\":\"SIGUSR1\"}\n",
+            "{\"exit_code\":null,\"signal\":\"SIGUSR1\",\"timed_out\":false,\"aborted\":false}\n",
         ),
         (
             vec!["--timeout", "200ms", "--", "sleep 5"],
-            "{\"exit_code\":null,\"signal\":\"SIGTERM\"}\n",
+            "{\"exit_code\":null,\"signal\":\"SIGTERM\",\"timed_out\":true,\"aborted\":false}\n",
         ),
         (
             vec!["--color", "always", "--", "exit 7"],
-            "{\"exit_code\":7,\"signal\":null}\n",
+            "{\"exit_code\":7,\"signal\":null,\"timed_out\":false,\"aborted\":false}\n",
         ),
     ];
     for (args, expected) in cases {
@@ -57,6 +60,29 @@ fn a_file_argument_is_read() {
     Test::new()
         .args(["parse-status", f.to_str().unwrap()])
         .run()
-        .expect_stdout("{\"exit_code\":null,\"signal\":\"SIGKILL\"}\n")
+        .expect_stdout(
+            "{\"exit_code\":null,\"signal\":\"SIGKILL\",\"timed_out\":false,\"aborted\":false}\n",
+        )
         .expect_status(0);
+}
+
+#[test]
+fn a_json_result_on_stdin_is_read_and_exits_0() {
+    for (args, expected) in [
+        (
+            vec!["--json", "--timeout", "200ms", "--", "sleep 5"],
+            "{\"exit_code\":null,\"signal\":\"SIGTERM\",\"timed_out\":true,\"aborted\":false}\n",
+        ),
+        (
+            vec!["--json", "--", "exit 3"],
+            "{\"exit_code\":3,\"signal\":null,\"timed_out\":false,\"aborted\":false}\n",
+        ),
+    ] {
+        let (json, _) = run(&args);
+        assert_eq!(parse_status(&json), (expected.to_string(), 0), "{args:?}");
+    }
+    // An error object is no result.
+    let (json, status) = run(&["--json", "--timeout", "x", "--", "true"]);
+    assert_eq!(status, 125);
+    assert_eq!(parse_status(&json).1, 1);
 }
