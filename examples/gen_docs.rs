@@ -42,10 +42,19 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
         Path::new("schema").join("run-result.schema.json"),
         schema.into_bytes(),
     ));
+    // A page for each subcommand, and for each of `job`'s, which the job
+    // page names (dsh-exec-job-read(1), ...).
+    let mut pages: Vec<(String, clap::Command)> = Vec::new();
     for sub in cli::command().get_subcommands() {
         let name = format!("dsh-exec-{}", sub.get_name());
+        for inner in sub.get_subcommands() {
+            pages.push((format!("{name}-{}", inner.get_name()), inner.clone()));
+        }
+        pages.push((name, sub.clone()));
+    }
+    for (name, cmd) in pages {
         // clap takes a static name; this short-lived generator can leak it.
-        let cmd = sub.clone().name(&*Box::leak(name.clone().into_boxed_str()));
+        let cmd = cmd.name(&*Box::leak(name.clone().into_boxed_str()));
         let mut out = Vec::new();
         clap_mangen::Man::new(cmd)
             .date("2026-11-30")
@@ -54,6 +63,44 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
         files.push((Path::new("man").join(format!("{name}.1")), out));
     }
     files
+}
+
+/// The SYNOPSIS of the main page, with each option's value
+/// (`[-t|--timeout DURATION]`), which clap_mangen leaves out, and the
+/// subcommands' forms.
+fn synopsis() -> Roff {
+    let mut roff = Roff::default();
+    roff.control("SH", ["SYNOPSIS"]);
+    let mut parts = vec![bold("dsh-exec")];
+    for arg in cli::command().get_arguments() {
+        let (Some(long), false) = (arg.get_long(), arg.is_positional()) else {
+            continue;
+        };
+        let mut flag = match arg.get_short() {
+            Some(s) => format!("-{s}|--{long}"),
+            None => format!("--{long}"),
+        };
+        if arg.get_action().takes_values() {
+            let value = arg
+                .get_value_names()
+                .and_then(|v| v.first())
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "VALUE".into());
+            flag = format!("{flag} {value}");
+        }
+        parts.push(roman(format!(" [{flag}]")));
+    }
+    parts.push(roman(" [--] COMMAND..."));
+    roff.text(parts);
+    for form in [
+        "dsh-exec explain [OPTIONS] [--] COMMAND...",
+        "dsh-exec parse-status [FILE]",
+        "dsh-exec job read|wait|kill|list|prune ...",
+        "dsh-exec prune --spill [--older-than DURATION] [--spill-dir DIR]",
+    ] {
+        roff.control("br", []).text([roman(form)]);
+    }
+    roff
 }
 
 /// clap_complete's bash script for a hyphenated binary name sets
@@ -78,7 +125,7 @@ fn man_page() -> Vec<u8> {
     let mut out = Vec::new();
     man.render_title(&mut out).expect("render");
     man.render_name_section(&mut out).expect("render");
-    man.render_synopsis_section(&mut out).expect("render");
+    synopsis().to_writer(&mut out).expect("render");
     man.render_description_section(&mut out).expect("render");
     man.render_options_section(&mut out).expect("render");
     man.render_subcommands_section(&mut out).expect("render");

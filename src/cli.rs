@@ -167,7 +167,7 @@ pub enum Sub {
     /// Resolve and show the spec and child environment; run nothing.
     Explain(Box<RunArgs>),
     /// Read, wait for, kill, list or prune background jobs.
-    #[command(subcommand)]
+    #[command(subcommand, disable_help_subcommand = true)]
     Job(JobCmd),
     /// Remove this user's spill directories that nothing has changed for a
     /// while (a week unless --older-than says otherwise).

@@ -71,3 +71,25 @@ fn bash_completes_subcommands_and_their_options() {
         "--help"
     );
 }
+
+#[test]
+fn every_man_page_a_page_names_is_shipped_and_the_synopsis_shows_values() {
+    let man = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("man");
+    for entry in std::fs::read_dir(&man).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        for (i, _) in text.match_indices("(1)") {
+            let start = text[..i]
+                .rfind(|c: char| c.is_whitespace() || c == '>')
+                .map_or(0, |s| s + 1);
+            let page = text[start..i].replace("\\-", "-");
+            if page.starts_with("dsh-exec") {
+                assert!(
+                    man.join(format!("{page}.1")).exists(),
+                    "{page}(1) is not shipped"
+                );
+            }
+        }
+    }
+    let main = std::fs::read_to_string(man.join("dsh-exec.1")).unwrap();
+    assert!(main.contains("[\\-t|\\-\\-timeout DURATION]"), "{main}");
+}
