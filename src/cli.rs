@@ -17,7 +17,7 @@ use dsh_exec_core::request::env::{EnvArg, EnvPolicy, parse_env_arg, parse_manage
 use dsh_exec_core::request::units::{parse_budget, parse_duration, parse_timeout};
 use dsh_exec_core::sandbox::{Mode, Network};
 use dsh_exec_core::spec::LiveOutput;
-use dsh_exec_core::{Keep, Request};
+use dsh_exec_core::{Keep, Request, Signal};
 
 const AFTER_HELP: &str = "\
 Output: the command's stdout, a [stderr] section when stderr is not empty,
@@ -261,6 +261,11 @@ impl ValueEnum for ModeArg {
     }
 }
 
+/// Parses `--signal`.
+fn parse_signal(s: &str) -> Result<Signal, String> {
+    Signal::parse_first(s)
+}
+
 /// Parses `--keep`.
 fn parse_keep(s: &str) -> Result<Keep, String> {
     s.parse()
@@ -363,6 +368,9 @@ pub struct RunArgs {
     /// Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m].
     #[arg(short = 't', long, value_name = "DURATION", value_parser = timeout_value, allow_hyphen_values = true)]
     pub timeout: Option<Timeout>,
+    /// The first signal sent at the deadline or on an abort, as timeout -s: TERM, INT, HUP, KILL, USR1, ... or a number; SIGKILL follows after --kill-after [default: TERM].
+    #[arg(long, value_name = "SIG", value_parser = parse_signal)]
+    pub signal: Option<Signal>,
     /// Grace period between SIGTERM and SIGKILL [default: 2s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub kill_after: Option<Duration>,
@@ -465,6 +473,7 @@ impl RunArgs {
             stdout_max_bytes: self.stdout_max_bytes,
             stderr_max_bytes: self.stderr_max_bytes,
             keep: self.keep,
+            signal: self.signal,
             render: self.render,
             stdin_file: self.stdin_file,
             env: self.env,

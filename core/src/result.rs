@@ -46,6 +46,45 @@ impl Signal {
     /// SIGTERM (15).
     pub const SIGTERM: Signal = Signal(nix::libc::SIGTERM);
 
+    /// The first signal of the deadline's escalation named as `--signal`
+    /// takes it, as timeout(1)'s `-s`: `TERM`, `SIGTERM` or `15`. Errors
+    /// with a one-line message for an unknown signal, and for those that
+    /// stop, continue or are ignored by default (STOP, TSTP, TTIN, TTOU,
+    /// CONT, CHLD, WINCH, URG): they would end nothing.
+    pub fn parse_first(s: &str) -> Result<Signal, String> {
+        let upper = s.to_ascii_uppercase();
+        let named = if upper.starts_with("SIG") {
+            upper.clone()
+        } else {
+            format!("SIG{upper}")
+        };
+        let sig = match s.parse::<i32>() {
+            Ok(n) => nix::sys::signal::Signal::try_from(n).ok(),
+            Err(_) => named.parse::<nix::sys::signal::Signal>().ok(),
+        }
+        .ok_or_else(|| {
+            format!("invalid signal '{s}' (a name such as TERM, INT, KILL, or a number)")
+        })?;
+        use nix::sys::signal::Signal as S;
+        if matches!(
+            sig,
+            S::SIGSTOP
+                | S::SIGTSTP
+                | S::SIGTTIN
+                | S::SIGTTOU
+                | S::SIGCONT
+                | S::SIGCHLD
+                | S::SIGWINCH
+                | S::SIGURG
+        ) {
+            return Err(format!(
+                "--signal {s}: {} stops, continues or is ignored by default, and would end nothing",
+                sig.as_str()
+            ));
+        }
+        Ok(Signal(sig as i32))
+    }
+
     /// The signal numbered `n` (any number a `waitid` status can carry).
     pub fn from_number(n: i32) -> Signal {
         Signal(n)

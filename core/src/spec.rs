@@ -104,6 +104,9 @@ pub struct Spec {
     pub stdout_max_bytes: Sourced<u64>,
     /// Tail budget of stderr, in bytes.
     pub stderr_max_bytes: Sourced<u64>,
+    /// The first signal of the escalation (`--signal`; SIGTERM).
+    #[serde(default = "default_signal")]
+    pub signal: Sourced<crate::result::Signal>,
     /// Which part of an outgrown stream the result keeps (`--keep`).
     #[serde(default = "default_keep")]
     pub keep: Sourced<crate::capture::Keep>,
@@ -195,4 +198,8 @@ fn default_keep() -> Sourced<crate::capture::Keep> {
 
 fn default_render() -> Sourced<crate::render::plain::Render> {
     Sourced::pick(None, None, crate::render::plain::Render::default)
+}
+
+fn default_signal() -> Sourced<crate::result::Signal> {
+    Sourced::pick(None, None, || crate::result::Signal::SIGTERM)
 }

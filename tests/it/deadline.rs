@@ -65,3 +65,33 @@ fn default_deadline_is_ten_minutes() {
     let (v, _) = run_json(&["--", "true"]);
     assert_eq!(v["timeout_ms"], 600_000);
 }
+
+#[test]
+fn signal_names_the_first_signal_of_the_escalation() {
+    // As timeout -s INT: the command's INT trap runs, and its exit status
+    // is the command's own; the deadline is still reported.
+    Test::new()
+        .args(["--timeout", "300ms", "--signal", "INT", "--"])
+        .arg("trap 'echo got INT; exit 5' INT; sleep 5 & wait")
+        .run()
+        .expect_status(124)
+        .expect_stdout("got INT\n[timed out after 300ms]\n[exit code: 5]\n");
+    // A number works too; KILL leaves no trap a chance.
+    Test::new()
+        .args([
+            "--timeout",
+            "200ms",
+            "--signal",
+            "9",
+            "--",
+            "trap '' TERM; sleep 5",
+        ])
+        .run()
+        .expect_status(124)
+        .expect_stdout("[timed out after 200ms]\n[killed by signal: SIGKILL]\n");
+    for bad in ["STOP", "CONT", "NOPE", "0"] {
+        let out = Test::new().args(["--signal", bad, "--", "true"]).run();
+        assert_eq!(out.status, 125, "{bad}: {}", out.stderr);
+        assert!(out.stderr.contains("--signal"), "{}", out.stderr);
+    }
+}

@@ -281,7 +281,8 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
     if let Some(proxy) = prepared.proxy.as_ref() {
         proxy.admit(tree.clone());
     }
-    let procs = CommandProcs::new(spawned.pid, tree, spec.interactive);
+    let procs =
+        CommandProcs::new(spawned.pid, tree, spec.interactive).first_signal(spec.signal.value);
     // Without a source the pipe's write end is dropped here: end-of-file.
     if let (Some(feeder), Some(sink)) = (&prepared.stdin, spawned.stdin) {
         let _ = feeder.send(File::from(sink));

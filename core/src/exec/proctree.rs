@@ -339,6 +339,8 @@ pub(crate) struct CommandProcs {
     reaped: bool,
     /// The command has the terminal (its process group is the foreground one).
     interactive: bool,
+    /// The first signal of the escalation (`--signal`; SIGTERM).
+    first: Signal,
 }
 
 impl CommandProcs {
@@ -351,7 +353,17 @@ impl CommandProcs {
             exit: None,
             reaped: false,
             interactive,
+            first: Signal::SIGTERM,
         }
+    }
+
+    /// The same, with `first` as the escalation's first signal (a
+    /// signal nix does not name stays SIGTERM).
+    pub(crate) fn first_signal(mut self, first: crate::result::Signal) -> CommandProcs {
+        if let Ok(sig) = Signal::try_from(first.number()) {
+            self.first = sig;
+        }
+        self
     }
 
     /// The direct child's pid, also its process-group id.
@@ -414,13 +426,13 @@ impl Processes for CommandProcs {
     /// each (a second could run a TERM trap twice).
     fn terminate(&mut self) {
         let frozen = self.tree.freeze();
-        let _ = killpg(self.pid, Signal::SIGTERM);
+        let _ = killpg(self.pid, self.first);
         let outside: Vec<_> = frozen
             .iter()
             .copied()
             .filter(|p| p.pgrp != self.pid.as_raw())
             .collect();
-        self.tree.signal(&outside, Signal::SIGTERM);
+        self.tree.signal(&outside, self.first);
         let _ = killpg(self.pid, Signal::SIGCONT);
         self.tree.signal(&frozen, Signal::SIGCONT);
     }

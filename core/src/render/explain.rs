@@ -440,6 +440,7 @@ pub fn explain_json(spec: &Spec) -> Value {
         "workdir": sourced_json(&spec.workdir, json!(lossy(&spec.workdir.value))),
         "timeout_ms": sourced_json(&spec.timeout, json!(spec.timeout.value.map(|t| t.as_millis() as u64))),
         "kill_after_ms": sourced_json(&spec.kill_after, json!(spec.kill_after.value.as_millis() as u64)),
+        "signal": sourced_json(&spec.signal, json!(spec.signal.value)),
         "stdout_max_bytes": sourced_json(&spec.stdout_max_bytes, json!(spec.stdout_max_bytes.value)),
         "stderr_max_bytes": sourced_json(&spec.stderr_max_bytes, json!(spec.stderr_max_bytes.value)),
         "keep": sourced_json(&spec.keep, json!(spec.keep.value)),
@@ -516,6 +517,7 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
         timeout_text(spec.timeout.value),
         note(&spec.timeout),
     );
+    row("signal", spec.signal.value.name(), note(&spec.signal));
     row(
         "kill-after",
         format_duration(spec.kill_after.value),

@@ -44,6 +44,9 @@ pub struct Request {
     pub stdout_max_bytes: Option<u64>,
     /// Tail budget of stderr, in bytes.
     pub stderr_max_bytes: Option<u64>,
+    /// `--signal`: the first signal of the deadline's and an abort's
+    /// escalation (SIGKILL follows after the grace period).
+    pub signal: Option<crate::result::Signal>,
     /// `--keep`: which part of an outgrown stream the result keeps.
     pub keep: Option<crate::capture::Keep>,
     /// `--render`: how the result's text fields are rendered.
@@ -352,6 +355,7 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         stdout_max_bytes,
         stderr_max_bytes,
         keep: Sourced::pick(req.keep, defaults.keep, Default::default),
+        signal: Sourced::pick(req.signal, None, || crate::result::Signal::SIGTERM),
         render: Sourced::pick(req.render, defaults.render, Default::default),
         stdin: Sourced::pick(stdin, None, || StdinSource::Closed),
         spill_dir,
@@ -812,6 +816,7 @@ mod tests {
             stdout_max_bytes: Some(10),
             stderr_max_bytes: Some(20),
             keep: Some(crate::capture::Keep::HeadTail),
+            signal: Some(crate::result::Signal::SIGINT),
             render: Some(crate::render::plain::Render::Plain),
             stdin_file: Some(odd()),
             env_policy: None,
