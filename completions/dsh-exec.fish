@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dsh_exec_global_optspecs
-    string join \n C/workdir= t/timeout= signal= kill-after= stdout-max-bytes= stderr-max-bytes= keep= render= stdin-file= e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream json color= h/help V/version
+    string join \n C/workdir= t/timeout= signal= kill-after= stdout-max-bytes= stderr-max-bytes= keep= render= stdin-file= e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream q/quiet json color= h/help V/version
 end
 
 function __fish_dsh_exec_needs_command
@@ -59,6 +59,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l allow-caches -d 'Also
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s i -l interactive -d 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l background -d 'Start the command as a background job and print its id (see `dsh-exec job`)'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stream -d 'Show the output live as it is produced (to stderr with --json), capturing it as usual'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s q -l quiet -d 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command); warnings and errors stay'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l json -d 'Print one JSON object instead of the rendered text'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s V -l version -d 'Print version'
@@ -101,6 +102,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l allow-cach
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s i -l interactive -d 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l background -d 'Start the command as a background job and print its id (see `dsh-exec job`)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stream -d 'Show the output live as it is produced (to stderr with --json), capturing it as usual'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s q -l quiet -d 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command); warnings and errors stay'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l json -d 'Print one JSON object instead of the rendered text'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait kill list prune" -s h -l help -d 'Print help'

@@ -20,8 +20,11 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return output::clap_error(e),
     };
-    if cli.subcommand.is_none() {
+    if cli.subcommand.is_none() && !cli.run.quiet {
         subcommand_hint(&argv, &cli.run.command);
+        if cli.run.stdin_file.is_none() && !cli.run.interactive {
+            stdin_hint();
+        }
     }
     match cli.subcommand {
         Some(Sub::Explain(args)) => cmd::explain::explain(*args),
@@ -35,6 +38,17 @@ fn main() -> ExitCode {
         None if cli.run.background => cmd::job::start_background(cli.run),
         None if cli.run.detach_after.is_some() => cmd::job::detach_run(cli.run),
         None => cmd::run::run(cli.run),
+    }
+}
+
+/// The command's stdin is closed unless `--stdin-file` says otherwise, so
+/// that nothing waits on an inherited pipe: when this process's own stdin
+/// holds data, a note says it is not passed on.
+fn stdin_hint() {
+    if dsh_exec_core::stdin_holds_data() {
+        output::say!(
+            "dsh-exec: note: stdin is not passed to the command; use --stdin-file - (or --quiet)"
+        );
     }
 }
 

@@ -58,3 +58,37 @@ fn dash_reads_this_process_stdin() {
         .run()
         .expect_stdout("HELLO\n[exit code: 0]\n");
 }
+
+#[test]
+fn stdin_with_data_but_no_stdin_file_gets_a_note_unless_quiet() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input");
+    std::fs::write(&input, "hi\n").unwrap();
+    let run_with = |args: &[&str]| {
+        let out = dsh()
+            .args(args)
+            .stdin(std::fs::File::open(&input).unwrap())
+            .output()
+            .unwrap();
+        (stdout(&out), stderr(&out))
+    };
+    assert_eq!(
+        run_with(&["--", "cat"]),
+        (
+            "[exit code: 0]\n".to_string(),
+            "dsh-exec: note: stdin is not passed to the command; use --stdin-file - (or --quiet)\n"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        run_with(&["-q", "--", "cat"]),
+        ("[exit code: 0]\n".to_string(), String::new())
+    );
+    assert_eq!(
+        run_with(&["--stdin-file", "-", "--", "cat"]),
+        ("hi\n[exit code: 0]\n".to_string(), String::new())
+    );
+    // No data, no note.
+    let out = dsh().args(["--", "true"]).output().unwrap();
+    assert_eq!(stderr(&out), "");
+}

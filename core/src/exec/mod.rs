@@ -29,7 +29,7 @@ use tokio::signal::unix::{SignalKind, signal};
 pub use self::abort::{AbortSignals, AbortSource, NoAbort};
 pub(crate) use self::child::MAX_TREE_ROOTS;
 pub use self::phases::{DRAIN, FINAL_READ};
-pub use self::prepare::{Prepared, find_shell, prepare};
+pub use self::prepare::{Prepared, find_shell, prepare, stdin_holds_data};
 pub(crate) use self::spawn::{Confinement, MountPlan};
 pub use self::supervise::Execution;
 

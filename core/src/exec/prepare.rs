@@ -8,11 +8,12 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
+use nix::libc;
 use nix::unistd::{AccessFlags, access};
 
 use crate::capture::SpillDir;
@@ -347,4 +348,28 @@ fn start_feeder(feed: StdinFeed) -> Result<std::sync::mpsc::SyncSender<File>, Er
             source,
         })?;
     Ok(tx)
+}
+
+/// Whether this process's own stdin holds bytes right now: a pipe or socket
+/// with bytes waiting (FIONREAD, ioctl_tty(2)), or a regular file with bytes
+/// past its offset. A terminal, `/dev/null` or an empty pipe does not.
+pub fn stdin_holds_data() -> bool {
+    let stdin = io::stdin();
+    let fd = stdin.as_fd().as_raw_fd();
+    let Ok(meta) = nix::sys::stat::fstat(stdin.as_fd()) else {
+        return false;
+    };
+    match meta.st_mode & libc::S_IFMT {
+        libc::S_IFIFO | libc::S_IFSOCK => {
+            let mut n: libc::c_int = 0;
+            // SAFETY: FIONREAD writes the int we own.
+            unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) == 0 && n > 0 }
+        }
+        libc::S_IFREG => {
+            // SAFETY: lseek on our own stdin, asking for the offset only.
+            let at = unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) };
+            at >= 0 && meta.st_size > at
+        }
+        _ => false,
+    }
 }
