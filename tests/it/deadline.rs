@@ -95,3 +95,23 @@ fn signal_names_the_first_signal_of_the_escalation() {
         assert!(out.stderr.contains("--signal"), "{}", out.stderr);
     }
 }
+
+#[test]
+fn a_fractional_deadline_reads_back_as_written() {
+    Test::new()
+        .args(["-t", "1.5", "--", "sleep 5"])
+        .run()
+        .expect_status(124)
+        .expect_stdout("[timed out after 1.5s]\n[killed by signal: SIGTERM]\n");
+    let (text, _) = run(&[
+        "explain",
+        "-t",
+        "0.25s",
+        "--stdout-max-bytes",
+        "1.5K",
+        "--",
+        "true",
+    ]);
+    assert!(text.contains("timeout           250ms "), "{text}");
+    assert!(text.contains("stdout-max-bytes  1536 "), "{text}");
+}

@@ -32,7 +32,11 @@ fn bad_durations_and_sizes_are_usage_errors() {
     assert_refused(&["--timeout", ""], 125, "--timeout");
     assert_refused(&["--kill-after", "5 parsecs"], 125, "--kill-after");
     assert_refused(&["--stdout-max-bytes", "-1"], 125, "--stdout-max-bytes");
-    assert_refused(&["--stderr-max-bytes", "1.5K"], 125, "--stderr-max-bytes");
+    assert_refused(
+        &["--stderr-max-bytes", "1.5"],
+        125,
+        "not a whole number of bytes",
+    );
     assert_refused(
         &["--stdout-max-bytes", "99999999999999999999"],
         125,

@@ -4,8 +4,13 @@
 //! seconds (`10`, `2.5`); `0` and `none` mean "no deadline". Unit words are
 //! those of the `humantime` crate (`ms`, `s`, `m`, `h`, `d`, ...).
 //!
+//! Durations with fractions (`1.5s`, `1m0.25s`) are added up exactly; a
+//! duration is written back the same way ([`format_duration`]), and a
+//! property test checks the round trip.
+//!
 //! Sizes follow GNU coreutils (`head -c`, `dd`): a bare number is bytes,
-//! `K`/`KiB` are 1024, `KB` is 1000, and likewise `M`, `G`, `T`.
+//! `K`/`KiB` are 1024, `KB` is 1000, and likewise `M`, `G`, `T`, in any
+//! case (`2kb`); a fraction with a unit (`1.5K`) is rounded down to bytes.
 
 use std::time::Duration;
 
@@ -72,6 +77,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             .parse()
             .map_err(|_| format!("invalid duration '{t}' (expected e.g. 500ms, 30s, 2m, 1h30m)"))?;
         Duration::try_from_secs_f64(secs).map_err(|_| format!("duration '{t}' is out of range"))?
+    } else if t.contains('.') {
+        fractional_duration(t).ok_or_else(|| {
+            format!("invalid duration '{t}' (expected e.g. 1.5s, 500ms, 2m, 1h30m)")
+        })?
     } else {
         humantime::parse_duration(t).map_err(|e| {
             format!("invalid duration '{t}': {e} (expected e.g. 500ms, 30s, 2m, 1h30m)")
@@ -83,8 +92,50 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// A duration whose numbers may have fractions (`1.5s`, `1m0.25s`,
+/// `0.5h`), added up exactly in nanoseconds (at most 9 decimals); `None`
+/// when it is not of that shape.
+fn fractional_duration(t: &str) -> Option<Duration> {
+    let mut nanos: u128 = 0;
+    let mut rest = t.trim();
+    while !rest.is_empty() {
+        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+        let (num, tail) = rest.split_at(num_end);
+        let tail = tail.trim_start();
+        let unit_end = tail
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(tail.len());
+        let (unit, after) = tail.split_at(unit_end);
+        let per: u128 = match unit {
+            "ms" => 1_000_000,
+            "s" | "sec" => 1_000_000_000,
+            "m" | "min" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            "d" => 86_400_000_000_000,
+            _ => return None,
+        };
+        let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+        if (int.is_empty() && frac.is_empty()) || frac.len() > 9 || frac.contains('.') {
+            return None;
+        }
+        let int: u128 = if int.is_empty() { 0 } else { int.parse().ok()? };
+        let frac_val: u128 = if frac.is_empty() {
+            0
+        } else {
+            frac.parse().ok()?
+        };
+        let scale = 10u128.pow(frac.len() as u32);
+        nanos = nanos.checked_add(int.checked_mul(per)?)?;
+        nanos = nanos.checked_add(frac_val * per / scale)?;
+        rest = after.trim_start();
+    }
+    let secs = u64::try_from(nanos / 1_000_000_000).ok()?;
+    Some(Duration::new(secs, (nanos % 1_000_000_000) as u32))
+}
+
 /// Formats a duration compactly, in the grammar [`parse_duration`] accepts:
-/// `300ms`, `10s`, `1h30m`, `1m0s500ms` is written `1m500ms`; zero is `0s`.
+/// `300ms`, `10s`, `1.5s`, `1h30m`, `1m0.5s`; zero is `0s`. Milliseconds
+/// below a second are `Nms`; past a second they are the seconds' fraction.
 pub fn format_duration(d: Duration) -> String {
     let total_ms = d.as_millis();
     if total_ms == 0 {
@@ -94,53 +145,86 @@ pub fn format_duration(d: Duration) -> String {
             format!("{}us", d.as_micros())
         };
     }
-    let parts = [
-        (total_ms / 3_600_000, "h"),
-        (total_ms / 60_000 % 60, "m"),
-        (total_ms / 1000 % 60, "s"),
-        (total_ms % 1000, "ms"),
-    ];
-    parts
-        .iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, unit)| format!("{n}{unit}"))
-        .collect()
+    if total_ms < 1000 {
+        return format!("{total_ms}ms");
+    }
+    let (h, m, s, ms) = (
+        total_ms / 3_600_000,
+        total_ms / 60_000 % 60,
+        total_ms / 1000 % 60,
+        total_ms % 1000,
+    );
+    let mut out = String::new();
+    if h > 0 {
+        out.push_str(&format!("{h}h"));
+    }
+    if m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    if ms > 0 {
+        let frac = format!("{ms:03}");
+        out.push_str(&format!("{s}.{}s", frac.trim_end_matches('0')));
+    } else if s > 0 {
+        out.push_str(&format!("{s}s"));
+    }
+    out
 }
 
-/// Parses a byte size: `4096`, `64K`, `64KiB`, `64KB`, `1M`, `1MiB`, `2G`.
+/// Parses a byte size: `4096`, `64K`, `64KiB`, `64KB`, `2kb`, `1.5K`,
+/// `1M`, `1MiB`, `2G`. Units are case-insensitive; `K`, `Ki` and `KiB` are
+/// 1024, `KB` is 1000 (as coreutils), and likewise `M`, `G`, `T`. A
+/// fraction needs a unit and is rounded down to whole bytes (`1.5K` is
+/// 1536).
 ///
-/// Errors on an empty string, a sign, a fraction, an unknown suffix, or a
-/// value that does not fit in 64 bits.
+/// Errors, naming the accepted forms, on an empty string, a sign, a
+/// fraction of bytes, an unknown unit, or a value past 64 bits.
 pub fn parse_size(text: &str) -> Result<u64, String> {
+    const FORMS: &str = "e.g. 4096, 64K, 64KiB, 64KB, 1.5M, 1MiB, 2G";
     let t = text.trim();
-    let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, suffix) = t.split_at(digits_end);
-    if digits.is_empty() {
-        return Err(format!(
-            "invalid size '{t}' (expected a whole number of bytes, e.g. 4096, 64K, 1MiB)"
-        ));
+    let num_end = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, suffix) = t.split_at(num_end);
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    if int.is_empty() || frac.contains('.') || (num.contains('.') && frac.is_empty()) {
+        return Err(format!("invalid size '{t}' (expected {FORMS})"));
     }
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("size '{t}' is too large"))?;
-    let factor: u64 = match suffix.trim() {
-        "" | "B" | "b" => 1,
-        "K" | "k" | "KiB" | "kiB" => 1 << 10,
-        "KB" | "kB" => 1000,
-        "M" | "MiB" => 1 << 20,
-        "MB" => 1_000_000,
-        "G" | "GiB" => 1 << 30,
-        "GB" => 1_000_000_000,
-        "T" | "TiB" => 1 << 40,
-        "TB" => 1_000_000_000_000,
-        other => {
+    let factor: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "ki" | "kib" => 1 << 10,
+        "kb" => 1000,
+        "m" | "mi" | "mib" => 1 << 20,
+        "mb" => 1_000_000,
+        "g" | "gi" | "gib" => 1 << 30,
+        "gb" => 1_000_000_000,
+        "t" | "ti" | "tib" => 1 << 40,
+        "tb" => 1_000_000_000_000,
+        _ => {
             return Err(format!(
-                "invalid size '{t}': unknown unit '{other}' (use K, KiB, KB, M, MiB, MB, G, GiB, GB)"
+                "invalid size '{t}': unknown unit '{}' (use K, KiB, KB, M, MiB, MB, G, GiB, GB, T; {FORMS})",
+                suffix.trim()
             ));
         }
     };
-    n.checked_mul(factor)
-        .ok_or_else(|| format!("size '{t}' is too large"))
+    if !frac.is_empty() && factor == 1 {
+        return Err(format!(
+            "invalid size '{t}': not a whole number of bytes ({FORMS})"
+        ));
+    }
+    let too_large = || format!("size '{t}' is too large");
+    let n: u64 = int.parse().map_err(|_| too_large())?;
+    let whole = n.checked_mul(factor).ok_or_else(too_large)?;
+    if frac.is_empty() {
+        return Ok(whole);
+    }
+    if frac.len() > 18 {
+        return Err(format!("invalid size '{t}' (at most 18 decimals)"));
+    }
+    let f: u128 = frac.parse().map_err(|_| too_large())?;
+    let part = f * u128::from(factor) / 10u128.pow(frac.len() as u32);
+    whole
+        .checked_add(u64::try_from(part).map_err(|_| too_large())?)
+        .ok_or_else(too_large)
 }
 
 /// Formats a byte count exactly: `1MiB`, `64KiB`, `1000` (never rounded).
@@ -191,13 +275,23 @@ mod tests {
             (300, "300ms"),
             (10_000, "10s"),
             (5_400_000, "1h30m"),
-            (60_500, "1m500ms"),
+            (60_500, "1m0.5s"),
+            (1_500, "1.5s"),
+            (2_250, "2.25s"),
+            (3_600_001, "1h0.001s"),
         ] {
             let d = Duration::from_millis(ms);
             assert_eq!(format_duration(d), text);
             assert_eq!(parse_duration(text), Ok(d));
         }
         assert_eq!(format_duration(Duration::ZERO), "0s");
+        assert_eq!(parse_duration("0.5h"), Ok(Duration::from_secs(1800)));
+        assert_eq!(
+            parse_duration("1m 0.25s"),
+            Ok(Duration::from_millis(60_250))
+        );
+        assert!(parse_duration("1.5x").is_err());
+        assert!(parse_duration("1..5s").is_err());
     }
 
     #[test]
@@ -209,10 +303,17 @@ mod tests {
         assert_eq!(parse_size("1M"), Ok(1 << 20));
         assert_eq!(parse_size("1MiB"), Ok(1 << 20));
         assert_eq!(parse_size("0"), Ok(0));
+        assert_eq!(parse_size("2kb"), Ok(2000));
+        assert_eq!(parse_size("1.5K"), Ok(1536));
+        assert_eq!(parse_size("1.5mib"), Ok(3 << 19));
+        assert_eq!(parse_size("0.3K"), Ok(307));
         for bad in [
             "",
             "-1",
-            "1.5K",
+            "1.5",
+            "1.K",
+            ".5K",
+            "1.2.3K",
             "K",
             "12 parsecs",
             "99999999999999999999",
