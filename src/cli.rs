@@ -447,7 +447,7 @@ pub struct RunArgs {
     /// Show the output live as it is produced (to stderr with --json), capturing it as usual.
     #[arg(long, conflicts_with = "interactive")]
     pub stream: bool,
-    /// No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command); warnings and errors stay.
+    /// No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay.
     #[arg(short = 'q', long)]
     pub quiet: bool,
     /// Print one JSON object instead of the rendered text.

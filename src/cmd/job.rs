@@ -304,6 +304,14 @@ fn list(json: bool) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let mut text = String::new();
+    // A header for the reader on a terminal; none for a pipe, so that
+    // scripts read rows alone.
+    if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        text.push_str(&format!(
+            "{:<10} {:<9} {:<19} {:>4}  {}\n",
+            "JOB", "STATUS", "STARTED", "EXIT", "COMMAND"
+        ));
+    }
     for r in &rows {
         let started = r["started_at_ms"]
             .as_u64()

@@ -31,6 +31,7 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
     if args.interactive && !std::io::stdin().is_terminal() {
         return usage_error("--interactive needs a terminal on stdin");
     }
+    let quiet = args.quiet;
     let (spec, json, color) = match resolve_args(args) {
         Ok(r) => r,
         Err(code) => return code,
@@ -40,6 +41,9 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
         rt.block_on(async {
             let prepared = prepare(&spec)?;
             warn_all(&prepared.warnings());
+            if spec.interactive && !quiet {
+                say!("{}", interactive_banner(&spec, &prepared.writable_roots()));
+            }
             let mut aborts = AbortSignals::install().map_err(|source| Error::Runtime {
                 what: "the signal handlers",
                 source,
@@ -77,4 +81,25 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
         return status(exit::INFRASTRUCTURE);
     }
     status(result.exit_status())
+}
+
+/// The one line `-i` prints on stderr before the shell starts: the mode, the
+/// network policy and where the command may write.
+fn interactive_banner(spec: &dsh_exec_core::Spec, writable: &[std::path::PathBuf]) -> String {
+    let Some(policy) = &spec.sandbox else {
+        return "dsh-exec: interactive, unconfined (no --sandbox); exit to leave".into();
+    };
+    let roots = if writable.is_empty() {
+        "nothing".to_string()
+    } else {
+        writable
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "dsh-exec: interactive, sandbox {}, network {}; writable: {roots}; exit to leave",
+        policy.mode.value, policy.network.value
+    )
 }

@@ -512,3 +512,22 @@ fn a_relative_tmpdir_is_taken_from_the_current_directory() {
     );
     assert_eq!(std::fs::read(&spill).unwrap(), b"hello\n");
 }
+
+#[test]
+fn job_list_has_a_header_on_a_terminal_and_none_when_piped() {
+    let jobs = Jobs::new();
+    let id = jobs.start("true");
+    jobs.wait(&id);
+    let header = "JOB        STATUS    STARTED             EXIT  COMMAND";
+    let (piped, status) = jobs.run(&["job", "list"]);
+    assert_eq!(status, 0);
+    assert!(!piped.contains(header), "{piped}");
+    assert!(piped.starts_with(&id), "{piped}");
+    let screen = crate::support::pty::Pty::new(bin())
+        .args(["job", "list"])
+        .env("XDG_RUNTIME_DIR", jobs.runtime.path())
+        .env("TMPDIR", jobs.runtime.path().join("tmp"))
+        .run();
+    assert!(screen.text.contains(header), "{:?}", screen.text);
+    assert!(screen.text.contains(&id), "{:?}", screen.text);
+}

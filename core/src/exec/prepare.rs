@@ -55,6 +55,16 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// The directories the command may write under, as opened (real
+    /// paths): the writable roots of `workspace-write`, the scratch dir of
+    /// `read-only`; empty without a confining mode.
+    pub fn writable_roots(&self) -> Vec<PathBuf> {
+        self.sandbox
+            .as_ref()
+            .map(|s| s.roots.writable.iter().map(|r| r.path.clone()).collect())
+            .unwrap_or_default()
+    }
+
     /// What a careful user wants to know before the run, one line each:
     /// skipped writable roots, a writable root reached through a symlink or
     /// of `/`.
