@@ -497,6 +497,7 @@ impl RunArgs {
             allow_caches: self.allow_caches,
             interactive: self.interactive,
             background: self.background || self.detach_after.is_some(),
+            detach: self.detach_after.is_some(),
             config: None,
             stream: match (self.stream, self.json) {
                 (false, _) => None,

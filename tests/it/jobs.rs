@@ -531,3 +531,34 @@ fn job_list_has_a_header_on_a_terminal_and_none_when_piped() {
     assert!(screen.text.contains(header), "{:?}", screen.text);
     assert!(screen.text.contains(&id), "{:?}", screen.text);
 }
+
+#[test]
+fn a_detached_job_keeps_the_foreground_deadline() {
+    let jobs = Jobs::new();
+    // explain shows the deadline a --detach-after job gets; --background
+    // has none.
+    let (text, _) = jobs.run(&["explain", "--detach-after", "5s", "--", "true"]);
+    assert!(text.contains("timeout           10m "), "{text}");
+    let (text, _) = jobs.run(&["explain", "--background", "--", "true"]);
+    assert!(text.contains("timeout           none "), "{text}");
+    // And the job is held to it: detached after 100 ms, killed at 600 ms.
+    let (out, status) = jobs.run(&[
+        "--detach-after",
+        "100ms",
+        "--timeout",
+        "600ms",
+        "--",
+        "sleep 30",
+    ]);
+    assert_eq!(status, 0, "{out}");
+    let id = out
+        .lines()
+        .last()
+        .and_then(|l| l.strip_prefix("[detached as job "))
+        .and_then(|l| l.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_string();
+    let (waited, status) = jobs.run(&["job", "wait", &id]);
+    assert_eq!(status, 124, "{waited}");
+    assert!(waited.contains("[timed out after 600ms]"), "{waited}");
+}

@@ -99,6 +99,10 @@ pub struct Request {
     /// deadline by default, no live copy, and a PID namespace where the
     /// caller may create one.
     pub background: bool,
+    /// `--detach-after`: a background job that started as a foreground run,
+    /// and keeps a foreground run's deadline (the configured one, else the
+    /// built-in 10 minutes) unless `--timeout` says otherwise.
+    pub detach: bool,
     /// The configuration file's defaults and caps ([`config::load`]).
     pub config: Option<Config>,
 }
@@ -326,7 +330,7 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         .map(|c| c.caps.clone())
         .unwrap_or_default();
     // A background job has no deadline unless one is asked for.
-    let builtin_timeout = (!req.background).then_some(DEFAULT_TIMEOUT);
+    let builtin_timeout = (!req.background || req.detach).then_some(DEFAULT_TIMEOUT);
     let mut timeout = Sourced::pick(req.timeout, defaults.timeout, || builtin_timeout);
     cap_timeout(&mut timeout, caps.max_timeout);
     let mut stdout_max_bytes =
@@ -791,6 +795,14 @@ mod tests {
         assert_eq!(spec.stream, None);
         let spec = resolve(job(Some(Some(Duration::from_secs(5)))), &ambient()).unwrap();
         assert_eq!(spec.timeout.value, Some(Duration::from_secs(5)));
+        // --detach-after started as a foreground run: its deadline stays.
+        let detached = Request {
+            detach: true,
+            ..job(None)
+        };
+        let spec = resolve(detached, &ambient()).unwrap();
+        assert_eq!(spec.timeout.value, Some(DEFAULT_TIMEOUT));
+        assert_eq!(spec.timeout.origin, Origin::Default);
     }
 
     /// The supervisor handoff: every field of a spec survives serialization,
@@ -841,6 +853,7 @@ mod tests {
             interactive: false,
             stream: None,
             background: true,
+            detach: false,
             config: Some(Config {
                 path: odd(),
                 ..Config::default()
