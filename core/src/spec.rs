@@ -104,6 +104,10 @@ pub struct Spec {
     pub stdout_max_bytes: Sourced<u64>,
     /// Tail budget of stderr, in bytes.
     pub stderr_max_bytes: Sourced<u64>,
+    /// The configuration file's `prune_spill_after`: spill directories
+    /// unchanged for this long are pruned when a run or job starts.
+    #[serde(default)]
+    pub prune_spill_after: Option<Duration>,
     /// The first signal of the escalation (`--signal`; SIGTERM).
     #[serde(default = "default_signal")]
     pub signal: Sourced<crate::result::Signal>,

@@ -59,6 +59,7 @@ fn supervisor_program() -> Result<SupervisorProgram, Error> {
 /// is such a failure (125), as in the foreground.
 fn launch(args: RunArgs) -> Result<(Launched, bool, ColorChoice), ExitCode> {
     let (spec, json, color) = resolve_args(args)?;
+    super::prune::auto_prune(&spec);
     let launched = root()
         .and_then(|root| jobs::launch(&spec, &root, &supervisor_program()?))
         .map_err(|e| infrastructure_error(&e, json))?;

@@ -53,3 +53,21 @@ pub(crate) fn prune(spill: bool, older_than: Duration, spill_dir: Option<PathBuf
     print_stdout(&format!("pruned {dirs} spill {noun} ({bytes} bytes)\n"));
     ExitCode::SUCCESS
 }
+
+/// The configuration file's `prune_spill_after`: at the start of a run or
+/// a job, the spill directories of this user unchanged for that long, in
+/// the run's spill parent and the temp dir, are removed. Failures are
+/// ignored: pruning is housekeeping, not the run.
+pub(crate) fn auto_prune(spec: &dsh_exec_core::Spec) {
+    let Some(age) = spec.prune_spill_after else {
+        return;
+    };
+    let mut parents: Vec<&std::path::Path> = vec![&spec.spill_dir.value];
+    if let Some(fallback) = &spec.spill_fallback {
+        parents.push(fallback);
+    }
+    parents.dedup();
+    for parent in parents {
+        let _ = prune_spill_dirs(parent, age);
+    }
+}

@@ -36,6 +36,7 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
         Ok(r) => r,
         Err(code) => return code,
     };
+    super::prune::auto_prune(&spec);
     let started = Instant::now();
     let outcome = runtime().and_then(|rt| {
         rt.block_on(async {

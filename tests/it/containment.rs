@@ -1131,7 +1131,7 @@ fn under_i_no_other_terminal_can_be_read() {
         "ls /dev/pts | wc -l; test -e {o} && echo seen; head -c1 {o} </dev/null; echo rc=$?; tty",
         o = other_tty.display()
     );
-    let outer = format!("{} -i -s read-only -- \"$0\"", bin().display());
+    let outer = format!("{} -i -q -s read-only -- \"$0\"", bin().display());
     let screen = crate::support::pty::Pty::new("/bin/bash")
         .args(["-c", &outer, &script])
         .run();

@@ -218,3 +218,47 @@ fn prune_spill_removes_old_spill_directories_of_the_exact_shape_only() {
             "dsh-exec: error: prune needs --spill (spill directories are what it removes) (USAGE)\n",
         );
 }
+
+/// The configuration file's `prune_spill_after` prunes at each start.
+#[test]
+fn prune_spill_after_in_the_config_prunes_old_spill_directories_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let spills = dir.path().join("spills");
+    std::fs::create_dir(&spills).unwrap();
+    let cfg = dir.path().join("config.toml");
+    let write_cfg = |prune: &str| {
+        std::fs::write(
+            &cfg,
+            format!(
+                "[defaults]\nspill_dir = {:?}\n{prune}",
+                spills.to_str().unwrap()
+            ),
+        )
+        .unwrap()
+    };
+    write_cfg("");
+    let spill = || {
+        let v = Test::new()
+            .env("DSH_EXEC_CONFIG", &cfg)
+            .args(["--json", "--stdout-max-bytes", "1", "--", "echo x"])
+            .run()
+            .json();
+        std::path::PathBuf::from(v["stdout"]["spill_path"].as_str().unwrap())
+    };
+    let old = spill();
+    for p in [old.clone(), old.parent().unwrap().to_path_buf()] {
+        let s = std::process::Command::new("touch")
+            .args(["-h", "-d", "10 days ago"])
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(s.success());
+    }
+    // Without the key nothing is pruned; with it, the next run prunes.
+    spill();
+    assert!(old.exists());
+    write_cfg("prune_spill_after = \"7d\"\n");
+    let recent = spill();
+    assert!(!old.parent().unwrap().exists(), "the old one stayed");
+    assert!(recent.exists());
+}

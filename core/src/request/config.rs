@@ -25,6 +25,7 @@
 //! read_roots = ["~/src"]       # as --read-root (flags replace it)
 //! env_policy = "core"          # as --env-policy
 //! network_allow = ["pypi.org", "*.pythonhosted.org"] # as --network allow=
+//! prune_spill_after = "7d"     # prune old spill directories at each start
 //!
 //! [caps]
 //! max_timeout = "1h"
@@ -109,6 +110,11 @@ pub struct Defaults {
     /// `inherit`, `core` or `none`.
     #[serde(default)]
     pub env_policy: Option<crate::request::env::EnvPolicy>,
+    /// Prune this user's spill directories unchanged for this long at the
+    /// start of every run and job (as `dsh-exec prune --spill
+    /// --older-than`); unset: never on its own.
+    #[serde(default, deserialize_with = "duration")]
+    pub prune_spill_after: Option<Duration>,
     /// The network allow-list (`--network allow=HOSTS`), the policy of runs
     /// whose flags name none; a `--network` flag replaces it.
     #[serde(default)]

@@ -360,6 +360,7 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         stderr_max_bytes,
         keep: Sourced::pick(req.keep, defaults.keep, Default::default),
         signal: Sourced::pick(req.signal, None, || crate::result::Signal::SIGTERM),
+        prune_spill_after: defaults.prune_spill_after,
         render: Sourced::pick(req.render, defaults.render, Default::default),
         stdin: Sourced::pick(stdin, None, || StdinSource::Closed),
         spill_dir,
