@@ -528,16 +528,16 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
         format_size(spec.stdout_max_bytes.value),
         note(&spec.stdout_max_bytes),
     );
+    row(
+        "stderr-max-bytes",
+        format_size(spec.stderr_max_bytes.value),
+        note(&spec.stderr_max_bytes),
+    );
     row("keep", spec.keep.value.as_str().into(), note(&spec.keep));
     row(
         "render",
         spec.render.value.as_str().into(),
         note(&spec.render),
-    );
-    row(
-        "stderr-max-bytes",
-        format_size(spec.stderr_max_bytes.value),
-        note(&spec.stderr_max_bytes),
     );
     row("stdin", stdin_text(&spec.stdin.value), note(&spec.stdin));
     let moved = spec
