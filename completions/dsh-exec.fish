@@ -28,8 +28,8 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s C -l workdir -d 'Work
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s t -l timeout -d 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l signal -d 'The first signal sent at the deadline or on an abort, as timeout -s: TERM, INT, HUP, KILL, USR1, ... or a number; SIGKILL follows after --kill-after [default: TERM]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l kill-after -d 'Grace period between SIGTERM and SIGKILL [default: 2s]' -r
-complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stdout-max-bytes -d 'Bytes of stdout kept (the tail): 4096, 64K, 1MiB [default: 1MiB]' -r
-complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stderr-max-bytes -d 'Bytes of stderr kept (the tail) [default: 1MiB]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stdout-max-bytes -d 'Bytes of stdout kept (the tail, or what --keep says): 4096, 64K, 1.5M, 1MiB [default: 1MiB]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stderr-max-bytes -d 'Bytes of stderr kept (the tail, or what --keep says) [default: 1MiB]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l keep -d 'Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l render -d 'raw: the text as written; plain: as a terminal would show it (carriage-return overwrites collapsed, backspaces applied, escape sequences removed, other control bytes shown as \\xNN); the spill file stays exact [default: raw]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stdin-file -d 'Feed this file to the command\'s stdin (\'-\': this process\'s stdin) [default: closed]' -r -F
@@ -71,8 +71,8 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s C -l workd
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s t -l timeout -d 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l signal -d 'The first signal sent at the deadline or on an abort, as timeout -s: TERM, INT, HUP, KILL, USR1, ... or a number; SIGKILL follows after --kill-after [default: TERM]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l kill-after -d 'Grace period between SIGTERM and SIGKILL [default: 2s]' -r
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stdout-max-bytes -d 'Bytes of stdout kept (the tail): 4096, 64K, 1MiB [default: 1MiB]' -r
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stderr-max-bytes -d 'Bytes of stderr kept (the tail) [default: 1MiB]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stdout-max-bytes -d 'Bytes of stdout kept (the tail, or what --keep says): 4096, 64K, 1.5M, 1MiB [default: 1MiB]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stderr-max-bytes -d 'Bytes of stderr kept (the tail, or what --keep says) [default: 1MiB]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l keep -d 'Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l render -d 'raw: the text as written; plain: as a terminal would show it (carriage-return overwrites collapsed, backspaces applied, escape sequences removed, other control bytes shown as \\xNN); the spill file stays exact [default: raw]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stdin-file -d 'Feed this file to the command\'s stdin (\'-\': this process\'s stdin) [default: closed]' -r -F

@@ -44,17 +44,29 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
     ));
     // A page for each subcommand, and for each of `job`'s, which the job
     // page names (dsh-exec-job-read(1), ...).
-    let mut pages: Vec<(String, clap::Command)> = Vec::new();
+    // (file name, the command as typed, its definition)
+    let mut pages: Vec<(String, String, clap::Command)> = Vec::new();
     for sub in cli::command().get_subcommands() {
-        let name = format!("dsh-exec-{}", sub.get_name());
+        let (name, typed) = (
+            format!("dsh-exec-{}", sub.get_name()),
+            format!("dsh-exec {}", sub.get_name()),
+        );
         for inner in sub.get_subcommands() {
-            pages.push((format!("{name}-{}", inner.get_name()), inner.clone()));
+            pages.push((
+                format!("{name}-{}", inner.get_name()),
+                format!("{typed} {}", inner.get_name()),
+                inner.clone(),
+            ));
         }
-        pages.push((name, sub.clone()));
+        pages.push((name, typed, sub.clone()));
     }
-    for (name, cmd) in pages {
+    for (name, typed, cmd) in pages {
         // clap takes a static name; this short-lived generator can leak it.
-        let cmd = cmd.name(&*Box::leak(name.clone().into_boxed_str()));
+        let usage = format!("{typed} {}", usage_of(&cmd));
+        let cmd = cmd
+            .name(&*Box::leak(name.clone().into_boxed_str()))
+            .bin_name(typed)
+            .override_usage(usage);
         let mut out = Vec::new();
         clap_mangen::Man::new(cmd)
             .date("2026-11-30")
@@ -63,6 +75,39 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
         files.push((Path::new("man").join(format!("{name}.1")), out));
     }
     files
+}
+
+/// A command's options and arguments with their values
+/// (`[-t|--timeout DURATION] ... ID`), which clap_mangen's synopsis leaves
+/// out.
+fn usage_of(cmd: &clap::Command) -> String {
+    let mut parts = Vec::new();
+    for arg in cmd.get_arguments() {
+        let value = || {
+            arg.get_value_names()
+                .and_then(|v| v.first())
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| arg.get_id().to_string().to_uppercase())
+        };
+        if arg.is_positional() {
+            parts.push(if arg.is_required_set() {
+                value()
+            } else {
+                format!("[{}]", value())
+            });
+            continue;
+        }
+        let Some(long) = arg.get_long() else { continue };
+        let mut flag = match arg.get_short() {
+            Some(s) => format!("-{s}|--{long}"),
+            None => format!("--{long}"),
+        };
+        if arg.get_action().takes_values() {
+            flag = format!("{flag} {}", value());
+        }
+        parts.push(format!("[{flag}]"));
+    }
+    parts.join(" ")
 }
 
 /// The SYNOPSIS of the main page, with each option's value

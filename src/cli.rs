@@ -40,7 +40,12 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
         &[
             "The command's stdout comes first, then a [stderr] section when stderr is not empty. \
              A stream that outgrew its budget opens with [STREAM truncated: N earlier bytes omitted; \
-             full stream: PATH]; the spill file at PATH holds every byte.",
+             full stream: PATH] (--keep tail), ends with [STREAM truncated: N later bytes omitted; \
+             ...] (--keep head), or has [... N bytes omitted; full stream: PATH ...] between its head \
+             and its tail (--keep head+tail); the spill file at PATH holds every byte. Cuts fall at \
+             line boundaries within 1 KiB where they can. --render plain applies carriage returns, \
+             backspaces and erase-in-line and removes escape sequences; --stream past the budget \
+             ends with [STREAM: N bytes shown live, M kept; full stream: PATH].",
             "Notices follow, each only when true: [NAME VALUE capped at CAP by FILE], one line per \
              sandbox denial ([sandbox: denied write to PATH; try FLAG], [sandbox: denied chmod of \
              PATH], [sandbox: network denied: socket(AF_INET)], [sandbox: network denied: \
@@ -374,10 +379,10 @@ pub struct RunArgs {
     /// Grace period between SIGTERM and SIGKILL [default: 2s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub kill_after: Option<Duration>,
-    /// Bytes of stdout kept (the tail): 4096, 64K, 1MiB [default: 1MiB].
+    /// Bytes of stdout kept (the tail, or what --keep says): 4096, 64K, 1.5M, 1MiB [default: 1MiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_budget, allow_hyphen_values = true)]
     pub stdout_max_bytes: Option<u64>,
-    /// Bytes of stderr kept (the tail) [default: 1MiB].
+    /// Bytes of stderr kept (the tail, or what --keep says) [default: 1MiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_budget, allow_hyphen_values = true)]
     pub stderr_max_bytes: Option<u64>,
     /// Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail].

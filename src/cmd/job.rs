@@ -301,7 +301,10 @@ fn list(json: bool) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if rows.is_empty() {
-        print_stdout("no jobs\n");
+        // For a reader; a script reading rows reads none.
+        if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            print_stdout("no jobs\n");
+        }
         return ExitCode::SUCCESS;
     }
     let mut text = String::new();

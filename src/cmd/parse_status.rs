@@ -57,7 +57,9 @@ pub(crate) fn parse_status(file: Option<PathBuf>) -> ExitCode {
             ExitCode::SUCCESS
         }
         None => {
-            say!("dsh-exec: error: the last line is no exit marker");
+            say!(
+                "dsh-exec: error: the last line is no exit marker (and the input no --json result)"
+            );
             ExitCode::from(1)
         }
     }

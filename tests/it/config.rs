@@ -168,3 +168,20 @@ fn the_config_allow_list_is_the_policy_until_a_network_flag_names_one() {
     assert_eq!(out.status, 125, "{}", out.stderr);
     assert!(out.stderr.contains("invalid host 'a b'"), "{}", out.stderr);
 }
+
+#[test]
+fn prune_spill_after_zero_is_refused_and_explain_shows_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(&cfg, "[defaults]\nprune_spill_after = \"0\"\n").unwrap();
+    let out = with_config(&cfg, &["--", "true"]);
+    assert_eq!(out.status, 125, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("would remove every spill directory"),
+        "{}",
+        out.stderr
+    );
+    std::fs::write(&cfg, "[defaults]\nprune_spill_after = \"7d\"\n").unwrap();
+    let v = explain(&cfg, &[]);
+    assert_eq!(v["prune_spill_after_ms"], json!(7 * 24 * 3600 * 1000u64));
+}

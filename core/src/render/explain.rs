@@ -445,6 +445,7 @@ pub fn explain_json(spec: &Spec) -> Value {
         "stderr_max_bytes": sourced_json(&spec.stderr_max_bytes, json!(spec.stderr_max_bytes.value)),
         "keep": sourced_json(&spec.keep, json!(spec.keep.value)),
         "render": sourced_json(&spec.render, json!(spec.render.value)),
+        "prune_spill_after_ms": spec.prune_spill_after.map(|d| d.as_millis() as u64),
         "stdin": sourced_json(&spec.stdin, stdin_json(&spec.stdin.value)),
         "spill_dir": sourced_json(&spec.spill_dir, json!(lossy(&spec.spill_dir.value))),
         "environment": {
@@ -540,6 +541,13 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
         note(&spec.render),
     );
     row("stdin", stdin_text(&spec.stdin.value), note(&spec.stdin));
+    if let Some(age) = spec.prune_spill_after {
+        row(
+            "prune-spill",
+            format!("after {} unchanged, at each start", format_duration(age)),
+            "(config)".into(),
+        );
+    }
     let moved = spec
         .sandbox
         .as_ref()

@@ -113,7 +113,7 @@ pub struct Defaults {
     /// Prune this user's spill directories unchanged for this long at the
     /// start of every run and job (as `dsh-exec prune --spill
     /// --older-than`); unset: never on its own.
-    #[serde(default, deserialize_with = "duration")]
+    #[serde(default, deserialize_with = "prune_age")]
     pub prune_spill_after: Option<Duration>,
     /// The network allow-list (`--network allow=HOSTS`), the policy of runs
     /// whose flags name none; a `--network` flag replaces it.
@@ -176,6 +176,19 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Erro
     parse_duration(&text)
         .map(Some)
         .map_err(serde::de::Error::custom)
+}
+
+/// `prune_spill_after`: more than zero (zero would remove, at every start,
+/// the spill files the previous result names).
+fn prune_age<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let text = Text::deserialize(d)?.into_string();
+    match parse_duration(&text).map_err(serde::de::Error::custom)? {
+        d if d.is_zero() => Err(serde::de::Error::custom(format!(
+            "prune_spill_after '{text}' would remove every spill directory at each start \
+             (leave it out to never prune)"
+        ))),
+        d => Ok(Some(d)),
+    }
 }
 
 fn cap_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
