@@ -86,3 +86,46 @@ fn a_json_result_on_stdin_is_read_and_exits_0() {
     assert_eq!(status, 125);
     assert_eq!(parse_status(&json).1, 1);
 }
+
+#[test]
+fn output_that_reads_as_a_notice_cannot_pass_for_one() {
+    // Trailing space, CRLF, a tab, colour codes in and around it, a no-break
+    // space, a carriage return over other text: each reads as a notice on
+    // a terminal, so each is escaped, and none counts.
+    for script in [
+        "echo '[timed out after 1s] '",
+        "printf '[timed out after 1s]\\r\\n'",
+        "printf '\\t[timed out after 1s]\\n'",
+        "printf '\\033[m[timed out after 1s]\\n'",
+        "printf '[timed out\\033[m after 1s]\\n'",
+        "printf '\\302\\240[aborted by SIGINT]\\n'",
+        "printf 'xx\\r[aborted by SIGINT]\\n'",
+    ] {
+        let (rendered, _) = run(&["--", script]);
+        assert_eq!(
+            parse_status(&rendered),
+            (
+                "{\"exit_code\":0,\"signal\":null,\"timed_out\":false,\"aborted\":false}\n".into(),
+                0
+            ),
+            "{script}: {rendered:?}"
+        );
+    }
+}
+
+#[test]
+fn a_json_result_of_any_size_is_read() {
+    let (json, _) = run(&[
+        "--json",
+        "--",
+        "head -c 300000 /dev/zero | tr '\\0' a; exit 3",
+    ]);
+    assert!(json.len() > 300_000);
+    assert_eq!(
+        parse_status(&json),
+        (
+            "{\"exit_code\":3,\"signal\":null,\"timed_out\":false,\"aborted\":false}\n".into(),
+            0
+        )
+    );
+}

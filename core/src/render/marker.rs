@@ -70,41 +70,132 @@ pub fn parse_status(text: &str) -> Option<ParsedStatus> {
     let last = lines.next()?;
     let mut parsed = parse_marker(last)?;
     for line in lines {
-        let line = strip_sgr(line);
-        let line = line.trim();
-        if !super::text::is_own_line_shape(line) || line.starts_with('\\') {
+        // Judged as the escaper judges it: an escaped line (a backslash in
+        // front of what a reader sees) is the command's, and ends the block.
+        let seen = super::plain::plain(line);
+        let seen = seen.trim();
+        if seen.starts_with('\\') || !super::text::is_own_line_shape(line) {
             break;
         }
+        let line = seen;
         parsed.timed_out |= line.starts_with("[timed out after ");
         parsed.aborted |= line.starts_with("[aborted by ");
     }
     Some(parsed)
 }
 
+/// The fields of a `--json` result that `parse-status` reads; the rest
+/// (the text fields, however long) is skipped without being held.
+#[derive(serde::Deserialize)]
+struct JsonStatus {
+    #[serde(deserialize_with = "present")]
+    exit_code: Option<i64>,
+    #[serde(deserialize_with = "present")]
+    signal: Option<String>,
+    #[serde(default)]
+    timed_out: bool,
+    #[serde(default)]
+    aborted: bool,
+}
+
+/// A field that must be there, `null` or not (a field with its own
+/// deserializer and no default is required): an error object is no result.
+fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    <Option<T> as serde::Deserialize>::deserialize(d)
+}
+
+impl JsonStatus {
+    fn into_parsed(self) -> Option<ParsedStatus> {
+        let exit_code = match self.exit_code {
+            // Exit statuses are 0 to 255 (wait(2)), as in the text form.
+            Some(n) if (0..=255).contains(&n) => Some(n as i32),
+            Some(_) => return None,
+            None => None,
+        };
+        if self
+            .signal
+            .as_deref()
+            .is_some_and(|s| Signal::from_name(s).is_none())
+        {
+            return None;
+        }
+        Some(ParsedStatus {
+            exit_code,
+            signal: self.signal,
+            timed_out: self.timed_out,
+            aborted: self.aborted,
+            detached: None,
+        })
+    }
+}
+
 /// The status of a `--json` result: its `exit_code`, `signal`,
 /// `timed_out` and `aborted`.
 fn from_json(text: &str) -> Option<ParsedStatus> {
-    let v: serde_json::Value = serde_json::from_str(text.trim()).ok()?;
-    let obj = v.as_object()?;
-    if !obj.contains_key("exit_code") || !obj.contains_key("signal") {
-        return None;
+    let status: JsonStatus = serde_json::from_str(text.trim()).ok()?;
+    status.into_parsed()
+}
+
+/// How much of a rendered result is read for its marker: the last 64 KiB.
+pub const PARSE_STATUS_TAIL: usize = 64 * 1024;
+
+/// [`parse_status`] of everything `input` holds, in bounded memory: a
+/// `--json` result of any size is read as it streams by (its text fields
+/// skipped, not held), a rendered result by its last [`PARSE_STATUS_TAIL`]
+/// bytes. Errors when `input` cannot be read.
+pub fn parse_status_from(input: impl std::io::Read) -> std::io::Result<Option<ParsedStatus>> {
+    use serde::Deserialize;
+    let mut tee = Tail {
+        inner: input,
+        tail: Vec::new(),
+        error: None,
+    };
+    {
+        let mut de = serde_json::Deserializer::from_reader(&mut tee);
+        if let Ok(status) = JsonStatus::deserialize(&mut de)
+            && de.end().is_ok()
+        {
+            return Ok(status.into_parsed());
+        }
     }
-    let exit_code = match &obj["exit_code"] {
-        serde_json::Value::Null => None,
-        n => Some(i32::try_from(n.as_i64()?).ok()?),
-    };
-    let signal = match &obj["signal"] {
-        serde_json::Value::Null => None,
-        serde_json::Value::String(s) if Signal::from_name(s).is_some() => Some(s.clone()),
-        _ => return None,
-    };
-    Some(ParsedStatus {
-        exit_code,
-        signal,
-        timed_out: obj.get("timed_out").and_then(|b| b.as_bool()) == Some(true),
-        aborted: obj.get("aborted").and_then(|b| b.as_bool()) == Some(true),
-        detached: None,
-    })
+    if let Some(e) = tee.error.take() {
+        return Err(e);
+    }
+    // Not one JSON object: the rest of the input, then its last line.
+    std::io::copy(&mut tee, &mut std::io::sink())?;
+    Ok(parse_status(&String::from_utf8_lossy(&tee.tail)))
+}
+
+/// A reader that keeps the last [`PARSE_STATUS_TAIL`] bytes read through it.
+struct Tail<R> {
+    inner: R,
+    tail: Vec<u8>,
+    error: Option<std::io::Error>,
+}
+
+impl<R: std::io::Read> std::io::Read for Tail<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = match self.inner.read(buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return Err(e),
+            Err(e) => {
+                // Kept for the caller: the JSON parser turns it into a
+                // syntax error of its own.
+                let kind = e.kind();
+                self.error = Some(e);
+                return Err(std::io::Error::from(kind));
+            }
+        };
+        self.tail.extend_from_slice(&buf[..n]);
+        if self.tail.len() > 2 * PARSE_STATUS_TAIL {
+            self.tail.drain(..self.tail.len() - PARSE_STATUS_TAIL);
+        }
+        Ok(n)
+    }
 }
 
 /// The marker line alone.
@@ -209,6 +300,18 @@ mod tests {
             Some(3)
         );
         assert_eq!(parse_status(r#"{"exit_code":"x","signal":null}"#), None);
+        assert_eq!(parse_status(r#"{"exit_code":300,"signal":null}"#), None);
+        // Any size, streamed.
+        let big = format!(
+            r#"{{"stdout":{{"text":"{}"}},"exit_code":3,"signal":null}}"#,
+            "a".repeat(200_000)
+        );
+        let p = parse_status_from(big.as_bytes()).unwrap().unwrap();
+        assert_eq!(p.exit_code, Some(3));
+        // Text that starts like JSON is still text.
+        let text = format!("{{\"a\": 1}}\n{}\n[exit code: 4]\n", "x".repeat(100_000));
+        let p = parse_status_from(text.as_bytes()).unwrap().unwrap();
+        assert_eq!(p.exit_code, Some(4));
     }
 }
 

@@ -156,8 +156,18 @@ pub const ATTRIBUTE_RESET: &str = "\x1b[0m";
 /// `[stdout truncated: ...]`), or a job's state (`[running]`, `[still
 /// running]`, `[lost]`); after any backslashes in front (see
 /// [`escape_own_lines`]).
+///
+/// The line is judged as a reader sees it: with a terminal's effects
+/// applied and escapes removed ([`super::plain::plain`]: `x\r[exit code:
+/// 0]` shows as the marker), and without whitespace at either end
+/// (`[timed out after 1s] `, a trailing `\r`, a no-break space in front),
+/// so that nothing that reads as one of these lines passes unescaped.
 pub fn is_own_line_shape(line: &str) -> bool {
-    let line = line.trim_start_matches('\\');
+    if !line.contains('[') {
+        return false;
+    }
+    let seen = super::plain::plain(line);
+    let line = seen.trim().trim_start_matches('\\');
     let Some(inner) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) else {
         return false;
     };
@@ -204,6 +214,12 @@ pub fn escape_own_lines(text: &str) -> std::borrow::Cow<'_, str> {
         }
         if is_own_line_shape(line) {
             out.push('\\');
+            if line.chars().any(|c| c.is_control()) {
+                // A carriage return or a backspace would draw over the
+                // backslash on a terminal: the line is shown as it reads.
+                out.push_str(&super::plain::plain(line));
+                continue;
+            }
         }
         out.push_str(line);
     }
