@@ -176,11 +176,7 @@ fn prune_spill_after_zero_is_refused_and_explain_shows_the_key() {
     std::fs::write(&cfg, "[defaults]\nprune_spill_after = \"0\"\n").unwrap();
     let out = with_config(&cfg, &["--", "true"]);
     assert_eq!(out.status, 125, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("would remove every spill directory"),
-        "{}",
-        out.stderr
-    );
+    assert!(out.stderr.contains("is less than 1h"), "{}", out.stderr);
     std::fs::write(&cfg, "[defaults]\nprune_spill_after = \"7d\"\n").unwrap();
     let v = explain(&cfg, &[]);
     assert_eq!(v["prune_spill_after_ms"], json!(7 * 24 * 3600 * 1000u64));

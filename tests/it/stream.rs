@@ -180,3 +180,50 @@ fn a_stalled_reader_gets_the_marker_last() {
         &text[text.len().saturating_sub(300)..]
     );
 }
+
+#[test]
+fn live_output_cannot_forge_a_notice_and_the_marker_gets_its_own_line() {
+    // Escaped as in the text result: parse-status is not fooled.
+    let out = Test::new()
+        .args(["--stream", "--"])
+        .arg("echo '[timed out after 1s]'; printf 'x\\r[aborted by SIGTERM]\\n'")
+        .run();
+    assert_eq!(
+        out.stdout,
+        "\\[timed out after 1s]\nx\r\\[aborted by SIGTERM]\n[exit code: 0]\n"
+    );
+    // stderr ending mid-line on the same file as stdout (2>&1): the marker
+    // still starts a line.
+    let both = std::process::Command::new("bash")
+        .args(["-c", "\"$0\" --stream -- 'printf partial >&2' 2>&1"])
+        .arg(bin())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap())
+        .env("HOME", "/nonexistent-home")
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&both), "partial\n[exit code: 0]\n");
+    // The kept head ended in a newline, the live output did not.
+    let out = Test::new()
+        .args([
+            "--stream",
+            "--keep",
+            "head",
+            "--stdout-max-bytes",
+            "4",
+            "--",
+        ])
+        .arg("printf '1\\n2\\n3 4 5'")
+        .run();
+    assert!(
+        out.stdout
+            .starts_with("1\n2\n3 4 5\n[stdout: 9 bytes shown live, 4 kept; full stream: "),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.ends_with("/stdout]\n[exit code: 0]\n"),
+        "{}",
+        out.stdout
+    );
+}

@@ -129,6 +129,11 @@ pub struct CollectedOutput {
     /// fell behind (absent when none); the tail and the spill file have them.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub live_dropped_bytes: u64,
+    /// `--stream`: the live output ended mid-line where the result goes
+    /// (not in the JSON: the result needs a newline first).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub live_ended_mid_line: bool,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -421,6 +426,7 @@ impl StreamCapture {
             spill_path: self.spill_path,
             spill_error: self.spill_error,
             live_dropped_bytes: 0,
+            live_ended_mid_line: false,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::future::pending;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
@@ -51,6 +51,99 @@ struct Live {
     /// Set when the end of the run stops waiting for the writer: it writes
     /// nothing more (what it still holds is counted as not shown).
     abandoned: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The last byte written to (stdout, stderr), and whether stderr was
+    /// written last: whether the live output ended mid-line where the
+    /// result goes.
+    ends: std::sync::Arc<std::sync::Mutex<LiveEnds>>,
+}
+
+/// What the live copy wrote last, per target.
+#[derive(Debug, Default, Clone, Copy)]
+struct LiveEnds {
+    last: [Option<u8>; 2],
+    stderr_last: bool,
+}
+
+/// The longest line the live copy holds back to judge it: 8 KiB. A line
+/// of `dsh-exec`'s own shape is shorter (a truncation line with a path of
+/// PATH_MAX is about 4.2 KiB); a longer one is shown as it comes.
+const LINE_HOLD_MAX: usize = 8 * 1024;
+
+/// The live copy's escaping of one stream: a line that reads as one of
+/// `dsh-exec`'s own is shown with a backslash in front, as in the text
+/// result ([`crate::render::escape_own_lines`]), so that `--stream` output
+/// cannot forge a notice above the marker. Only a line that could be one
+/// is held back until its end (`\n` or `\r`) or [`LINE_HOLD_MAX`]: one
+/// that starts, or starts again after a carriage return, with `[`, `\`,
+/// whitespace, an escape, or a multi-byte character (a no-break space);
+/// every other byte is shown as it comes.
+#[derive(Debug, Default)]
+struct LineEscaper {
+    /// Bytes of the current line held back; empty when not holding.
+    held: Vec<u8>,
+    holding: bool,
+    /// The next byte starts a line (or follows a carriage return).
+    mid_line: bool,
+}
+
+impl LineEscaper {
+    fn could_start_own_line(b: u8) -> bool {
+        matches!(b, b'[' | b'\\' | b' ' | b'\t' | 0x0b | 0x0c | 0x1b) || b >= 0xc2
+    }
+
+    /// The bytes to show now for `bytes`, the next of the stream.
+    fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(bytes.len());
+        for &b in bytes {
+            if !self.holding && !self.mid_line && Self::could_start_own_line(b) {
+                self.holding = true;
+            }
+            if self.holding {
+                self.held.push(b);
+                if b == b'\n' || b == b'\r' {
+                    self.release(&mut out);
+                    self.mid_line = false;
+                } else if self.held.len() >= LINE_HOLD_MAX {
+                    out.append(&mut self.held);
+                    self.holding = false;
+                    self.mid_line = true;
+                }
+                continue;
+            }
+            out.push(b);
+            self.mid_line = !(b == b'\n' || b == b'\r');
+        }
+        out
+    }
+
+    /// Shows the held line: escaped when it reads as one of dsh-exec's.
+    fn release(&mut self, out: &mut Vec<u8>) {
+        let line = std::mem::take(&mut self.held);
+        self.holding = false;
+        let end = line
+            .iter()
+            .rposition(|b| *b != b'\n' && *b != b'\r')
+            .map_or(0, |i| i + 1);
+        let text = String::from_utf8_lossy(&line[..end]);
+        if crate::render::is_own_line_shape(&text) {
+            out.push(b'\\');
+            if text.chars().any(|c| c.is_control()) {
+                out.extend_from_slice(crate::render::plain::plain(&text).as_bytes());
+                out.extend_from_slice(&line[end..]);
+                return;
+            }
+        }
+        out.extend_from_slice(&line);
+    }
+
+    /// What is still held, at the end of the stream.
+    fn finish(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if self.holding {
+            self.release(&mut out);
+        }
+        out
+    }
 }
 
 /// How long the end of a run waits for the live copy to be written: 2 s.
@@ -68,6 +161,7 @@ impl Live {
             dropped: [0, 0],
             written: Default::default(),
             abandoned: Default::default(),
+            ends: Default::default(),
         };
         if target.is_some() {
             use std::sync::atomic::Ordering;
@@ -75,32 +169,51 @@ impl Live {
             let (done_tx, done_rx) = std::sync::mpsc::channel();
             let written = live.written.clone();
             let abandoned = live.abandoned.clone();
+            let ends = live.ends.clone();
             std::thread::Builder::new()
                 .name("live-output".into())
                 .spawn(move || {
                     use std::io::Write;
                     let (mut stdout_ok, mut stderr_ok) = (true, true);
-                    for (to_stderr, from_stderr, bytes) in rx {
-                        // Checked with the stream's lock held: the result,
-                        // written under the same lock once the copy is
-                        // abandoned, is never followed by live output.
+                    let mut escapers = [LineEscaper::default(), LineEscaper::default()];
+                    let mut targets = [false, false];
+                    // Checked with the stream's lock held: the result, written
+                    // under the same lock once the copy is abandoned, is never
+                    // followed by live output.
+                    let mut write = |to_stderr: bool, bytes: &[u8]| -> bool {
+                        if bytes.is_empty() {
+                            return true;
+                        }
                         let ok = if to_stderr && stderr_ok {
                             let mut e = io::stderr().lock();
                             stderr_ok = !abandoned.load(Ordering::SeqCst)
-                                && e.write_all(&bytes).and_then(|_| e.flush()).is_ok();
+                                && e.write_all(bytes).and_then(|_| e.flush()).is_ok();
                             stderr_ok
                         } else if !to_stderr && stdout_ok {
                             let mut o = io::stdout().lock();
                             stdout_ok = !abandoned.load(Ordering::SeqCst)
-                                && o.write_all(&bytes).and_then(|_| o.flush()).is_ok();
+                                && o.write_all(bytes).and_then(|_| o.flush()).is_ok();
                             stdout_ok
                         } else {
                             false
                         };
-                        if ok {
+                        if ok && let Ok(mut e) = ends.lock() {
+                            e.last[usize::from(to_stderr)] = bytes.last().copied();
+                            e.stderr_last = to_stderr;
+                        }
+                        ok
+                    };
+                    for (to_stderr, from_stderr, bytes) in rx {
+                        targets[usize::from(from_stderr)] = to_stderr;
+                        let shown = escapers[usize::from(from_stderr)].feed(&bytes);
+                        if write(to_stderr, &shown) {
                             written[usize::from(from_stderr)]
                                 .fetch_add(bytes.len() as u64, Ordering::Relaxed);
                         }
+                    }
+                    for side in 0..2 {
+                        let rest = escapers[side].finish();
+                        write(targets[side], &rest);
                     }
                     let _ = done_tx.send(());
                 })
@@ -131,6 +244,29 @@ impl Live {
     /// Waits, at most [`LIVE_FLUSH`], for the queued live output to be
     /// written (as fast as its reader takes it); the bytes of (stdout,
     /// stderr) not shown live.
+    /// Whether the live output ended mid-line where this process's stdout
+    /// goes (the result follows there): the last byte written to stdout, or
+    /// to stderr when stderr was written last and is the same file as
+    /// stdout (`2>&1`), is not a newline.
+    fn ended_mid_line(&self) -> bool {
+        let Ok(e) = self.ends.lock() else {
+            return false;
+        };
+        let same_file = {
+            let id = |fd: std::os::fd::BorrowedFd<'_>| {
+                nix::sys::stat::fstat(fd).ok().map(|s| (s.st_dev, s.st_ino))
+            };
+            let (out, err) = (id(io::stdout().as_fd()), id(io::stderr().as_fd()));
+            out.is_some() && out == err
+        };
+        let last = if e.stderr_last && same_file {
+            e.last[1]
+        } else {
+            e.last[0]
+        };
+        last.is_some_and(|b| b != b'\n')
+    }
+
     fn finish(&mut self) -> [u64; 2] {
         use std::sync::atomic::Ordering;
         drop(self.tx.take());
@@ -273,9 +409,19 @@ impl Streams {
     /// The captures, to finish, the spill directory, and the bytes of
     /// (stdout, stderr) the live copy could not show; waits for the live
     /// copy to be written.
-    pub(crate) fn into_parts(mut self) -> (StreamCapture, StreamCapture, SpillDir, [u64; 2]) {
+    /// The captures, the spill directory, the bytes of (stdout, stderr) not
+    /// shown live, and whether the live output ended mid-line where stdout
+    /// goes.
+    pub(crate) fn into_parts(mut self) -> (StreamCapture, StreamCapture, SpillDir, [u64; 2], bool) {
         let dropped = self.live.finish();
-        (self.out.capture, self.err.capture, self.spill_dir, dropped)
+        let mid_line = self.live.ended_mid_line();
+        (
+            self.out.capture,
+            self.err.capture,
+            self.spill_dir,
+            dropped,
+            mid_line,
+        )
     }
 
     /// The spill files of (stdout, stderr), once the streams outgrew their budgets.

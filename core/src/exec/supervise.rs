@@ -187,9 +187,10 @@ impl Execution {
             Some(Cause::Abort(sig)) => Some(sig),
             _ => None,
         };
-        let (out, err, spill_dir, live_dropped) = self.streams.into_parts();
+        let (out, err, spill_dir, live_dropped, live_mid_line) = self.streams.into_parts();
         let (mut out, mut err) = (out.finish(), err.finish());
         out.live_dropped_bytes = live_dropped[0];
+        out.live_ended_mid_line = live_mid_line;
         err.live_dropped_bytes = live_dropped[1];
         if out.spill_path.is_none() && err.spill_path.is_none() {
             // Created, but no spill file could be opened in it.

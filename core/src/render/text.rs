@@ -329,8 +329,9 @@ pub fn render_truncations(result: &RunResult) -> String {
 /// kept output is printed in full instead.
 pub fn render_after_stream(result: &RunResult, color: bool) -> String {
     let mut buf = String::new();
-    let ended_mid_line = |t: &str| !t.is_empty() && !t.ends_with('\n');
-    if ended_mid_line(&result.stdout.text) {
+    // What was shown live decides, not the kept text: stderr may share the
+    // terminal (2>&1), and the kept text may be the head or rendered.
+    if result.stdout.live_ended_mid_line {
         buf.push('\n');
     }
     let dropped = [("stdout", &result.stdout), ("stderr", &result.stderr)]
@@ -405,6 +406,7 @@ mod tests {
             spill_path: None,
             spill_error: None,
             live_dropped_bytes: 0,
+            live_ended_mid_line: false,
         };
         RunResult {
             command: "x".into(),

@@ -178,14 +178,15 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Erro
         .map_err(serde::de::Error::custom)
 }
 
-/// `prune_spill_after`: more than zero (zero would remove, at every start,
-/// the spill files the previous result names).
+/// `prune_spill_after`: at least an hour. Pruning is unattended, and a
+/// shorter age would remove the spill files of runs that are still going
+/// but quiet, and those the last results name.
 fn prune_age<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     let text = Text::deserialize(d)?.into_string();
     match parse_duration(&text).map_err(serde::de::Error::custom)? {
-        d if d.is_zero() => Err(serde::de::Error::custom(format!(
-            "prune_spill_after '{text}' would remove every spill directory at each start \
-             (leave it out to never prune)"
+        d if d < Duration::from_secs(3600) => Err(serde::de::Error::custom(format!(
+            "prune_spill_after '{text}' is less than 1h: it would remove the spill files of \
+             quiet runs still going (leave it out to never prune)"
         ))),
         d => Ok(Some(d)),
     }
