@@ -91,27 +91,52 @@ impl LineEscaper {
         matches!(b, b'[' | b'\\' | b' ' | b'\t' | 0x0b | 0x0c | 0x1b) || b >= 0xc2
     }
 
-    /// The bytes to show now for `bytes`, the next of the stream.
+    /// The bytes to show now for `bytes`, the next of the stream. Whole runs
+    /// of a line already judged harmless are copied at once.
     fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(bytes.len());
-        for &b in bytes {
-            if !self.holding && !self.mid_line && Self::could_start_own_line(b) {
-                self.holding = true;
-            }
+        let mut out = Vec::with_capacity(bytes.len() + 1);
+        let ends_line = |b: &u8| *b == b'\n' || *b == b'\r';
+        let mut rest = bytes;
+        while let Some(&b) = rest.first() {
             if self.holding {
-                self.held.push(b);
-                if b == b'\n' || b == b'\r' {
-                    self.release(&mut out);
-                    self.mid_line = false;
-                } else if self.held.len() >= LINE_HOLD_MAX {
-                    out.append(&mut self.held);
-                    self.holding = false;
-                    self.mid_line = true;
+                let room = LINE_HOLD_MAX - self.held.len();
+                let upto = rest.iter().take(room).position(ends_line);
+                match upto {
+                    Some(i) => {
+                        self.held.extend_from_slice(&rest[..=i]);
+                        rest = &rest[i + 1..];
+                        self.release(&mut out);
+                        self.mid_line = false;
+                    }
+                    None if rest.len() < room => {
+                        self.held.extend_from_slice(rest);
+                        rest = &[];
+                    }
+                    None => {
+                        self.held.extend_from_slice(&rest[..room]);
+                        rest = &rest[room..];
+                        out.append(&mut self.held);
+                        self.holding = false;
+                        self.mid_line = true;
+                    }
                 }
-                continue;
+            } else if self.mid_line {
+                match rest.iter().position(ends_line) {
+                    Some(i) => {
+                        out.extend_from_slice(&rest[..=i]);
+                        rest = &rest[i + 1..];
+                        self.mid_line = false;
+                    }
+                    None => {
+                        out.extend_from_slice(rest);
+                        rest = &[];
+                    }
+                }
+            } else if Self::could_start_own_line(b) {
+                self.holding = true;
+            } else {
+                self.mid_line = true;
             }
-            out.push(b);
-            self.mid_line = !(b == b'\n' || b == b'\r');
         }
         out
     }
