@@ -266,6 +266,11 @@ impl ValueEnum for ModeArg {
     }
 }
 
+/// Parses `--spill-max-bytes`.
+fn parse_size_arg(s: &str) -> Result<u64, String> {
+    dsh_exec_core::request::units::parse_size(s)
+}
+
 /// Parses `--signal`.
 fn parse_signal(s: &str) -> Result<Signal, String> {
     Signal::parse_first(s)
@@ -385,6 +390,9 @@ pub struct RunArgs {
     /// Bytes of stderr kept (the tail, or what --keep says) [default: 1MiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_budget, allow_hyphen_values = true)]
     pub stderr_max_bytes: Option<u64>,
+    /// The most bytes one spill file holds (4GiB): past it the file stops growing, the tail keeps working, and the result says how many bytes were dropped [default: 4GiB].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size_arg, allow_hyphen_values = true)]
+    pub spill_max_bytes: Option<u64>,
     /// Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail].
     #[arg(long, value_name = "tail|head|head+tail", value_parser = parse_keep)]
     pub keep: Option<Keep>,
@@ -481,6 +489,7 @@ impl RunArgs {
             stdout_max_bytes: self.stdout_max_bytes,
             stderr_max_bytes: self.stderr_max_bytes,
             keep: self.keep,
+            spill_max_bytes: self.spill_max_bytes,
             signal: self.signal,
             render: self.render,
             stdin_file: self.stdin_file,

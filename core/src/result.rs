@@ -309,7 +309,9 @@ pub struct RunResult {
 /// `render`, and the `network_*` facts of an allow-list); schemars leaves `Option` fields out of `required`, so
 /// they are put back here.
 pub fn json_schema() -> serde_json::Value {
-    const SOMETIMES: [&str; 12] = [
+    const SOMETIMES: [&str; 14] = [
+        "spill_truncated",
+        "spill_dropped_bytes",
         "head",
         "render",
         "aborted_by",

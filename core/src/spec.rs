@@ -111,6 +111,9 @@ pub struct Spec {
     /// The first signal of the escalation (`--signal`; SIGTERM).
     #[serde(default = "default_signal")]
     pub signal: Sourced<crate::result::Signal>,
+    /// The cap per spill file, in bytes (`--spill-max-bytes`; 4 GiB).
+    #[serde(default = "default_spill_max")]
+    pub spill_max_bytes: Sourced<u64>,
     /// Which part of an outgrown stream the result keeps (`--keep`).
     #[serde(default = "default_keep")]
     pub keep: Sourced<crate::capture::Keep>,
@@ -189,6 +192,10 @@ impl Spec {
                 "stderr-max-bytes",
                 asked(self.stderr_max_bytes.origin, &self.stderr_max_bytes.capped),
             ),
+            (
+                "spill-max-bytes",
+                asked(self.spill_max_bytes.origin, &self.spill_max_bytes.capped),
+            ),
         ]
         .into_iter()
         .filter_map(|(name, capped)| capped.map(|c| format!("{name} {c}{by}")))
@@ -206,4 +213,8 @@ fn default_render() -> Sourced<crate::render::plain::Render> {
 
 fn default_signal() -> Sourced<crate::result::Signal> {
     Sourced::pick(None, None, || crate::result::Signal::SIGTERM)
+}
+
+fn default_spill_max() -> Sourced<u64> {
+    Sourced::pick(None, None, || crate::request::DEFAULT_SPILL_MAX_BYTES)
 }

@@ -262,3 +262,61 @@ fn prune_spill_after_in_the_config_prunes_old_spill_directories_at_start() {
     assert!(!old.parent().unwrap().exists(), "the old one stayed");
     assert!(recent.exists());
 }
+
+/// `--spill-max-bytes`: the spill file stops at the cap, the tail goes on,
+/// and the result says how much was dropped; the config caps the flag.
+#[test]
+fn a_spill_file_stops_at_its_cap_and_the_result_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (v, status) = run_json(&[
+        "--stdout-max-bytes",
+        "64K",
+        "--spill-max-bytes",
+        "1MiB",
+        "--spill-dir",
+        dir.path().to_str().unwrap(),
+        "--",
+        "head -c 5000000 /dev/zero | tr '\\0' a; echo; echo last",
+    ]);
+    assert_eq!(status, 0);
+    let out = &v["stdout"];
+    assert_eq!(out["total_bytes"], 5_000_006);
+    assert_eq!(out["spill_truncated"], true);
+    assert_eq!(out["spill_dropped_bytes"], 5_000_006 - (1 << 20));
+    assert!(out["text"].as_str().unwrap().ends_with("a\nlast\n"));
+    let spill = std::path::PathBuf::from(out["spill_path"].as_str().unwrap());
+    assert_eq!(std::fs::metadata(&spill).unwrap().len(), 1 << 20);
+    // The text result names the cap.
+    let out = Test::new()
+        .args([
+            "--stdout-max-bytes",
+            "10",
+            "--spill-max-bytes",
+            "100",
+            "--spill-dir",
+        ])
+        .arg(dir.path())
+        .args(["--", "seq 1 100"])
+        .run();
+    let first = out.stdout.lines().next().unwrap();
+    assert!(
+        first.starts_with("[stdout truncated: 282 earlier bytes omitted; spill file ")
+            && first.ends_with(
+                " holds the first 100 bytes only (--spill-max-bytes); 192 later bytes dropped]"
+            ),
+        "{first}"
+    );
+    // A config cap lowers the flag, and says so.
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(&cfg, "[caps]\nmax_spill_bytes = \"1KiB\"\n").unwrap();
+    let out = Test::new()
+        .env("DSH_EXEC_CONFIG", &cfg)
+        .args(["--spill-max-bytes", "1MiB", "--", "true"])
+        .run();
+    assert!(
+        out.stdout
+            .starts_with("[spill-max-bytes 1MiB capped at 1KiB by "),
+        "{}",
+        out.stdout
+    );
+}

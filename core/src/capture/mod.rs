@@ -125,6 +125,14 @@ pub struct CollectedOutput {
     /// failure exist only in the tail).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spill_error: Option<String>,
+    /// The spill file reached `--spill-max-bytes` and stopped growing
+    /// (absent when not): it holds the stream's first bytes only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spill_truncated: bool,
+    /// Bytes of the stream past the spill cap: in neither the spill file
+    /// nor, but for the tail's last ones, the result (absent when none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spill_dropped_bytes: u64,
     /// Bytes the live copy (`--stream`) could not show because its reader
     /// fell behind (absent when none); the tail and the spill file have them.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -220,6 +228,11 @@ pub struct StreamCapture {
     /// to tell whether the head ends at a line's end).
     keep: Keep,
     head: Vec<u8>,
+    /// The most bytes the spill file takes ([`StreamCapture::spill_cap`]).
+    spill_cap: u64,
+    /// Bytes written to the spill file, and bytes past the cap.
+    spilled: u64,
+    spill_dropped: u64,
 }
 
 impl StreamCapture {
@@ -240,7 +253,18 @@ impl StreamCapture {
             before_tail: None,
             keep: Keep::Tail,
             head: Vec::new(),
+            spill_cap: u64::MAX,
+            spilled: 0,
+            spill_dropped: 0,
         }
+    }
+
+    /// The same capture with its spill file capped at `cap` bytes: past it
+    /// the file stops growing, the tail (in memory from then on) keeps the
+    /// newest bytes, and the bytes past the cap are counted.
+    pub fn spill_cap(mut self, cap: u64) -> StreamCapture {
+        self.spill_cap = cap;
+        self
     }
 
     /// The same capture keeping `keep` of the stream in the result.
@@ -264,9 +288,34 @@ impl StreamCapture {
         if outgrows && self.spill_path.is_none() && self.spill_error.is_none() {
             self.open_spill(spill_dir);
         }
+        if self.spill_file.is_some() && self.spilled + chunk.len() as u64 > self.spill_cap {
+            // The cap: the file takes what fits, then nothing more; the
+            // tail comes back into memory and goes on there.
+            let fits = (self.spill_cap - self.spilled.min(self.spill_cap)) as usize;
+            if let Some(file) = &mut self.spill_file
+                && file.write_all(&chunk[..fits]).is_ok()
+            {
+                self.spilled += fits as u64;
+            }
+            self.spill_dropped += (chunk.len() - fits) as u64;
+            // The tail as it stands before this chunk (total not yet counted).
+            self.load_tail();
+            self.spill_file = None;
+            self.total += chunk.len() as u64;
+            self.keep_in_tail(chunk);
+            return;
+        }
+        if self.spill_file.is_none() && self.spill_path.is_some() && self.spill_error.is_none() {
+            // Past the cap already.
+            self.spill_dropped += chunk.len() as u64;
+            self.total += chunk.len() as u64;
+            self.keep_in_tail(chunk);
+            return;
+        }
         if let Some(file) = &mut self.spill_file {
             match file.write_all(chunk) {
                 Ok(()) if !spill_dir.exposed() => {
+                    self.spilled += chunk.len() as u64;
                     self.total += chunk.len() as u64;
                     if !self.tail_in_file {
                         self.tail_in_file = true;
@@ -274,7 +323,7 @@ impl StreamCapture {
                     }
                     return;
                 }
-                Ok(()) => {}
+                Ok(()) => self.spilled += chunk.len() as u64,
                 Err(e) => {
                     // The file holds the stream up to this chunk (a partial
                     // write only adds bytes past `total`): the tail comes
@@ -286,6 +335,12 @@ impl StreamCapture {
             }
         }
         self.total += chunk.len() as u64;
+        self.keep_in_tail(chunk);
+    }
+
+    /// Appends `chunk` to the in-memory tail, keeping its last `budget`
+    /// bytes and the byte before them.
+    fn keep_in_tail(&mut self, chunk: &[u8]) {
         let from = chunk.len().saturating_sub(self.budget);
         let keep = &chunk[from..];
         let excess = (self.tail.len() + keep.len()).saturating_sub(self.budget);
@@ -335,6 +390,7 @@ impl StreamCapture {
             f.write_all(b)?;
             Ok((path, f))
         });
+        self.spilled = self.tail.len() as u64;
         match created {
             Ok((path, f)) => {
                 self.spill_file = Some(f);
@@ -425,6 +481,8 @@ impl StreamCapture {
             kept_bytes,
             spill_path: self.spill_path,
             spill_error: self.spill_error,
+            spill_truncated: self.spill_dropped > 0,
+            spill_dropped_bytes: self.spill_dropped,
             live_dropped_bytes: 0,
             live_ended_mid_line: false,
         }
@@ -592,6 +650,40 @@ mod properties {
             prop_assert_eq!(out.total_bytes, all.len() as u64);
             if let Some(p) = &out.spill_path {
                 prop_assert_eq!(&std::fs::read(p).unwrap(), &all);
+            }
+        }
+
+        #[test]
+        fn a_capped_spill_file_holds_the_first_bytes_and_the_tail_the_last(
+            chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 0..20),
+            budget in 0u64..400,
+            cap in 0u64..2000,
+            exposed in any::<bool>(),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut sd = SpillDir::new(dir.path()).unwrap();
+            if exposed {
+                sd.set_exposed();
+            }
+            let mut c = StreamCapture::new("stdout", budget).spill_cap(cap);
+            for chunk in &chunks {
+                c.push(chunk, &mut sd);
+            }
+            let all: Vec<u8> = chunks.concat();
+            let out = c.finish();
+            prop_assert_eq!(out.total_bytes, all.len() as u64);
+            let held = all.len().min(budget as usize);
+            let tail = &all[all.len() - held..];
+            prop_assert!(String::from_utf8_lossy(tail).ends_with(&out.text));
+            if let Some(p) = &out.spill_path {
+                let spilled = std::fs::read(p).unwrap();
+                // The file opens with the bytes held at the first overflow
+                // (at most the budget), then takes what fits under the cap.
+                let keep = (cap.max(spilled.len() as u64) as usize).min(all.len());
+                prop_assert_eq!(&spilled[..], &all[..spilled.len()]);
+                prop_assert!(spilled.len() <= keep);
+                prop_assert_eq!(out.spill_dropped_bytes, (all.len() - spilled.len()) as u64);
+                prop_assert_eq!(out.spill_truncated, spilled.len() < all.len());
             }
         }
 

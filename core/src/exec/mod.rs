@@ -296,6 +296,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         spawned.stderr,
         (spec.stdout_max_bytes.value, spec.stderr_max_bytes.value),
         spec.keep.value,
+        spec.spill_max_bytes.value,
         prepared.spill_dir,
         spec.stream,
     )?;

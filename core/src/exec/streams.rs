@@ -328,6 +328,7 @@ impl Stream {
         name: &'static str,
         budget: u64,
         keep: crate::capture::Keep,
+        spill_cap: u64,
     ) -> Result<Stream, Error> {
         let pipe = fd
             .map(pipe::Receiver::from_owned_fd)
@@ -338,7 +339,9 @@ impl Stream {
             })?;
         Ok(Stream {
             pipe,
-            capture: StreamCapture::new(name, budget).keeping(keep),
+            capture: StreamCapture::new(name, budget)
+                .keeping(keep)
+                .spill_cap(spill_cap),
             buf: vec![0u8; READ_CHUNK],
             grown: false,
         })
@@ -388,12 +391,13 @@ impl Streams {
         stderr: Option<OwnedFd>,
         budgets: (u64, u64),
         keep: crate::capture::Keep,
+        spill_cap: u64,
         spill_dir: SpillDir,
         live: Option<LiveOutput>,
     ) -> Result<Streams, Error> {
         Ok(Streams {
-            out: Stream::new(stdout, "stdout", budgets.0, keep)?,
-            err: Stream::new(stderr, "stderr", budgets.1, keep)?,
+            out: Stream::new(stdout, "stdout", budgets.0, keep, spill_cap)?,
+            err: Stream::new(stderr, "stderr", budgets.1, keep, spill_cap)?,
             spill_dir,
             live: Live::new(live)?,
         })

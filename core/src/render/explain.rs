@@ -443,6 +443,7 @@ pub fn explain_json(spec: &Spec) -> Value {
         "signal": sourced_json(&spec.signal, json!(spec.signal.value)),
         "stdout_max_bytes": sourced_json(&spec.stdout_max_bytes, json!(spec.stdout_max_bytes.value)),
         "stderr_max_bytes": sourced_json(&spec.stderr_max_bytes, json!(spec.stderr_max_bytes.value)),
+        "spill_max_bytes": sourced_json(&spec.spill_max_bytes, json!(spec.spill_max_bytes.value)),
         "keep": sourced_json(&spec.keep, json!(spec.keep.value)),
         "render": sourced_json(&spec.render, json!(spec.render.value)),
         "prune_spill_after_ms": spec.prune_spill_after.map(|d| d.as_millis() as u64),
@@ -533,6 +534,11 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
         "stderr-max-bytes",
         format_size(spec.stderr_max_bytes.value),
         note(&spec.stderr_max_bytes),
+    );
+    row(
+        "spill-max-bytes",
+        format_size(spec.spill_max_bytes.value),
+        note(&spec.spill_max_bytes),
     );
     row("keep", spec.keep.value.as_str().into(), note(&spec.keep));
     row(

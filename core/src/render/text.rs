@@ -228,6 +228,17 @@ pub fn escape_own_lines(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// Where the full stream is, for a line about a cut.
 fn whereabouts(out: &CollectedOutput) -> String {
+    if out.spill_truncated
+        && let Some(p) = &out.spill_path
+    {
+        return format!(
+            "spill file {} holds the first {} bytes only (--spill-max-bytes); {} later bytes \
+             dropped",
+            p.display(),
+            out.total_bytes.saturating_sub(out.spill_dropped_bytes),
+            out.spill_dropped_bytes
+        );
+    }
     match (&out.spill_path, &out.spill_error) {
         (Some(p), None) => format!("full stream: {}", p.display()),
         (Some(p), Some(e)) => format!("spill file {} incomplete: {e}", p.display()),
@@ -405,6 +416,8 @@ mod tests {
             kept_bytes: t.len() as u64,
             spill_path: None,
             spill_error: None,
+            spill_truncated: false,
+            spill_dropped_bytes: 0,
             live_dropped_bytes: 0,
             live_ended_mid_line: false,
         };

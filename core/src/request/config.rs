@@ -13,6 +13,7 @@
 //! stdout_max_bytes = "1MiB"  # sizes as on the command line, or bytes
 //! stderr_max_bytes = "1MiB"
 //! keep = "head+tail"         # as --keep
+//! spill_max_bytes = "512MiB" # as --spill-max-bytes
 //! render = "plain"           # as --render
 //! spill_dir = "/var/tmp"
 //! sandbox = "workspace-write"
@@ -31,6 +32,7 @@
 //! max_timeout = "1h"
 //! max_stdout_bytes = "16MiB"
 //! max_stderr_bytes = "16MiB"
+//! max_spill_bytes = "1GiB"   # the largest --spill-max-bytes
 //! ```
 
 use std::ffi::OsString;
@@ -70,6 +72,9 @@ pub struct Defaults {
     /// Tail budget of stderr, in bytes.
     #[serde(default, deserialize_with = "budget")]
     pub stderr_max_bytes: Option<u64>,
+    /// The cap per spill file, in bytes (`--spill-max-bytes`).
+    #[serde(default, deserialize_with = "size")]
+    pub spill_max_bytes: Option<u64>,
     /// Which part of an outgrown stream the result keeps (`--keep`):
     /// `tail`, `head` or `head+tail`.
     #[serde(default, deserialize_with = "parsed")]
@@ -134,6 +139,9 @@ pub struct Caps {
     /// Largest stderr budget, in bytes.
     #[serde(default, deserialize_with = "budget")]
     pub max_stderr_bytes: Option<u64>,
+    /// Largest spill file, in bytes (`--spill-max-bytes` cannot exceed it).
+    #[serde(default, deserialize_with = "size")]
+    pub max_spill_bytes: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -190,6 +198,14 @@ fn prune_age<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Err
         ))),
         d => Ok(Some(d)),
     }
+}
+
+/// A byte size as on the command line (`512MiB`), or a number of bytes.
+fn size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let text = Text::deserialize(d)?.into_string();
+    super::units::parse_size(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 fn cap_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {

@@ -47,6 +47,8 @@ pub struct Request {
     /// `--signal`: the first signal of the deadline's and an abort's
     /// escalation (SIGKILL follows after the grace period).
     pub signal: Option<crate::result::Signal>,
+    /// `--spill-max-bytes`: the cap per spill file, in bytes.
+    pub spill_max_bytes: Option<u64>,
     /// `--keep`: which part of an outgrown stream the result keeps.
     pub keep: Option<crate::capture::Keep>,
     /// `--render`: how the result's text fields are rendered.
@@ -251,6 +253,11 @@ fn absolute(base: &Path, p: PathBuf) -> PathBuf {
 }
 
 /// Lowers a budget to its cap, noting it.
+/// The cap per spill file when nothing sets one: 4 GiB. A command cannot
+/// make `dsh-exec` fill the disk; past the cap the spill file stops
+/// growing, the tail goes on, and the result says how much was dropped.
+pub const DEFAULT_SPILL_MAX_BYTES: u64 = 4 << 30;
+
 fn cap_budget(s: &mut Sourced<u64>, cap: Option<u64>) {
     if let Some(max) = cap
         && s.value > max
@@ -343,6 +350,10 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
             DEFAULT_MAX_BYTES
         });
     cap_budget(&mut stderr_max_bytes, caps.max_stderr_bytes);
+    let mut spill_max_bytes = Sourced::pick(req.spill_max_bytes, defaults.spill_max_bytes, || {
+        DEFAULT_SPILL_MAX_BYTES
+    });
+    cap_budget(&mut spill_max_bytes, caps.max_spill_bytes);
     let spill_dir = Sourced::pick(
         req.spill_dir.map(|p| absolute(cwd, p)),
         defaults.spill_dir.map(|p| absolute(cwd, p)),
@@ -359,6 +370,7 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         stdout_max_bytes,
         stderr_max_bytes,
         keep: Sourced::pick(req.keep, defaults.keep, Default::default),
+        spill_max_bytes,
         signal: Sourced::pick(req.signal, None, || crate::result::Signal::SIGTERM),
         prune_spill_after: defaults.prune_spill_after,
         render: Sourced::pick(req.render, defaults.render, Default::default),
@@ -829,6 +841,7 @@ mod tests {
             stdout_max_bytes: Some(10),
             stderr_max_bytes: Some(20),
             keep: Some(crate::capture::Keep::HeadTail),
+            spill_max_bytes: Some(1 << 20),
             signal: Some(crate::result::Signal::SIGINT),
             render: Some(crate::render::plain::Render::Plain),
             stdin_file: Some(odd()),
