@@ -298,6 +298,57 @@ pub struct RunResult {
     /// failed can see that `NPM_TOKEN` was withheld. `-e NAME` passes one.
     #[serde(default)]
     pub env_scrubbed: Vec<String>,
+    /// What the command's processes used; `null` when it never ran.
+    #[serde(default)]
+    pub resources: Option<Resources>,
+}
+
+/// What a run's processes used, from getrusage(2) `RUSAGE_CHILDREN` of
+/// `dsh-exec`: it is the subreaper of the command's tree and reaps every
+/// process of it, so the figures cover the whole tree, orphans included,
+/// once each has been reaped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Resources {
+    /// User CPU time of the tree, in milliseconds.
+    pub cpu_user_ms: u64,
+    /// System CPU time of the tree, in milliseconds.
+    pub cpu_system_ms: u64,
+    /// The largest resident set of any one process of the tree, in bytes
+    /// (`ru_maxrss`; not the sum: that takes a cgroup). In a program that
+    /// runs several commands through the library, the largest of any so far.
+    pub peak_memory_bytes: u64,
+    /// The most processes and threads of the tree at once: `null` without a
+    /// cgroup to count them.
+    pub max_pids: Option<u64>,
+    /// Where the figures come from: `getrusage(RUSAGE_CHILDREN)`.
+    pub source: String,
+}
+
+/// `RUSAGE_CHILDREN` of this process: (user µs, system µs, max RSS bytes).
+pub(crate) fn children_usage() -> (u64, u64, u64) {
+    // SAFETY: getrusage fills the struct we own.
+    let mut u: nix::libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { nix::libc::getrusage(nix::libc::RUSAGE_CHILDREN, &mut u) } != 0 {
+        return (0, 0, 0);
+    }
+    let us = |t: nix::libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    (us(u.ru_utime), us(u.ru_stime), u.ru_maxrss as u64 * 1024)
+}
+
+impl Resources {
+    /// The usage since `before` ([`children_usage`] taken before the spawn).
+    pub(crate) fn since(before: (u64, u64, u64)) -> Resources {
+        let now = children_usage();
+        Resources {
+            cpu_user_ms: now.0.saturating_sub(before.0) / 1000,
+            cpu_system_ms: now.1.saturating_sub(before.1) / 1000,
+            peak_memory_bytes: now.2,
+            max_pids: None,
+            source: "getrusage(RUSAGE_CHILDREN)".into(),
+        }
+    }
 }
 
 /// The JSON Schema (draft 2020-12) of the `--json` result, generated from

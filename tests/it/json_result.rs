@@ -23,6 +23,7 @@ fn the_object_holds_exactly_the_contract_fields() {
             "duration_ms",
             "env_scrubbed",
             "exit_code",
+            "resources",
             "sandbox",
             "signal",
             "stderr",
@@ -69,4 +70,23 @@ fn a_signal_death_has_a_null_exit_code() {
     assert_eq!(status, 137);
     assert_eq!(v["exit_code"], Value::Null);
     assert_eq!(v["signal"], "SIGKILL");
+}
+
+#[test]
+fn resources_say_what_the_tree_used() {
+    // 64 MiB touched by one process; CPU spent in an orphan that outlives
+    // its parent shell counts too (dsh-exec reaps it).
+    let (v, status) = run_json(&[
+        "--",
+        "python3 -c 'b = bytearray(64 << 20); b[::4096] = b\"x\" * len(b[::4096])'; \
+         (python3 -c 'sum(range(2000000))' &) ; sleep 1",
+    ]);
+    assert_eq!(status, 0);
+    let r = &v["resources"];
+    assert_eq!(r["source"], "getrusage(RUSAGE_CHILDREN)");
+    assert_eq!(r["max_pids"], serde_json::Value::Null);
+    let peak = r["peak_memory_bytes"].as_u64().unwrap();
+    assert!((64 << 20..1 << 30).contains(&peak), "{r}");
+    let cpu = r["cpu_user_ms"].as_u64().unwrap() + r["cpu_system_ms"].as_u64().unwrap();
+    assert!(cpu >= 20, "{r}");
 }

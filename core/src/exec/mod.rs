@@ -185,6 +185,7 @@ fn not_run(spec: &Spec, started: Instant, stderr_note: &str) -> RunResult {
         stderr: stderr.finish(),
         sandbox: None,
         env_scrubbed: spec.env_scrubbed(),
+        resources: None,
     }
 }
 
@@ -216,6 +217,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         return Ok(Started::NotRun(Box::new(result)));
     }
     let tree = Tree::before_spawn();
+    let usage_before = crate::result::children_usage();
     let runtime = |source| Error::Runtime {
         what: "the SIGCHLD handler",
         source,
@@ -302,6 +304,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
     )?;
     Ok(Started::Running(Box::new(Execution {
         report: Report {
+            usage_before,
             render: spec.render.value,
             command: spec.script.clone(),
             workdir: spec.workdir.value.clone(),

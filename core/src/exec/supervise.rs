@@ -28,6 +28,8 @@ use crate::sandbox::gate::Gate;
 
 /// The facts of a run known before it starts, for its result.
 pub(crate) struct Report {
+    /// `RUSAGE_CHILDREN` before the spawn, to count this run's usage.
+    pub(crate) usage_before: (u64, u64, u64),
     /// How the text fields are rendered (after the denials are read from
     /// the raw text).
     pub(crate) render: crate::render::plain::Render,
@@ -260,6 +262,7 @@ impl Execution {
             stderr: err,
             sandbox,
             env_scrubbed: report.env_scrubbed,
+            resources: Some(crate::result::Resources::since(report.usage_before)),
         }
     }
 }

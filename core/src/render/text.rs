@@ -436,6 +436,7 @@ mod tests {
             stderr: out(stderr),
             sandbox: None,
             env_scrubbed: vec![],
+            resources: None,
         }
     }
 
