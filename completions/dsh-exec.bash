@@ -50,7 +50,7 @@ _dsh__exec() {
 
     case "${cmd}" in
         dsh__exec)
-            opts="-C -t -e -s -i -q -h -V --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --spill-max-bytes --keep --render --stdin-file --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help --version explain job prune parse-status"
+            opts="-C -t -e -s -i -q -h -V --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --keep --render --stdin-file --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help --version explain job prune parse-status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -85,6 +85,10 @@ _dsh__exec() {
                     return 0
                     ;;
                 --stderr-max-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --file-size-max)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -180,7 +184,7 @@ _dsh__exec() {
             return 0
             ;;
         dsh__exec__subcmd__explain)
-            opts="-C -t -e -s -i -q -h --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --spill-max-bytes --keep --render --stdin-file --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help"
+            opts="-C -t -e -s -i -q -h --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --keep --render --stdin-file --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -215,6 +219,10 @@ _dsh__exec() {
                     return 0
                     ;;
                 --stderr-max-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --file-size-max)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

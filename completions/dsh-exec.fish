@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dsh_exec_global_optspecs
-    string join \n C/workdir= t/timeout= signal= kill-after= stdout-max-bytes= stderr-max-bytes= spill-max-bytes= keep= render= stdin-file= e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream q/quiet json color= h/help V/version
+    string join \n C/workdir= t/timeout= signal= kill-after= stdout-max-bytes= stderr-max-bytes= file-size-max= spill-max-bytes= keep= render= stdin-file= e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream q/quiet json color= h/help V/version
 end
 
 function __fish_dsh_exec_needs_command
@@ -30,6 +30,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l signal -d 'The first 
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l kill-after -d 'Grace period between SIGTERM and SIGKILL [default: 2s]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stdout-max-bytes -d 'Bytes of stdout kept (the tail, or what --keep says): 4096, 64K, 1.5M, 1MiB [default: 1MiB]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stderr-max-bytes -d 'Bytes of stderr kept (the tail, or what --keep says) [default: 1MiB]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l file-size-max -d 'The largest file the command may write (RLIMIT_FSIZE, which it cannot raise): a write past it fails with EFBIG after SIGXFSZ, which ends the writer [default: as inherited]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l spill-max-bytes -d 'The most bytes one spill file holds (4GiB): past it the file stops growing, the tail keeps working, and the result says how many bytes were dropped [default: 4GiB]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l keep -d 'Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l render -d 'raw: the text as written; plain: as a terminal would show it (carriage-return overwrites collapsed, backspaces applied, escape sequences removed, other control bytes shown as \\xNN); the spill file stays exact [default: raw]' -r
@@ -74,6 +75,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l signal -d 
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l kill-after -d 'Grace period between SIGTERM and SIGKILL [default: 2s]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stdout-max-bytes -d 'Bytes of stdout kept (the tail, or what --keep says): 4096, 64K, 1.5M, 1MiB [default: 1MiB]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stderr-max-bytes -d 'Bytes of stderr kept (the tail, or what --keep says) [default: 1MiB]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l file-size-max -d 'The largest file the command may write (RLIMIT_FSIZE, which it cannot raise): a write past it fails with EFBIG after SIGXFSZ, which ends the writer [default: as inherited]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l spill-max-bytes -d 'The most bytes one spill file holds (4GiB): past it the file stops growing, the tail keeps working, and the result says how many bytes were dropped [default: 4GiB]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l keep -d 'Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l render -d 'raw: the text as written; plain: as a terminal would show it (carriage-return overwrites collapsed, backspaces applied, escape sequences removed, other control bytes shown as \\xNN); the spill file stays exact [default: raw]' -r

@@ -390,6 +390,9 @@ pub struct RunArgs {
     /// Bytes of stderr kept (the tail, or what --keep says) [default: 1MiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_budget, allow_hyphen_values = true)]
     pub stderr_max_bytes: Option<u64>,
+    /// The largest file the command may write (RLIMIT_FSIZE, which it cannot raise): a write past it fails with EFBIG after SIGXFSZ, which ends the writer [default: as inherited].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size_arg, allow_hyphen_values = true)]
+    pub file_size_max: Option<u64>,
     /// The most bytes one spill file holds (4GiB): past it the file stops growing, the tail keeps working, and the result says how many bytes were dropped [default: 4GiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_size_arg, allow_hyphen_values = true)]
     pub spill_max_bytes: Option<u64>,
@@ -490,6 +493,7 @@ impl RunArgs {
             stderr_max_bytes: self.stderr_max_bytes,
             keep: self.keep,
             spill_max_bytes: self.spill_max_bytes,
+            file_size_max: self.file_size_max,
             signal: self.signal,
             render: self.render,
             stdin_file: self.stdin_file,

@@ -111,6 +111,10 @@ pub struct Spec {
     /// The first signal of the escalation (`--signal`; SIGTERM).
     #[serde(default = "default_signal")]
     pub signal: Sourced<crate::result::Signal>,
+    /// RLIMIT_FSIZE of the command, in bytes (`--file-size-max`); `None`:
+    /// as inherited.
+    #[serde(default = "default_file_size")]
+    pub file_size_max: Sourced<Option<u64>>,
     /// The cap per spill file, in bytes (`--spill-max-bytes`; 4 GiB).
     #[serde(default = "default_spill_max")]
     pub spill_max_bytes: Sourced<u64>,
@@ -217,4 +221,8 @@ fn default_signal() -> Sourced<crate::result::Signal> {
 
 fn default_spill_max() -> Sourced<u64> {
     Sourced::pick(None, None, || crate::request::DEFAULT_SPILL_MAX_BYTES)
+}
+
+fn default_file_size() -> Sourced<Option<u64>> {
+    Sourced::pick(None, None, || None)
 }

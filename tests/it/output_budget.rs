@@ -320,3 +320,38 @@ fn a_spill_file_stops_at_its_cap_and_the_result_says_so() {
         out.stdout
     );
 }
+
+/// `--file-size-max`: RLIMIT_FSIZE for the command, which it cannot raise;
+/// the output pipes are no files, and the spill files are dsh-exec's.
+#[test]
+fn file_size_max_bounds_the_files_the_command_writes_not_its_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Test::new()
+        .arg("-C")
+        .arg(dir.path())
+        .args(["--file-size-max", "1M", "--stdout-max-bytes", "4K", "--"])
+        .arg(
+            "head -c 5M /dev/zero > f 2>/dev/null; echo rc=$?; stat -c %s f; \
+             ulimit -f unlimited 2>/dev/null || echo raise refused; \
+             head -c 2M /dev/zero | wc -c",
+        )
+        .run();
+    // 153 = 128 + SIGXFSZ; bash says so on its stderr.
+    assert!(
+        out.stdout
+            .starts_with("rc=153\n1048576\nraise refused\n2097152\n[stderr]\nbash: line 1: "),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(" File size limit exceeded"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.ends_with("[exit code: 0]\n"), "{}", out.stdout);
+    let (text, _) = run(&["explain", "--file-size-max", "1M", "--", "true"]);
+    assert!(
+        text.contains("file-size-max     1MiB (RLIMIT_FSIZE)"),
+        "{text}"
+    );
+}

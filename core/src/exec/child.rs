@@ -79,6 +79,7 @@ pub(crate) enum Step {
     ReadOnlyTree,
     Terminal,
     ShmMount,
+    Rlimit,
 }
 
 impl Step {
@@ -112,6 +113,7 @@ impl Step {
             25 => Step::ReadOnlyTree,
             26 => Step::Terminal,
             27 => Step::ShmMount,
+            28 => Step::Rlimit,
             _ => Step::None,
         }
     }
@@ -148,6 +150,7 @@ impl Step {
             Step::ReadOnlyTree => "mount_setattr(MOUNT_ATTR_RDONLY)",
             Step::Terminal => "re-opening the terminal in the mount namespace",
             Step::ShmMount => "mount(tmpfs, /dev/shm)",
+            Step::Rlimit => "setrlimit(RLIMIT_FSIZE)",
         }
     }
 
@@ -183,7 +186,8 @@ impl Step {
             | Step::Sigmask
             | Step::Exec
             | Step::Setpgid
-            | Step::Tcsetpgrp => false,
+            | Step::Tcsetpgrp
+            | Step::Rlimit => false,
         }
     }
 }
@@ -280,6 +284,8 @@ pub(crate) struct ChildArgs {
     pub(crate) parent: libc::pid_t,
     pub(crate) sigrtmax: c_int,
     pub(crate) interactive: bool,
+    /// RLIMIT_FSIZE to set, in bytes (`--file-size-max`); `None`: as inherited.
+    pub(crate) file_size_max: Option<u64>,
     pub(crate) confine: ChildConfine,
     pub(crate) failed_step: AtomicI32,
     pub(crate) errno: AtomicI32,
@@ -442,6 +448,29 @@ unsafe fn change_dir(a: &ChildArgs) -> Result<(), Step> {
     // SAFETY: the parent's C string outlives the child's use of it.
     if unsafe { libc::chdir(a.workdir) } == -1 {
         return Err(Step::Chdir);
+    }
+    Ok(())
+}
+
+/// `--file-size-max`: setrlimit(2) `RLIMIT_FSIZE`, soft and hard, so that
+/// the command cannot raise it again. A write past it fails (EFBIG) after
+/// the kernel sends SIGXFSZ, whose default action ends the writer
+/// (setrlimit(2), signal(7)). Files already open are bound as well; the
+/// spill files are written by `dsh-exec`, not bound.
+///
+/// # Safety
+/// Only in the child between clone and execve.
+unsafe fn limit_file_size(a: &ChildArgs) -> Result<(), Step> {
+    let Some(max) = a.file_size_max else {
+        return Ok(());
+    };
+    let lim = libc::rlimit {
+        rlim_cur: max as libc::rlim_t,
+        rlim_max: max as libc::rlim_t,
+    };
+    // SAFETY: setrlimit reads the struct we own.
+    if unsafe { libc::setrlimit(libc::RLIMIT_FSIZE, &lim) } == -1 {
+        return Err(Step::Rlimit);
     }
     Ok(())
 }
@@ -1010,6 +1039,7 @@ unsafe fn setup_and_exec(a: &ChildArgs) -> Step {
             .and_then(|()| confine(a))
             .and_then(|()| reopen_terminal(a))
             .and_then(|()| change_dir(a))
+            .and_then(|()| limit_file_size(a))
             .and_then(|()| install_fds(a));
         if let Err(step) = steps {
             return step;

@@ -242,6 +242,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
             .sandbox
             .as_ref()
             .and_then(|p| p.confinement.as_ref()),
+        file_size_max: spec.file_size_max.value,
     });
     let spawned = match spawned {
         Ok(s) => s,

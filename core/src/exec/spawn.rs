@@ -113,6 +113,8 @@ pub(crate) struct Program<'a> {
     pub(crate) pid_namespace: bool,
     /// Confinement to apply before execve, if any.
     pub(crate) confine: Option<&'a Confinement>,
+    /// RLIMIT_FSIZE for the command, in bytes (`--file-size-max`).
+    pub(crate) file_size_max: Option<u64>,
 }
 
 /// A started child: its pid (also its process-group id, and its session id
@@ -502,6 +504,7 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
         },
         sigrtmax: libc::SIGRTMAX(),
         interactive: matches!(program.fds, ChildFds::Terminal),
+        file_size_max: program.file_size_max,
         confine: child_confine(program.confine, &mount_entries, &tree_roots),
         failed_step: AtomicI32::new(Step::None as i32),
         errno: AtomicI32::new(0),

@@ -131,6 +131,7 @@ fn hand_off(
         parent_death: false,
         pid_namespace: false,
         confine: None,
+        file_size_max: None,
     })
     .map_err(|e| io_fail(e.error))?;
     drop(theirs);

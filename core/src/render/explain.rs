@@ -443,6 +443,7 @@ pub fn explain_json(spec: &Spec) -> Value {
         "signal": sourced_json(&spec.signal, json!(spec.signal.value)),
         "stdout_max_bytes": sourced_json(&spec.stdout_max_bytes, json!(spec.stdout_max_bytes.value)),
         "stderr_max_bytes": sourced_json(&spec.stderr_max_bytes, json!(spec.stderr_max_bytes.value)),
+        "file_size_max": sourced_json(&spec.file_size_max, json!(spec.file_size_max.value)),
         "spill_max_bytes": sourced_json(&spec.spill_max_bytes, json!(spec.spill_max_bytes.value)),
         "keep": sourced_json(&spec.keep, json!(spec.keep.value)),
         "render": sourced_json(&spec.render, json!(spec.render.value)),
@@ -535,6 +536,13 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
         format_size(spec.stderr_max_bytes.value),
         note(&spec.stderr_max_bytes),
     );
+    if let Some(max) = spec.file_size_max.value {
+        row(
+            "file-size-max",
+            format!("{} (RLIMIT_FSIZE)", format_size(max)),
+            note(&spec.file_size_max),
+        );
+    }
     row(
         "spill-max-bytes",
         format_size(spec.spill_max_bytes.value),

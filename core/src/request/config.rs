@@ -14,6 +14,7 @@
 //! stderr_max_bytes = "1MiB"
 //! keep = "head+tail"         # as --keep
 //! spill_max_bytes = "512MiB" # as --spill-max-bytes
+//! file_size_max = "1GiB"     # as --file-size-max
 //! render = "plain"           # as --render
 //! spill_dir = "/var/tmp"
 //! sandbox = "workspace-write"
@@ -72,6 +73,9 @@ pub struct Defaults {
     /// Tail budget of stderr, in bytes.
     #[serde(default, deserialize_with = "budget")]
     pub stderr_max_bytes: Option<u64>,
+    /// RLIMIT_FSIZE for the command (`--file-size-max`).
+    #[serde(default, deserialize_with = "size")]
+    pub file_size_max: Option<u64>,
     /// The cap per spill file, in bytes (`--spill-max-bytes`).
     #[serde(default, deserialize_with = "size")]
     pub spill_max_bytes: Option<u64>,

@@ -47,6 +47,8 @@ pub struct Request {
     /// `--signal`: the first signal of the deadline's and an abort's
     /// escalation (SIGKILL follows after the grace period).
     pub signal: Option<crate::result::Signal>,
+    /// `--file-size-max`: RLIMIT_FSIZE for the command, in bytes.
+    pub file_size_max: Option<u64>,
     /// `--spill-max-bytes`: the cap per spill file, in bytes.
     pub spill_max_bytes: Option<u64>,
     /// `--keep`: which part of an outgrown stream the result keeps.
@@ -371,6 +373,11 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         stderr_max_bytes,
         keep: Sourced::pick(req.keep, defaults.keep, Default::default),
         spill_max_bytes,
+        file_size_max: Sourced::pick(
+            req.file_size_max.map(Some),
+            defaults.file_size_max.map(Some),
+            || None,
+        ),
         signal: Sourced::pick(req.signal, None, || crate::result::Signal::SIGTERM),
         prune_spill_after: defaults.prune_spill_after,
         render: Sourced::pick(req.render, defaults.render, Default::default),
@@ -842,6 +849,7 @@ mod tests {
             stderr_max_bytes: Some(20),
             keep: Some(crate::capture::Keep::HeadTail),
             spill_max_bytes: Some(1 << 20),
+            file_size_max: Some(1 << 30),
             signal: Some(crate::result::Signal::SIGINT),
             render: Some(crate::render::plain::Render::Plain),
             stdin_file: Some(odd()),
