@@ -149,16 +149,13 @@ impl LineEscaper {
             .iter()
             .rposition(|b| *b != b'\n' && *b != b'\r')
             .map_or(0, |i| i + 1);
-        let text = String::from_utf8_lossy(&line[..end]);
-        if crate::render::is_own_line_shape(&text) {
-            out.push(b'\\');
-            if text.chars().any(|c| c.is_control()) {
-                out.extend_from_slice(crate::render::plain::plain(&text).as_bytes());
+        match crate::render::text::escaped_line(&String::from_utf8_lossy(&line[..end])) {
+            Some(escaped) => {
+                out.extend_from_slice(escaped.as_bytes());
                 out.extend_from_slice(&line[end..]);
-                return;
             }
+            None => out.extend_from_slice(&line),
         }
-        out.extend_from_slice(&line);
     }
 
     /// What is still held, at the end of the stream.

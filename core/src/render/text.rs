@@ -196,6 +196,22 @@ pub fn is_own_line_shape(line: &str) -> bool {
         || inner.contains(" capped at ")
 }
 
+/// `line` (without its newline) escaped, when it reads as one of
+/// `dsh-exec`'s own ([`is_own_line_shape`]): a backslash in front, and the
+/// line as it reads when it holds control characters (a carriage return
+/// or a backspace would draw over the backslash on a terminal); `None`
+/// when it needs no escaping.
+pub fn escaped_line(line: &str) -> Option<String> {
+    if !is_own_line_shape(line) {
+        return None;
+    }
+    if line.chars().any(|c| c.is_control()) {
+        Some(format!("\\{}", super::plain::plain(line)))
+    } else {
+        Some(format!("\\{line}"))
+    }
+}
+
 /// `text` with a backslash in front of every line that has the shape of
 /// one of `dsh-exec`'s own lines ([`is_own_line_shape`]): the mbox "From "
 /// rule, so that only `dsh-exec`'s own notices and marker appear
@@ -212,16 +228,10 @@ pub fn escape_own_lines(text: &str) -> std::borrow::Cow<'_, str> {
         if i > 0 {
             out.push('\n');
         }
-        if is_own_line_shape(line) {
-            out.push('\\');
-            if line.chars().any(|c| c.is_control()) {
-                // A carriage return or a backspace would draw over the
-                // backslash on a terminal: the line is shown as it reads.
-                out.push_str(&super::plain::plain(line));
-                continue;
-            }
+        match escaped_line(line) {
+            Some(escaped) => out.push_str(&escaped),
+            None => out.push_str(line),
         }
-        out.push_str(line);
     }
     std::borrow::Cow::Owned(out)
 }

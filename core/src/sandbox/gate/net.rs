@@ -137,27 +137,26 @@ fn family(addr: &[u8]) -> Option<i32> {
     )))
 }
 
-/// The `SO_DOMAIN` of a socket.
-fn domain(sock: &impl AsRawFd) -> Result<i32, i32> {
+/// An int-valued socket option of `sock` (getsockopt(2)), or the errno.
+fn int_opt(sock: &impl AsRawFd, level: i32, name: i32) -> Result<i32, i32> {
     let mut v: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: getsockopt fills the int we own.
     let rc = unsafe {
         libc::getsockopt(
             sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_DOMAIN,
+            level,
+            name,
             (&mut v as *mut libc::c_int).cast(),
             &mut len,
         )
     };
-    if rc != 0 {
-        return Err(match errno() {
-            libc::ENOTSOCK => libc::ENOTSOCK,
-            e => e,
-        });
-    }
-    Ok(v)
+    if rc == 0 { Ok(v) } else { Err(errno()) }
+}
+
+/// The `SO_DOMAIN` of a socket.
+fn domain(sock: &impl AsRawFd) -> Result<i32, i32> {
+    int_opt(sock, libc::SOL_SOCKET, libc::SO_DOMAIN)
 }
 
 /// Judges the address `addr` the task passes with a call on `sock`.
@@ -391,19 +390,7 @@ fn bound(sock: &OwnedFd) -> Option<Inet> {
 
 /// Whether an IPv6 socket takes IPv6 alone (`IPV6_V6ONLY`, ipv6(7)).
 fn v6only(sock: &OwnedFd) -> bool {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt fills the int we own.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::IPPROTO_IPV6,
-            libc::IPV6_V6ONLY,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    rc == 0 && v != 0
+    int_opt(sock, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY).is_ok_and(|v| v != 0)
 }
 
 /// The loopback address an unbound or wildcard-bound socket of `dom` gets
@@ -727,22 +714,9 @@ fn connect_inet(sock: OwnedFd, bytes: Vec<u8>) -> Outcome {
         if n == 0 {
             return Err(libc::EINPROGRESS);
         }
-        let mut err: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: getsockopt fills the int we own.
-        let rc = unsafe {
-            libc::getsockopt(
-                sock.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_ERROR,
-                (&mut err as *mut libc::c_int).cast(),
-                &mut len,
-            )
-        };
-        match (rc, err) {
-            (0, 0) => Ok(0),
-            (0, e) => Err(e),
-            _ => Err(errno()),
+        match int_opt(&sock, libc::SOL_SOCKET, libc::SO_ERROR)? {
+            0 => Ok(0),
+            e => Err(e),
         }
     }))
 }
@@ -765,35 +739,11 @@ fn read_data(task: &Task, sock: &OwnedFd, addr: u64, len: usize) -> Result<Vec<u
 /// The `SO_TYPE` of a socket (`SOCK_STREAM`, `SOCK_DGRAM`, ...); 0 when
 /// it cannot be read.
 fn socket_type(sock: &OwnedFd) -> i32 {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt fills the int we own.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_TYPE,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if rc == 0 { v } else { 0 }
+    int_opt(sock, libc::SOL_SOCKET, libc::SO_TYPE).unwrap_or(0)
 }
 
 fn is_stream(sock: &OwnedFd) -> bool {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt fills the int we own.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_TYPE,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    rc == 0 && v == libc::SOCK_STREAM
+    socket_type(sock) == libc::SOCK_STREAM
 }
 
 fn sendto(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32> {
