@@ -111,7 +111,7 @@ pub struct CollectedOutput {
     pub omitted_bytes: u64,
     /// `raw`, or `plain` when terminal effects were applied to the text
     /// fields (`--render plain`); the byte counts and the spill file stay raw.
-    #[serde(default, skip_serializing_if = "is_raw")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub render: Option<String>,
     /// Bytes the stream produced in all.
     pub total_bytes: u64,
@@ -146,10 +146,6 @@ pub struct CollectedOutput {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
-}
-
-fn is_raw(r: &Option<String>) -> bool {
-    r.is_none()
 }
 
 impl CollectedOutput {

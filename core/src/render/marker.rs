@@ -36,24 +36,6 @@ pub struct ParsedStatus {
     pub detached: Option<String>,
 }
 
-/// Removes ANSI SGR sequences (`ESC [ ... m`), so coloured output parses.
-fn strip_sgr(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' && chars.peek() == Some(&'[') {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// Inverts the final marker: reads the last non-empty line of `text`, and
 /// the notices right above it (`[timed out after D]`, `[aborted by X]`;
 /// only lines of `dsh-exec`'s own shape, which the command's output cannot
@@ -200,7 +182,8 @@ impl<R: std::io::Read> std::io::Read for Tail<R> {
 
 /// The marker line alone.
 fn parse_marker(last: &str) -> Option<ParsedStatus> {
-    let last = strip_sgr(last);
+    // Colour codes and other escapes removed, as a terminal shows it.
+    let last = super::plain::plain(last);
     let last = last.trim();
     if let Some(code) = last
         .strip_prefix("[exit code: ")
