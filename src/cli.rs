@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use dsh_exec_core::limits::LimitMode;
 use dsh_exec_core::net::rules::HostRule;
 use dsh_exec_core::render::plain::Render;
 use dsh_exec_core::request::env::{EnvArg, EnvPolicy, parse_env_arg, parse_managed_arg};
@@ -271,6 +272,26 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
     dsh_exec_core::request::units::parse_size(s)
 }
 
+/// Parses `--memory-max`.
+fn parse_memory_arg(s: &str) -> Result<u64, String> {
+    dsh_exec_core::request::units::parse_memory_max(s)
+}
+
+/// Parses `--pids-max`.
+fn parse_pids_arg(s: &str) -> Result<u64, String> {
+    dsh_exec_core::request::units::parse_pids_max(s)
+}
+
+/// Parses `--cpu-max`.
+fn parse_cpu_arg(s: &str) -> Result<Duration, String> {
+    dsh_exec_core::request::units::parse_cpu_max(s)
+}
+
+/// Parses `--limits`.
+fn parse_limits_arg(s: &str) -> Result<LimitMode, String> {
+    s.parse()
+}
+
 /// Parses `--signal`.
 fn parse_signal(s: &str) -> Result<Signal, String> {
     Signal::parse_first(s)
@@ -396,6 +417,18 @@ pub struct RunArgs {
     /// The most bytes one spill file holds (4GiB): past it the file stops growing, the tail keeps working, and the result says how many bytes were dropped [default: 4GiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_size_arg, allow_hyphen_values = true)]
     pub spill_max_bytes: Option<u64>,
+    /// The whole tree's memory (cgroup memory.max; RAM and swap together): at the limit the kernel reclaims, then its OOM killer ends a process, and the run ends as '[killed by the memory limit (SIZE)]' [default: unlimited].
+    #[arg(long, value_name = "SIZE", value_parser = parse_memory_arg, allow_hyphen_values = true)]
+    pub memory_max: Option<u64>,
+    /// Processes and threads of the tree at once (cgroup pids.max): past it fork and thread creation fail with EAGAIN [default: unlimited].
+    #[arg(long, value_name = "N", value_parser = parse_pids_arg, allow_hyphen_values = true)]
+    pub pids_max: Option<u64>,
+    /// CPU time of the whole tree (user + system, all processes): once used, the tree gets --signal, then SIGKILL after --kill-after, as at the deadline [default: unlimited].
+    #[arg(long, value_name = "DURATION", value_parser = parse_cpu_arg, allow_hyphen_values = true)]
+    pub cpu_max: Option<Duration>,
+    /// strict: a limit that cannot be enforced here is an error (LIMIT_UNAVAILABLE, exit 125); best-effort: run without it, with a warning and a not_enforced fact [default: strict].
+    #[arg(long, value_name = "strict|best-effort", value_parser = parse_limits_arg)]
+    pub limits: Option<LimitMode>,
     /// Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail].
     #[arg(long, value_name = "tail|head|head+tail", value_parser = parse_keep)]
     pub keep: Option<Keep>,
@@ -494,6 +527,10 @@ impl RunArgs {
             keep: self.keep,
             spill_max_bytes: self.spill_max_bytes,
             file_size_max: self.file_size_max,
+            memory_max: self.memory_max,
+            pids_max: self.pids_max,
+            cpu_max: self.cpu_max,
+            limits: self.limits,
             signal: self.signal,
             render: self.render,
             stdin_file: self.stdin_file,

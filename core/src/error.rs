@@ -168,6 +168,16 @@ pub enum Error {
     /// nothing runs, never unconfined.
     #[error("sandbox unavailable: {0}")]
     SandboxUnavailable(#[source] SandboxProblem),
+    /// A resource limit (`--memory-max`, `--pids-max`, `--cpu-max`) cannot
+    /// be enforced here as asked: nothing runs, never silently unlimited.
+    /// `--limits best-effort` turns this into a warning.
+    #[error("limit unavailable: {limit}: {reason}; --limits best-effort runs without it")]
+    LimitUnavailable {
+        /// The flag and value, e.g. `--memory-max 64MiB`.
+        limit: String,
+        /// Why, e.g. `no cgroup hierarchy with the memory controller is mounted`.
+        reason: String,
+    },
     /// The operating system refused to start the command (pipes, clone,
     /// execve, a string holding NUL).
     #[error("could not start the command: {0}")]
@@ -234,6 +244,8 @@ pub enum ErrorCode {
     JobsUnusable,
     /// [`Error::SandboxUnavailable`].
     SandboxUnavailable,
+    /// [`Error::LimitUnavailable`].
+    LimitUnavailable,
     /// [`Error::SpawnFailed`], [`Error::SupervisorNotStarted`].
     SpawnFailed,
     /// [`Error::Runtime`].
@@ -253,6 +265,7 @@ impl ErrorCode {
             ErrorCode::ConfigInvalid => "CONFIG_INVALID",
             ErrorCode::JobsUnusable => "JOBS_UNUSABLE",
             ErrorCode::SandboxUnavailable => "SANDBOX_UNAVAILABLE",
+            ErrorCode::LimitUnavailable => "LIMIT_UNAVAILABLE",
             ErrorCode::SpawnFailed => "SPAWN_FAILED",
             ErrorCode::RuntimeFailed => "RUNTIME_FAILED",
             ErrorCode::SupervisionFailed => "SUPERVISION_FAILED",
@@ -277,6 +290,7 @@ impl Error {
             Error::ConfigInvalid { .. } => ErrorCode::ConfigInvalid,
             Error::JobsUnusable { .. } => ErrorCode::JobsUnusable,
             Error::SandboxUnavailable(_) => ErrorCode::SandboxUnavailable,
+            Error::LimitUnavailable { .. } => ErrorCode::LimitUnavailable,
             Error::SpawnFailed(_) | Error::SupervisorNotStarted { .. } => ErrorCode::SpawnFailed,
             Error::Runtime { .. } => ErrorCode::RuntimeFailed,
             Error::SupervisionFailed { .. } | Error::JobLost { .. } => ErrorCode::SupervisionFailed,

@@ -14,6 +14,7 @@
 //!   [`run`] does all three — `exec/`;
 //! - output is captured in bounded tails with spill files — `capture/`;
 //! - confining modes are enforced with Landlock and seccomp — `sandbox/`;
+//!   memory, process and CPU limits with cgroups — `limits/`;
 //! - the outcome is a [`RunResult`] of typed facts — `result.rs`;
 //! - [`render`] writes the text form and reads its marker back; the JSON
 //!   form is the serde serialization of [`RunResult`];
@@ -29,6 +30,7 @@ mod capture;
 pub mod error;
 mod exec;
 pub mod jobs;
+pub mod limits;
 pub mod net;
 pub mod render;
 pub mod request;

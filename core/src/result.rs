@@ -301,6 +301,17 @@ pub struct RunResult {
     /// What the command's processes used; `null` when it never ran.
     #[serde(default)]
     pub resources: Option<Resources>,
+    /// The resource limit the run reached, if one did: `memory` (the
+    /// kernel's OOM killer ended a process; the run is then ended),
+    /// `cpu` (the tree used its CPU time and was ended as at the deadline),
+    /// `pids` (a fork or thread was refused), `file_size` (a process was
+    /// ended by SIGXFSZ). The first that ended the run, else the first
+    /// reached in that order; `null` when none was.
+    #[serde(default)]
+    pub limit_exceeded: Option<crate::limits::LimitKind>,
+    /// The limits set and how each was enforced; absent when none was set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::limits::LimitFacts>,
 }
 
 /// What a run's processes used, from getrusage(2) `RUSAGE_CHILDREN` of
@@ -321,7 +332,10 @@ pub struct Resources {
     /// The most processes and threads of the tree at once: `null` without a
     /// cgroup to count them.
     pub max_pids: Option<u64>,
-    /// Where the figures come from: `getrusage(RUSAGE_CHILDREN)`.
+    /// Where the figures come from: `getrusage(RUSAGE_CHILDREN)`, or for
+    /// a run with limits, the cgroup files read per figure (`cpu:
+    /// cgroup-v2 cpu.stat; memory: cgroup-v1 memory.max_usage_in_bytes
+    /// (the tree's sum); pids: cgroup-v1 pids.peak`).
     pub source: String,
 }
 
@@ -360,7 +374,9 @@ impl Resources {
 /// `render`, and the `network_*` facts of an allow-list); schemars leaves `Option` fields out of `required`, so
 /// they are put back here.
 pub fn json_schema() -> serde_json::Value {
-    const SOMETIMES: [&str; 14] = [
+    const SOMETIMES: [&str; 16] = [
+        "limits",
+        "not_enforced",
         "spill_truncated",
         "spill_dropped_bytes",
         "head",

@@ -115,6 +115,19 @@ pub struct Spec {
     /// as inherited.
     #[serde(default = "default_file_size")]
     pub file_size_max: Sourced<Option<u64>>,
+    /// The whole tree's memory, in bytes (`--memory-max`); `None`: unlimited.
+    #[serde(default = "default_unlimited")]
+    pub memory_max: Sourced<Option<u64>>,
+    /// Processes and threads of the tree at once (`--pids-max`); `None`:
+    /// unlimited.
+    #[serde(default = "default_unlimited")]
+    pub pids_max: Sourced<Option<u64>>,
+    /// CPU time of the whole tree (`--cpu-max`); `None`: unlimited.
+    #[serde(default = "default_unlimited")]
+    pub cpu_max: Sourced<Option<Duration>>,
+    /// What a limit that cannot be enforced does (`--limits`; strict).
+    #[serde(default = "default_limits")]
+    pub limits: Sourced<crate::limits::LimitMode>,
     /// The cap per spill file, in bytes (`--spill-max-bytes`; 4 GiB).
     #[serde(default = "default_spill_max")]
     pub spill_max_bytes: Sourced<u64>,
@@ -200,6 +213,19 @@ impl Spec {
                 "spill-max-bytes",
                 asked(self.spill_max_bytes.origin, &self.spill_max_bytes.capped),
             ),
+            (
+                "memory-max",
+                asked(self.memory_max.origin, &self.memory_max.capped),
+            ),
+            (
+                "pids-max",
+                asked(self.pids_max.origin, &self.pids_max.capped),
+            ),
+            ("cpu-max", asked(self.cpu_max.origin, &self.cpu_max.capped)),
+            (
+                "file-size-max",
+                asked(self.file_size_max.origin, &self.file_size_max.capped),
+            ),
         ]
         .into_iter()
         .filter_map(|(name, capped)| capped.map(|c| format!("{name} {c}{by}")))
@@ -225,4 +251,12 @@ fn default_spill_max() -> Sourced<u64> {
 
 fn default_file_size() -> Sourced<Option<u64>> {
     Sourced::pick(None, None, || None)
+}
+
+fn default_unlimited<T>() -> Sourced<Option<T>> {
+    Sourced::pick(None, None, || None)
+}
+
+fn default_limits() -> Sourced<crate::limits::LimitMode> {
+    Sourced::pick(None, None, Default::default)
 }

@@ -563,3 +563,33 @@ fn a_detached_job_keeps_the_foreground_deadline() {
     assert_eq!(status, 124, "{waited}");
     assert!(waited.contains("[timed out after 600ms]"), "{waited}");
 }
+
+#[test]
+fn a_background_job_honours_its_limits_and_wait_reports_what_it_used() {
+    let jobs = Jobs::new();
+    let (id, status) = jobs.run(&[
+        "--background",
+        "--cpu-max",
+        "1s",
+        "--kill-after",
+        "300ms",
+        "--",
+        "while :; do :; done",
+    ]);
+    assert_eq!(status, 0, "{id}");
+    let id = id.trim();
+    let (text, status) = jobs.run(&["job", "wait", id, "--json", "--timeout", "20s"]);
+    let v: Value = serde_json::from_str(&text).unwrap();
+    // As the init of its PID namespace, a job's bash may ignore SIGTERM:
+    // SIGKILL follows after the grace period.
+    assert!([143, 137].contains(&status), "{v}");
+    assert_eq!(v["limit_exceeded"], "cpu", "{v}");
+    let r = &v["resources"];
+    let cpu = r["cpu_user_ms"].as_u64().unwrap() + r["cpu_system_ms"].as_u64().unwrap();
+    assert!((900..3000).contains(&cpu), "{r}");
+    let (read, _) = jobs.run(&["job", "read", id]);
+    assert!(
+        read.contains("[stopped by the CPU time limit (1s)]\n[killed by signal: SIG"),
+        "{read}"
+    );
+}

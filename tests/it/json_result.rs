@@ -23,6 +23,7 @@ fn the_object_holds_exactly_the_contract_fields() {
             "duration_ms",
             "env_scrubbed",
             "exit_code",
+            "limit_exceeded",
             "resources",
             "sandbox",
             "signal",

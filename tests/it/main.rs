@@ -34,6 +34,7 @@ mod json_schema;
 mod keep_render;
 mod leftovers;
 mod library;
+mod limits;
 mod load;
 mod network;
 mod output_budget;

@@ -9,7 +9,8 @@
 //! `errno`, then the child calls `_exit(127)`.
 //!
 //! In order:
-//! 1. every signal's disposition back to SIG_DFL ([`reset_signal_dispositions`]);
+//! 1. every signal's disposition back to SIG_DFL ([`reset_signal_dispositions`]),
+//!    then into the run's cgroups ([`join_cgroups`]);
 //! 2. a new session, or for an interactive run the terminal's foreground
 //!    process group ([`enter_session`]);
 //! 3. the parent-death signal ([`set_parent_death_signal`]);
@@ -38,6 +39,10 @@ use nix::libc::{self, c_char, c_int, c_void};
 
 /// How many descriptors a child can be given (0, 1, 2 and one more).
 pub(crate) const MAX_CHILD_FDS: usize = 4;
+
+/// How many cgroups a child can join (one per hierarchy: the unified one,
+/// v1 memory, v1 pids, v1 cpuacct).
+pub(crate) const MAX_CGROUPS: usize = 4;
 
 /// How many seccomp filters a confinement can carry.
 pub(crate) const MAX_FILTERS: usize = 3;
@@ -80,6 +85,8 @@ pub(crate) enum Step {
     Terminal,
     ShmMount,
     Rlimit,
+    JoinCgroup,
+    RlimitCpu,
 }
 
 impl Step {
@@ -114,6 +121,8 @@ impl Step {
             26 => Step::Terminal,
             27 => Step::ShmMount,
             28 => Step::Rlimit,
+            29 => Step::JoinCgroup,
+            30 => Step::RlimitCpu,
             _ => Step::None,
         }
     }
@@ -151,6 +160,8 @@ impl Step {
             Step::Terminal => "re-opening the terminal in the mount namespace",
             Step::ShmMount => "mount(tmpfs, /dev/shm)",
             Step::Rlimit => "setrlimit(RLIMIT_FSIZE)",
+            Step::JoinCgroup => "joining the run's cgroup (write to cgroup.procs)",
+            Step::RlimitCpu => "setrlimit(RLIMIT_CPU)",
         }
     }
 
@@ -187,7 +198,9 @@ impl Step {
             | Step::Exec
             | Step::Setpgid
             | Step::Tcsetpgrp
-            | Step::Rlimit => false,
+            | Step::Rlimit
+            | Step::JoinCgroup
+            | Step::RlimitCpu => false,
         }
     }
 }
@@ -286,6 +299,18 @@ pub(crate) struct ChildArgs {
     pub(crate) interactive: bool,
     /// RLIMIT_FSIZE to set, in bytes (`--file-size-max`); `None`: as inherited.
     pub(crate) file_size_max: Option<u64>,
+    /// RLIMIT_CPU to set, in seconds (the CPU limit's backstop); `None`:
+    /// as inherited.
+    pub(crate) cpu_rlimit: Option<u64>,
+    /// `cgroup.procs` descriptors of the run's cgroups (`cgroup_count` of
+    /// them), which the child writes itself into first.
+    pub(crate) cgroups: [c_int; MAX_CGROUPS],
+    pub(crate) cgroup_count: usize,
+    /// A cgroup that cannot be joined fails the spawn; otherwise
+    /// (`--limits best-effort`) the child notes it in `cgroup_failed` (bit
+    /// i for `cgroups[i]`) and goes on.
+    pub(crate) cgroups_required: bool,
+    pub(crate) cgroup_failed: std::sync::atomic::AtomicU32,
     pub(crate) confine: ChildConfine,
     pub(crate) failed_step: AtomicI32,
     pub(crate) errno: AtomicI32,
@@ -448,6 +473,50 @@ unsafe fn change_dir(a: &ChildArgs) -> Result<(), Step> {
     // SAFETY: the parent's C string outlives the child's use of it.
     if unsafe { libc::chdir(a.workdir) } == -1 {
         return Err(Step::Chdir);
+    }
+    Ok(())
+}
+
+/// Step 0: the child moves itself into the run's cgroups (write(2) of `0`
+/// to each `cgroup.procs` descriptor the parent opened: "the writing
+/// process", cgroup-v2.rst; v1 takes 0 alike), before anything else, so
+/// that nothing of the command ever runs outside them.
+///
+/// # Safety
+/// Only in the child between clone and execve.
+unsafe fn join_cgroups(a: &ChildArgs) -> Result<(), Step> {
+    for (i, fd) in a.cgroups[..a.cgroup_count].iter().enumerate() {
+        // SAFETY: writes one byte from a static string to a descriptor the
+        // parent keeps open until the spawn returns.
+        let n = unsafe { libc::write(*fd, b"0".as_ptr().cast(), 1) };
+        if n != 1 {
+            if a.cgroups_required {
+                return Err(Step::JoinCgroup);
+            }
+            a.cgroup_failed.fetch_or(1 << i, Ordering::SeqCst);
+        }
+    }
+    Ok(())
+}
+
+/// The CPU limit's backstop: setrlimit(2) `RLIMIT_CPU`, soft and hard.
+/// Past the soft limit the kernel sends SIGXCPU each second, and SIGKILL
+/// at the hard one (setrlimit(2)); the soft limit's default action ends
+/// the process.
+///
+/// # Safety
+/// Only in the child between clone and execve.
+unsafe fn limit_cpu(a: &ChildArgs) -> Result<(), Step> {
+    let Some(secs) = a.cpu_rlimit else {
+        return Ok(());
+    };
+    let lim = libc::rlimit {
+        rlim_cur: secs as libc::rlim_t,
+        rlim_max: secs as libc::rlim_t,
+    };
+    // SAFETY: setrlimit reads the struct we own.
+    if unsafe { libc::setrlimit(libc::RLIMIT_CPU, &lim) } == -1 {
+        return Err(Step::RlimitCpu);
     }
     Ok(())
 }
@@ -1034,12 +1103,14 @@ unsafe fn setup_and_exec(a: &ChildArgs) -> Step {
     // SAFETY: each step is called in the child, in the documented order.
     unsafe {
         reset_signal_dispositions(a);
-        let steps = enter_session(a)
+        let steps = join_cgroups(a)
+            .and_then(|()| enter_session(a))
             .and_then(|()| set_parent_death_signal(a))
             .and_then(|()| confine(a))
             .and_then(|()| reopen_terminal(a))
             .and_then(|()| change_dir(a))
             .and_then(|()| limit_file_size(a))
+            .and_then(|()| limit_cpu(a))
             .and_then(|()| install_fds(a));
         if let Err(step) = steps {
             return step;

@@ -186,6 +186,8 @@ fn not_run(spec: &Spec, started: Instant, stderr_note: &str) -> RunResult {
         sandbox: None,
         env_scrubbed: spec.env_scrubbed(),
         resources: None,
+        limit_exceeded: None,
+        limits: None,
     }
 }
 
@@ -225,6 +227,11 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
     // Registered before the spawn so that the child's exit cannot be missed.
     let sigchld = signal(SignalKind::child()).map_err(runtime)?;
     let argv: [&[u8]; 4] = [b"bash", b"-c", b"--", spec.script.as_bytes()];
+    let cgroups = prepared
+        .limiter
+        .as_ref()
+        .map(|l| l.join_fds())
+        .unwrap_or_default();
     let spawned = spawn(&Program {
         path: &prepared.shell,
         // `--` ends bash's options, so a script such as `-x` is a command.
@@ -243,9 +250,21 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
             .as_ref()
             .and_then(|p| p.confinement.as_ref()),
         file_size_max: spec.file_size_max.value,
+        cpu_rlimit: prepared
+            .limiter
+            .as_ref()
+            .and_then(|l| l.cpu_rlimit(spec.kill_after.value)),
+        cgroups: &cgroups,
+        cgroups_required: spec.limits.value == crate::limits::LimitMode::Strict,
     });
     let spawned = match spawned {
         Ok(s) => s,
+        Err(e) if e.cgroup => {
+            return Err(Error::LimitUnavailable {
+                limit: "the run's cgroup".into(),
+                reason: e.error.to_string(),
+            });
+        }
         Err(e) if e.confinement => {
             let note = format!(
                 "dsh-exec: the sandbox runner failed, the command did not run: {}\n",
@@ -284,8 +303,12 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
     if let Some(proxy) = prepared.proxy.as_ref() {
         proxy.admit(tree.clone());
     }
-    let procs =
-        CommandProcs::new(spawned.pid, tree, spec.interactive).first_signal(spec.signal.value);
+    if let Some(limiter) = prepared.limiter.as_mut() {
+        limiter.joined(spawned.cgroup_failed);
+    }
+    let procs = CommandProcs::new(spawned.pid, tree, spec.interactive)
+        .first_signal(spec.signal.value)
+        .in_cgroup(prepared.limiter.as_ref().and_then(|l| l.v2_dir()));
     // Without a source the pipe's write end is dropped here: end-of-file.
     if let (Some(feeder), Some(sink)) = (&prepared.stdin, spawned.stdin) {
         let _ = feeder.send(File::from(sink));
@@ -330,6 +353,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         sigchld,
         gate,
         proxy: prepared.proxy.take(),
+        limiter: prepared.limiter.take(),
     })))
 }
 

@@ -50,6 +50,8 @@ pub(crate) enum Cause {
     Timeout,
     /// An abort was requested (a signal sent to `dsh-exec`).
     Abort(Signal),
+    /// A resource limit was reached (CPU time used, or an OOM kill).
+    Limit(crate::limits::LimitKind),
 }
 
 /// Where a run is in its life; each phase names the instant that ends it.
@@ -181,6 +183,21 @@ impl Phases {
         }
     }
 
+    /// A limit was reached: as the deadline while the direct child runs or
+    /// its leftovers drain (SIGTERM, grace, SIGKILL), unless something
+    /// else cut the run short first.
+    pub(crate) fn exceeded(
+        &mut self,
+        kind: crate::limits::LimitKind,
+        now: Instant,
+        procs: &mut impl Processes,
+    ) {
+        if matches!(self.phase, Phase::Running | Phase::Draining { .. }) && self.cause.is_none() {
+            self.cause = Some(Cause::Limit(kind));
+            self.terminate(now, procs);
+        }
+    }
+
     /// Moves to the next phase when the current one's goal is reached;
     /// called after every event with whether both pipes have closed.
     pub(crate) fn advance(&mut self, now: Instant, pipes_closed: bool, procs: &mut impl Processes) {
@@ -286,6 +303,41 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_limit_escalates_as_the_deadline_and_does_not_displace_an_earlier_cause() {
+        use crate::limits::LimitKind;
+        let t0 = Instant::now();
+        let mut m = Phases::new(Some(t0 + ms(10_000)), GRACE);
+        let mut child = FakeChild {
+            ignores_term: true,
+            ..FakeChild::default()
+        };
+        m.exceeded(LimitKind::Cpu, t0 + ms(5), &mut child);
+        assert_eq!(m.cause(), Some(Cause::Limit(LimitKind::Cpu)));
+        assert_eq!(
+            m.phase(),
+            Phase::Terminating {
+                kill_at: t0 + ms(5) + GRACE
+            }
+        );
+        // A second limit while terminating changes nothing.
+        m.exceeded(LimitKind::Memory, t0 + ms(6), &mut child);
+        assert_eq!(m.cause(), Some(Cause::Limit(LimitKind::Cpu)));
+        assert_eq!(child.signals, ["TERM"]);
+        let _ = m.phase_ended(t0 + ms(5) + GRACE, &mut child);
+        assert_eq!(child.signals, ["TERM", "KILL"]);
+
+        let mut timed = Phases::new(Some(t0 + ms(10)), GRACE);
+        let mut child = FakeChild {
+            ignores_term: true,
+            ..FakeChild::default()
+        };
+        let _ = timed.phase_ended(t0 + ms(10), &mut child);
+        timed.exceeded(LimitKind::Cpu, t0 + ms(11), &mut child);
+        assert_eq!(timed.cause(), Some(Cause::Timeout));
+        assert_eq!(child.signals, ["TERM"]);
     }
 
     #[test]

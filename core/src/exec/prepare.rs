@@ -51,6 +51,8 @@ pub struct Prepared {
     pub(crate) sandbox: Option<sandbox::Prepared>,
     /// The allow-list proxy of `--network allow=HOSTS`, listening already.
     pub(crate) proxy: Option<crate::net::proxy::Proxy>,
+    /// The run's resource limits, their cgroups made already.
+    pub(crate) limiter: Option<crate::limits::Limiter>,
     warnings: Vec<String>,
 }
 
@@ -117,6 +119,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
     }
     let mut env = spec.env.child_env();
     let shell = find_shell(&env).ok_or(Error::ShellNotFound)?;
+    let limiter = crate::limits::Limiter::prepare(spec)?;
     let stdin = match &spec.stdin.value {
         StdinSource::Closed => None,
         StdinSource::File(path) => Some(open_stdin_file(path)?),
@@ -210,6 +213,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         spill_dir.set_exposed();
     }
     let mut warnings: Vec<String> = spill_warning.into_iter().collect();
+    warnings.extend(limiter.iter().flat_map(|l| l.warnings()));
     // An --allow-read entry that does not exist lifts nothing: say so
     // rather than drop it (the ordinary devices may well be missing).
     if let Some(policy) = &spec.sandbox {
@@ -237,6 +241,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         env,
         stdin,
         spill_dir,
+        limiter,
         sandbox,
         proxy,
         warnings,

@@ -213,6 +213,42 @@ impl Tree {
         procs.iter().filter(|p| signal_one(**p, sig)).count()
     }
 
+    /// CPU time of the run's processes, in clock ticks (sysconf
+    /// `_SC_CLK_TCK`): utime + stime + cutime + cstime (fields 14 to 17 of
+    /// proc_pid_stat(5)) of every process of the tree, zombies included.
+    /// A process reaped by a parent in the tree is in that parent's
+    /// cutime/cstime; one reaped here is in this process's
+    /// `RUSAGE_CHILDREN`, which the caller adds. The children of a process
+    /// that ignores SIGCHLD are counted nowhere once reaped.
+    pub(crate) fn cpu_ticks(&self) -> u64 {
+        let mut total = 0u64;
+        let mut queue: Vec<i32> = children(self.root)
+            .into_iter()
+            .filter(|p| !self.preexisting.contains(p))
+            .collect();
+        let mut visited = HashSet::new();
+        let mut buf = Vec::with_capacity(512);
+        while let Some(pid) = queue.pop() {
+            if !visited.insert(pid) {
+                continue;
+            }
+            if read_proc(&format!("/proc/{pid}/stat"), &mut buf)
+                && let Some(at) = buf.iter().rposition(|&b| b == b')')
+                && let Ok(text) = std::str::from_utf8(&buf[at + 1..])
+            {
+                // After the name: field 3 is the state; 14..=17 the times.
+                total += text
+                    .split_ascii_whitespace()
+                    .skip(11)
+                    .take(4)
+                    .filter_map(|f| f.parse::<u64>().ok())
+                    .sum::<u64>();
+            }
+            queue.extend(children(pid));
+        }
+        total
+    }
+
     /// Reaps the run's children that have exited (orphans reparented here),
     /// except `keep` (the direct child, reaped last by its owner). Only
     /// named pids are waited for, never "any child".
@@ -341,6 +377,8 @@ pub(crate) struct CommandProcs {
     interactive: bool,
     /// The first signal of the escalation (`--signal`; SIGTERM).
     first: Signal,
+    /// The run's v2 cgroup, whose `cgroup.kill` ends the whole tree.
+    cgroup: Option<std::path::PathBuf>,
 }
 
 impl CommandProcs {
@@ -354,6 +392,26 @@ impl CommandProcs {
             reaped: false,
             interactive,
             first: Signal::SIGTERM,
+            cgroup: None,
+        }
+    }
+
+    /// The same, with the run's v2 cgroup, whose `cgroup.kill` (Linux
+    /// 5.14) SIGKILLs every process in it at once, forks in flight
+    /// included, before the sweep.
+    pub(crate) fn in_cgroup(mut self, dir: Option<std::path::PathBuf>) -> CommandProcs {
+        self.cgroup = dir;
+        self
+    }
+
+    /// The run's tree.
+    pub(crate) fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    fn kill_cgroup(&self) {
+        if let Some(dir) = &self.cgroup {
+            let _ = std::fs::write(dir.join("cgroup.kill"), "1");
         }
     }
 
@@ -398,6 +456,7 @@ impl CommandProcs {
         }
         let _ = killpg(self.pid, Signal::SIGKILL);
         if !finished {
+            self.kill_cgroup();
             // Dropped mid-run: a finished run has just found its tree empty.
             self.tree.signal(&self.tree.live(), Signal::SIGKILL);
         }
@@ -440,6 +499,7 @@ impl Processes for CommandProcs {
     /// SIGKILL to the group and to every process of the tree, stopped first
     /// so that none is missed (again on each poll while killing).
     fn kill(&mut self) {
+        self.kill_cgroup();
         let frozen = self.tree.freeze();
         let _ = killpg(self.pid, Signal::SIGKILL);
         self.tree.signal(&frozen, Signal::SIGKILL);

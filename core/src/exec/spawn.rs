@@ -24,8 +24,8 @@ use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::libc::{self, c_char, c_void};
 
 use super::child::{
-    ChildArgs, ChildConfine, ChildMount, ChildMounts, ChildRoot, MAX_CHILD_FDS, MAX_FILTERS,
-    MAX_TREE_ROOTS, Step, child_main,
+    ChildArgs, ChildConfine, ChildMount, ChildMounts, ChildRoot, MAX_CGROUPS, MAX_CHILD_FDS,
+    MAX_FILTERS, MAX_TREE_ROOTS, Step, child_main,
 };
 
 /// Stack of the child between clone and execve: it runs a few small functions.
@@ -115,6 +115,14 @@ pub(crate) struct Program<'a> {
     pub(crate) confine: Option<&'a Confinement>,
     /// RLIMIT_FSIZE for the command, in bytes (`--file-size-max`).
     pub(crate) file_size_max: Option<u64>,
+    /// RLIMIT_CPU for the command, in seconds (the CPU limit's backstop).
+    pub(crate) cpu_rlimit: Option<u64>,
+    /// `cgroup.procs` descriptors of the run's cgroups, at most
+    /// [`MAX_CGROUPS`]; the child joins them first.
+    pub(crate) cgroups: &'a [i32],
+    /// A cgroup the child cannot join fails the spawn (else it is noted
+    /// in [`Spawned::cgroup_failed`]).
+    pub(crate) cgroups_required: bool,
 }
 
 /// A started child: its pid (also its process-group id, and its session id
@@ -132,6 +140,8 @@ pub(crate) struct Spawned {
     pub(crate) stderr: Option<OwnedFd>,
     /// The gate's listener, when the confinement has a gate.
     pub(crate) listener: Option<OwnedFd>,
+    /// Bit i set: the child could not join `Program::cgroups[i]`.
+    pub(crate) cgroup_failed: u32,
 }
 
 /// A failed spawn.
@@ -139,6 +149,8 @@ pub(crate) struct Spawned {
 pub(crate) struct SpawnError {
     /// True when a confinement step failed: the command never ran.
     pub(crate) confinement: bool,
+    /// True when joining the run's cgroups failed: the command never ran.
+    pub(crate) cgroup: bool,
     /// The failure, naming the step.
     pub(crate) error: io::Error,
 }
@@ -147,6 +159,7 @@ impl From<io::Error> for SpawnError {
     fn from(error: io::Error) -> Self {
         SpawnError {
             confinement: false,
+            cgroup: false,
             error,
         }
     }
@@ -482,6 +495,11 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
                 .collect()
         })
         .unwrap_or_default();
+    if program.cgroups.len() > MAX_CGROUPS {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "too many cgroups").into());
+    }
+    let mut cgroups = [-1; MAX_CGROUPS];
+    cgroups[..program.cgroups.len()].copy_from_slice(program.cgroups);
     if tree_roots.len() > MAX_TREE_ROOTS {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -505,6 +523,11 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
         sigrtmax: libc::SIGRTMAX(),
         interactive: matches!(program.fds, ChildFds::Terminal),
         file_size_max: program.file_size_max,
+        cpu_rlimit: program.cpu_rlimit,
+        cgroups,
+        cgroup_count: program.cgroups.len(),
+        cgroups_required: program.cgroups_required,
+        cgroup_failed: std::sync::atomic::AtomicU32::new(0),
         confine: child_confine(program.confine, &mount_entries, &tree_roots),
         failed_step: AtomicI32::new(Step::None as i32),
         errno: AtomicI32::new(0),
@@ -529,6 +552,7 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
         let cause = io::Error::from_raw_os_error(errno);
         return Err(SpawnError {
             confinement: step.is_confinement(),
+            cgroup: step == Step::JoinCgroup,
             error: io::Error::new(cause.kind(), format!("{}: {cause}", step.describe())),
         });
     }
@@ -542,5 +566,6 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
         stdout,
         stderr,
         listener,
+        cgroup_failed: args.cgroup_failed.load(Ordering::SeqCst),
     })
 }

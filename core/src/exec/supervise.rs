@@ -89,6 +89,9 @@ pub struct Execution {
     pub(crate) gate: Option<Gate>,
     /// The allow-list proxy, stopped when the execution ends.
     pub(crate) proxy: Option<crate::net::proxy::Proxy>,
+    /// The run's limits; after `procs`, so that a dropped execution's tree
+    /// is gone before its cgroups are removed.
+    pub(crate) limiter: Option<crate::limits::Limiter>,
 }
 
 async fn sleep_opt(at: Option<Instant>) {
@@ -129,6 +132,27 @@ impl Execution {
             })
     }
 
+    /// Reads the limits' counters; a limit reached ends the run as the
+    /// deadline does.
+    fn check_limits(&mut self) {
+        let Some(limiter) = self.limiter.as_mut() else {
+            return;
+        };
+        let tree = self.procs.tree();
+        let before = self.report.usage_before;
+        let reached = limiter.check(|| {
+            // SAFETY: sysconf reads a system value.
+            let hz = unsafe { nix::libc::sysconf(nix::libc::_SC_CLK_TCK) }.max(1) as u64;
+            let reaped = crate::result::children_usage();
+            tree.cpu_ticks() * 1_000_000 / hz
+                + reaped.0.saturating_sub(before.0)
+                + reaped.1.saturating_sub(before.1)
+        });
+        if let Some(kind) = reached {
+            self.phases.exceeded(kind, Instant::now(), &mut self.procs);
+        }
+    }
+
     fn advance(&mut self) {
         let closed = self.streams.closed();
         self.phases.advance(Instant::now(), closed, &mut self.procs);
@@ -149,8 +173,14 @@ impl Execution {
         self.poll_exit()?;
         self.advance();
         while !self.phases.is_done() {
-            let wake = self.phases.wake(self.procs.exited(), Instant::now());
+            let now = Instant::now();
+            let wake = self.phases.wake(self.procs.exited(), now);
+            let limits = match (&mut self.limiter, self.phases.cause()) {
+                (Some(l), None) => l.next_check(now),
+                _ => None,
+            };
             tokio::select! {
+                _ = sleep_opt(limits) => self.check_limits(),
                 _ = self.streams.read_some() => {}
                 _ = self.sigchld.recv() => self.poll_exit()?,
                 _ = sleep_opt(wake.phase_end) => {
@@ -189,6 +219,14 @@ impl Execution {
             Some(Cause::Abort(sig)) => Some(sig),
             _ => None,
         };
+        let limit_cause = match self.phases.cause() {
+            Some(Cause::Limit(kind)) => Some(kind),
+            _ => None,
+        };
+        let mut resources = crate::result::Resources::since(self.report.usage_before);
+        if let Some(l) = &self.limiter {
+            l.account(&mut resources);
+        }
         let (out, err, spill_dir, live_dropped, live_mid_line) = self.streams.into_parts();
         let (mut out, mut err) = (out.finish(), err.finish());
         out.live_dropped_bytes = live_dropped[0];
@@ -245,6 +283,11 @@ impl Execution {
                 .collect();
             facts
         });
+        let limit_exceeded = self
+            .limiter
+            .as_ref()
+            .and_then(|l| l.exceeded(limit_cause, signal, &err.text));
+        let limits = self.limiter.as_ref().map(|l| l.facts());
         crate::render::plain::apply(report.render, &mut out);
         crate::render::plain::apply(report.render, &mut err);
         RunResult {
@@ -262,7 +305,9 @@ impl Execution {
             stderr: err,
             sandbox,
             env_scrubbed: report.env_scrubbed,
-            resources: Some(crate::result::Resources::since(report.usage_before)),
+            resources: Some(resources),
+            limit_exceeded,
+            limits,
         }
     }
 }

@@ -132,6 +132,9 @@ fn hand_off(
         pid_namespace: false,
         confine: None,
         file_size_max: None,
+        cpu_rlimit: None,
+        cgroups: &[],
+        cgroups_required: false,
     })
     .map_err(|e| io_fail(e.error))?;
     drop(theirs);

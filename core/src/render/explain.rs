@@ -444,6 +444,13 @@ pub fn explain_json(spec: &Spec) -> Value {
         "stdout_max_bytes": sourced_json(&spec.stdout_max_bytes, json!(spec.stdout_max_bytes.value)),
         "stderr_max_bytes": sourced_json(&spec.stderr_max_bytes, json!(spec.stderr_max_bytes.value)),
         "file_size_max": sourced_json(&spec.file_size_max, json!(spec.file_size_max.value)),
+        "memory_max": sourced_json(&spec.memory_max, json!(spec.memory_max.value)),
+        "pids_max": sourced_json(&spec.pids_max, json!(spec.pids_max.value)),
+        "cpu_max_ms": sourced_json(&spec.cpu_max, json!(spec.cpu_max.value.map(|d| d.as_millis() as u64))),
+        "limits": sourced_json(&spec.limits, json!(spec.limits.value.as_str())),
+        "limit_mechanisms": crate::limits::explained(spec).into_iter()
+            .map(|(kind, _, name, line)| (kind.as_str().to_string(), json!({"mechanism": name, "detail": line})))
+            .collect::<serde_json::Map<String, Value>>(),
         "spill_max_bytes": sourced_json(&spec.spill_max_bytes, json!(spec.spill_max_bytes.value)),
         "keep": sourced_json(&spec.keep, json!(spec.keep.value)),
         "render": sourced_json(&spec.render, json!(spec.render.value)),
@@ -541,6 +548,22 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
             "file-size-max",
             format!("{} (RLIMIT_FSIZE)", format_size(max)),
             note(&spec.file_size_max),
+        );
+    }
+    let limits = crate::limits::explained(spec);
+    for (kind, value, _, line) in &limits {
+        let origin = match kind {
+            crate::limits::LimitKind::Memory => note(&spec.memory_max),
+            crate::limits::LimitKind::Pids => note(&spec.pids_max),
+            _ => note(&spec.cpu_max),
+        };
+        row(&kind.flag()[2..], format!("{value}: {line}"), origin);
+    }
+    if !limits.is_empty() {
+        row(
+            "limits",
+            spec.limits.value.as_str().into(),
+            note(&spec.limits),
         );
     }
     row(

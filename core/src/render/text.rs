@@ -15,6 +15,10 @@
 //! [sandbox: network denied: socket(AF_INET)]
 //! [sandbox: network denied: proxy refused HOST:PORT (REASON)]         (each of the first 3)
 //! [sandbox: N more denied; --json lists them]
+//! [killed by the memory limit (SIZE)]                              (limit_exceeded: memory)
+//! [stopped by the CPU time limit (D)]                              (limit_exceeded: cpu)
+//! [process limit reached (N): forks were refused]                  (limit_exceeded: pids)
+//! [file size limit reached (SIZE): a write was refused]            (limit_exceeded: file_size)
 //! [timed out after D]                                              (when timed out)
 //! [aborted by SIGNAME]                                             (when aborted)
 //! [exit code: N] | [killed by signal: SIGNAME]                     (always, last)
@@ -36,6 +40,9 @@ pub fn notices(result: &RunResult) -> Vec<String> {
         } else if sb.denied {
             lines.extend(denial_lines(sb));
         }
+    }
+    if let Some(kind) = result.limit_exceeded {
+        lines.push(crate::limits::notice(kind, result.limits.as_ref()));
     }
     if result.timed_out {
         let after = result
@@ -152,6 +159,9 @@ pub const ATTRIBUTE_RESET: &str = "\x1b[0m";
 /// itself writes in the text result: a marker (`[exit code: N]`, `[killed
 /// by signal: X]`, `[detached as job ID]`), a notice (`[timed out after
 /// D]`, `[aborted by X]`, `[sandbox: ...]`, `[NAME VALUE capped at ...]`,
+/// a limit's (`[killed by the memory limit ...]`, `[stopped by the CPU
+/// time limit ...]`, `[process limit reached ...]`, `[file size limit
+/// reached ...]`),
 /// `[not shown live...]`), a section or truncation line (`[stderr]`,
 /// `[stdout truncated: ...]`), or a job's state (`[running]`, `[still
 /// running]`, `[lost]`); after any backslashes in front (see
@@ -182,6 +192,10 @@ pub fn is_own_line_shape(line: &str) -> bool {
             "timed out after ",
             "aborted by ",
             "sandbox: ",
+            "killed by the memory limit",
+            "stopped by the CPU time limit",
+            "process limit reached",
+            "file size limit reached",
             "stdout truncated: ",
             "stderr truncated: ",
             "detached as job ",
@@ -447,6 +461,8 @@ mod tests {
             sandbox: None,
             env_scrubbed: vec![],
             resources: None,
+            limit_exceeded: None,
+            limits: None,
         }
     }
 

@@ -15,6 +15,10 @@
 //! keep = "head+tail"         # as --keep
 //! spill_max_bytes = "512MiB" # as --spill-max-bytes
 //! file_size_max = "1GiB"     # as --file-size-max
+//! memory_max = "4GiB"        # as --memory-max
+//! pids_max = 512             # as --pids-max
+//! cpu_max = "30m"            # as --cpu-max
+//! limits = "best-effort"     # as --limits
 //! render = "plain"           # as --render
 //! spill_dir = "/var/tmp"
 //! sandbox = "workspace-write"
@@ -34,6 +38,10 @@
 //! max_stdout_bytes = "16MiB"
 //! max_stderr_bytes = "16MiB"
 //! max_spill_bytes = "1GiB"   # the largest --spill-max-bytes
+//! max_memory = "8GiB"        # the largest --memory-max; also every run's limit
+//! max_pids = 1024            # the largest --pids-max; also every run's limit
+//! max_cpu = "1h"             # the largest --cpu-max; also every run's limit
+//! max_file_size = "4GiB"     # the largest --file-size-max; also every run's limit
 //! ```
 
 use std::ffi::OsString;
@@ -79,6 +87,19 @@ pub struct Defaults {
     /// The cap per spill file, in bytes (`--spill-max-bytes`).
     #[serde(default, deserialize_with = "size")]
     pub spill_max_bytes: Option<u64>,
+    /// The whole tree's memory, in bytes (`--memory-max`).
+    #[serde(default, deserialize_with = "memory")]
+    pub memory_max: Option<u64>,
+    /// Processes and threads at once (`--pids-max`).
+    #[serde(default, deserialize_with = "count")]
+    pub pids_max: Option<u64>,
+    /// CPU time of the tree (`--cpu-max`).
+    #[serde(default, deserialize_with = "cpu_time")]
+    pub cpu_max: Option<Duration>,
+    /// What a limit that cannot be enforced does (`--limits`):
+    /// `strict` or `best-effort`.
+    #[serde(default, deserialize_with = "parsed")]
+    pub limits: Option<crate::limits::LimitMode>,
     /// Which part of an outgrown stream the result keeps (`--keep`):
     /// `tail`, `head` or `head+tail`.
     #[serde(default, deserialize_with = "parsed")]
@@ -146,6 +167,18 @@ pub struct Caps {
     /// Largest spill file, in bytes (`--spill-max-bytes` cannot exceed it).
     #[serde(default, deserialize_with = "size")]
     pub max_spill_bytes: Option<u64>,
+    /// Largest `--memory-max`, in bytes; a run that sets none gets it.
+    #[serde(default, deserialize_with = "memory")]
+    pub max_memory: Option<u64>,
+    /// Largest `--pids-max`; a run that sets none gets it.
+    #[serde(default, deserialize_with = "count")]
+    pub max_pids: Option<u64>,
+    /// Largest `--cpu-max`; a run that sets none gets it.
+    #[serde(default, deserialize_with = "cpu_time")]
+    pub max_cpu: Option<Duration>,
+    /// Largest `--file-size-max`, in bytes; a run that sets none gets it.
+    #[serde(default, deserialize_with = "size")]
+    pub max_file_size: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -208,6 +241,27 @@ fn prune_age<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Err
 fn size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     let text = Text::deserialize(d)?.into_string();
     super::units::parse_size(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+fn memory<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let text = Text::deserialize(d)?.into_string();
+    super::units::parse_memory_max(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let text = Text::deserialize(d)?.into_string();
+    super::units::parse_pids_max(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+fn cpu_time<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let text = Text::deserialize(d)?.into_string();
+    super::units::parse_cpu_max(&text)
         .map(Some)
         .map_err(serde::de::Error::custom)
 }

@@ -51,6 +51,14 @@ pub struct Request {
     pub file_size_max: Option<u64>,
     /// `--spill-max-bytes`: the cap per spill file, in bytes.
     pub spill_max_bytes: Option<u64>,
+    /// `--memory-max`: the whole tree's memory, in bytes.
+    pub memory_max: Option<u64>,
+    /// `--pids-max`: processes and threads of the tree at once.
+    pub pids_max: Option<u64>,
+    /// `--cpu-max`: CPU time of the whole tree.
+    pub cpu_max: Option<Duration>,
+    /// `--limits`: what a limit that cannot be enforced does.
+    pub limits: Option<crate::limits::LimitMode>,
     /// `--keep`: which part of an outgrown stream the result keeps.
     pub keep: Option<crate::capture::Keep>,
     /// `--render`: how the result's text fields are rendered.
@@ -273,6 +281,22 @@ fn cap_budget(s: &mut Sourced<u64>, cap: Option<u64>) {
     }
 }
 
+/// Lowers a limit (or "unlimited") to the cap, noting it: a cap of the
+/// configuration file binds every run, also one that sets no limit.
+fn cap_limit<T: Copy + PartialOrd>(
+    s: &mut Sourced<Option<T>>,
+    cap: Option<T>,
+    show: impl Fn(T) -> String,
+) {
+    if let Some(max) = cap
+        && s.value.is_none_or(|v| v > max)
+    {
+        let asked = s.value.map(&show).unwrap_or_else(|| "unlimited".into());
+        s.capped = Some(format!("{asked} capped at {}", show(max)));
+        s.value = Some(max);
+    }
+}
+
 /// Lowers a deadline (or "no deadline") to the cap, noting it.
 fn cap_timeout(s: &mut Sourced<Option<Duration>>, cap: Option<Duration>) {
     if let Some(max) = cap
@@ -356,6 +380,22 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         DEFAULT_SPILL_MAX_BYTES
     });
     cap_budget(&mut spill_max_bytes, caps.max_spill_bytes);
+    let mut memory_max = Sourced::pick(
+        req.memory_max.map(Some),
+        defaults.memory_max.map(Some),
+        || None,
+    );
+    cap_limit(&mut memory_max, caps.max_memory, format_size);
+    let mut pids_max = Sourced::pick(req.pids_max.map(Some), defaults.pids_max.map(Some), || None);
+    cap_limit(&mut pids_max, caps.max_pids, |n| n.to_string());
+    let mut cpu_max = Sourced::pick(req.cpu_max.map(Some), defaults.cpu_max.map(Some), || None);
+    cap_limit(&mut cpu_max, caps.max_cpu, format_duration);
+    let mut file_size_max = Sourced::pick(
+        req.file_size_max.map(Some),
+        defaults.file_size_max.map(Some),
+        || None,
+    );
+    cap_limit(&mut file_size_max, caps.max_file_size, format_size);
     let spill_dir = Sourced::pick(
         req.spill_dir.map(|p| absolute(cwd, p)),
         defaults.spill_dir.map(|p| absolute(cwd, p)),
@@ -373,11 +413,11 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         stderr_max_bytes,
         keep: Sourced::pick(req.keep, defaults.keep, Default::default),
         spill_max_bytes,
-        file_size_max: Sourced::pick(
-            req.file_size_max.map(Some),
-            defaults.file_size_max.map(Some),
-            || None,
-        ),
+        file_size_max,
+        memory_max,
+        pids_max,
+        cpu_max,
+        limits: Sourced::pick(req.limits, defaults.limits, Default::default),
         signal: Sourced::pick(req.signal, None, || crate::result::Signal::SIGTERM),
         prune_spill_after: defaults.prune_spill_after,
         render: Sourced::pick(req.render, defaults.render, Default::default),
@@ -828,6 +868,60 @@ mod tests {
     /// The supervisor handoff: every field of a spec survives serialization,
     /// non-UTF-8 paths and environment values included.
     #[test]
+    fn a_limit_cap_lowers_a_larger_limit_and_binds_a_run_that_sets_none() {
+        let config = |caps: config::Caps| Config {
+            path: "/etc/dsh.toml".into(),
+            caps,
+            ..Config::default()
+        };
+        let caps = config::Caps {
+            max_memory: Some(1 << 30),
+            max_pids: Some(256),
+            max_cpu: Some(Duration::from_secs(60)),
+            max_file_size: Some(1 << 20),
+            ..config::Caps::default()
+        };
+        let asked = Request {
+            command: vec!["true".into()],
+            memory_max: Some(2 << 30),
+            pids_max: Some(100),
+            config: Some(config(caps.clone())),
+            ..Request::default()
+        };
+        let spec = resolve(asked, &ambient()).unwrap();
+        assert_eq!(spec.memory_max.value, Some(1 << 30));
+        assert_eq!(spec.pids_max.value, Some(100));
+        assert_eq!(spec.cpu_max.value, Some(Duration::from_secs(60)));
+        assert_eq!(spec.file_size_max.value, Some(1 << 20));
+        // Only what was asked for is noted; the rest is the operator's.
+        assert_eq!(
+            spec.capped_notes(),
+            ["memory-max 2GiB capped at 1GiB by /etc/dsh.toml"]
+        );
+        assert_eq!(
+            spec.cpu_max.capped.as_deref(),
+            Some("unlimited capped at 1m")
+        );
+        let none = resolve(
+            Request {
+                command: vec!["true".into()],
+                ..Request::default()
+            },
+            &ambient(),
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                none.memory_max.value,
+                none.pids_max.value,
+                none.cpu_max.value
+            ),
+            (None, None, None)
+        );
+        assert_eq!(none.limits.value, crate::limits::LimitMode::Strict);
+    }
+
+    #[test]
     fn a_spec_round_trips_through_its_serialized_form() {
         use std::os::unix::ffi::OsStringExt;
         let odd = || PathBuf::from(OsString::from_vec(b"/w/\xff\xfe".to_vec()));
@@ -850,6 +944,10 @@ mod tests {
             keep: Some(crate::capture::Keep::HeadTail),
             spill_max_bytes: Some(1 << 20),
             file_size_max: Some(1 << 30),
+            memory_max: Some(64 << 20),
+            pids_max: Some(32),
+            cpu_max: Some(Duration::from_millis(2500)),
+            limits: Some(crate::limits::LimitMode::BestEffort),
             signal: Some(crate::result::Signal::SIGINT),
             render: Some(crate::render::plain::Render::Plain),
             stdin_file: Some(odd()),

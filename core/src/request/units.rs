@@ -227,6 +227,53 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(too_large)
 }
 
+/// Parses `--memory-max`: a size (as [`parse_size`]) of at least 1 MiB;
+/// less would not hold bash.
+///
+/// Errors as [`parse_size`], and on less than 1 MiB.
+pub fn parse_memory_max(text: &str) -> Result<u64, String> {
+    let n = parse_size(text)?;
+    if n < 1 << 20 {
+        return Err(format!(
+            "memory limit '{}' is less than 1MiB, too little to start bash",
+            text.trim()
+        ));
+    }
+    Ok(n)
+}
+
+/// The most `--pids-max` can be: the kernel's PID_MAX_LIMIT (2^22).
+pub const MAX_PIDS: u64 = 1 << 22;
+
+/// Parses `--pids-max`: a whole number of processes and threads, from 1
+/// to [`MAX_PIDS`].
+///
+/// Errors, naming the range, on anything else.
+pub fn parse_pids_max(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    match t.parse::<u64>() {
+        Ok(n) if (1..=MAX_PIDS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "invalid process count '{t}' (expected a whole number from 1 to {MAX_PIDS})"
+        )),
+    }
+}
+
+/// Parses `--cpu-max`: a duration (as [`parse_duration`]) of CPU time of
+/// at least 10 ms.
+///
+/// Errors as [`parse_duration`], and on less than 10 ms.
+pub fn parse_cpu_max(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d < Duration::from_millis(10) {
+        return Err(format!(
+            "CPU time limit '{}' is less than 10ms (the kernel counts CPU time in ticks)",
+            text.trim()
+        ));
+    }
+    Ok(d)
+}
+
 /// Formats a byte count exactly: `1MiB`, `64KiB`, `1000` (never rounded).
 pub fn format_size(n: u64) -> String {
     for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {

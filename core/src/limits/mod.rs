@@ -1,0 +1,845 @@
+//! Resource limits of a run: memory, processes and CPU time of the whole
+//! tree, beside the per-file size limit, and the accounting the result
+//! reports.
+//!
+//! Mechanisms, strongest first; `plan` picks one per limit and `explain`
+//! names it:
+//!
+//! - a cgroup of the run's own (`cgroup.rs`): v2 where the controller is in
+//!   the unified hierarchy and this user may make a cgroup there, else the
+//!   v1 hierarchy of the controller. The limits are the kernel's
+//!   (`memory.max`, `pids.max`); so are the counters.
+//! - CPU time only: accounting (`Mechanism::Accounting`). Without a cgroup the
+//!   supervision loop adds up the tree's CPU time from
+//!   `/proc/PID/stat` (utime, stime, cutime, cstime of every live process;
+//!   proc_pid_stat(5)) and `getrusage(RUSAGE_CHILDREN)` of the reaped
+//!   ones, and `RLIMIT_CPU` (setrlimit(2)) bounds each process on its own
+//!   as a backstop a little past the limit, for a process the sum missed.
+//!   RLIMIT_CPU alone is per process, not a tree limit.
+//!
+//! Memory and process counts have no honest rlimit: `RLIMIT_AS` bounds one
+//! process's address space, not the tree's memory, and `RLIMIT_NPROC`
+//! counts every process of the user and does not bind root. Without a
+//! cgroup they are unavailable: [`crate::Error::LimitUnavailable`], or
+//! with `--limits best-effort` a warning and a `not_enforced` fact.
+//!
+//! A cgroup is made only for a run that sets a memory, process or CPU
+//! limit; other runs pay nothing. The CPU limit is checked when the tree
+//! could have used it up at the earliest: after (limit − used) divided by
+//! the online CPUs, at least every 10 ms and at most every second.
+//!
+//! What the limits do not hold against: a command that can write to the
+//! cgroup file system can move itself out. Confining sandbox modes cannot
+//! (Landlock allows no writes under `/sys`); an unconfined root command
+//! can.
+
+pub(crate) mod cgroup;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use self::cgroup::{Leaf, Place, Settings, Version};
+use crate::error::Error;
+use crate::request::units::{format_duration, format_size};
+
+/// A limit a run can reach (`limit_exceeded`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitKind {
+    /// `--memory-max`: the kernel's OOM killer ended a process.
+    Memory,
+    /// `--pids-max`: a fork or thread was refused.
+    Pids,
+    /// `--cpu-max`: the tree used its CPU time.
+    Cpu,
+    /// `--file-size-max`: a process was ended by SIGXFSZ.
+    FileSize,
+}
+
+impl LimitKind {
+    /// `memory`, `pids`, `cpu` or `file_size`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitKind::Memory => "memory",
+            LimitKind::Pids => "pids",
+            LimitKind::Cpu => "cpu",
+            LimitKind::FileSize => "file_size",
+        }
+    }
+
+    /// The flag that sets it, e.g. `--memory-max`.
+    pub fn flag(self) -> &'static str {
+        match self {
+            LimitKind::Memory => "--memory-max",
+            LimitKind::Pids => "--pids-max",
+            LimitKind::Cpu => "--cpu-max",
+            LimitKind::FileSize => "--file-size-max",
+        }
+    }
+}
+
+/// What to do when a limit cannot be enforced as asked (`--limits`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LimitMode {
+    /// Refuse to run: `LIMIT_UNAVAILABLE`, exit status 125.
+    #[default]
+    Strict,
+    /// Run without it, with a warning and a `not_enforced` fact.
+    BestEffort,
+}
+
+impl LimitMode {
+    /// `strict` or `best-effort`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitMode::Strict => "strict",
+            LimitMode::BestEffort => "best-effort",
+        }
+    }
+}
+
+impl std::str::FromStr for LimitMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "strict" => Ok(LimitMode::Strict),
+            "best-effort" => Ok(LimitMode::BestEffort),
+            _ => Err(format!(
+                "invalid limits mode '{s}' (expected strict or best-effort)"
+            )),
+        }
+    }
+}
+
+/// The tree limits a spec asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Asked {
+    /// Bytes of memory of the whole tree.
+    pub(crate) memory_max: Option<u64>,
+    /// Processes and threads at once.
+    pub(crate) pids_max: Option<u64>,
+    /// CPU time of the whole tree.
+    pub(crate) cpu_max: Option<Duration>,
+}
+
+impl Asked {
+    fn any(&self) -> bool {
+        self.memory_max.is_some() || self.pids_max.is_some() || self.cpu_max.is_some()
+    }
+
+    /// The asked value of `kind` as written on the command line.
+    fn shown(&self, kind: LimitKind) -> String {
+        match kind {
+            LimitKind::Memory => self.memory_max.map(format_size).unwrap_or_default(),
+            LimitKind::Pids => self.pids_max.map(|n| n.to_string()).unwrap_or_default(),
+            LimitKind::Cpu => self.cpu_max.map(format_duration).unwrap_or_default(),
+            LimitKind::FileSize => String::new(),
+        }
+    }
+}
+
+/// How one limit is enforced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Mechanism {
+    /// A run cgroup under this place.
+    Cgroup(Place),
+    /// The tree's CPU time added up by the supervision loop, with a
+    /// per-process RLIMIT_CPU backstop.
+    Accounting,
+    /// Cannot be enforced here, and why.
+    Unavailable(String),
+}
+
+impl Mechanism {
+    /// `cgroup-v2`, `cgroup-v1`, `accounting` or `none`.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Mechanism::Cgroup(p) => p.version.as_str(),
+            Mechanism::Accounting => "accounting",
+            Mechanism::Unavailable(_) => "none",
+        }
+    }
+
+    /// One line for `explain`.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Mechanism::Cgroup(p) => format!("{} under {}", p.version.as_str(), p.base.display()),
+            Mechanism::Accounting => {
+                "accounting: the tree's CPU time from /proc and getrusage, RLIMIT_CPU per process as a backstop".into()
+            }
+            Mechanism::Unavailable(why) => format!("unavailable: {why}"),
+        }
+    }
+}
+
+/// The mechanism of each limit asked for (`None`: not asked).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Plan {
+    pub(crate) memory: Option<Mechanism>,
+    pub(crate) pids: Option<Mechanism>,
+    pub(crate) cpu: Option<Mechanism>,
+}
+
+impl Plan {
+    /// (kind, mechanism) of each limit asked for.
+    pub(crate) fn each(&self) -> impl Iterator<Item = (LimitKind, &Mechanism)> {
+        [
+            (LimitKind::Memory, self.memory.as_ref()),
+            (LimitKind::Pids, self.pids.as_ref()),
+            (LimitKind::Cpu, self.cpu.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(k, m)| m.map(|m| (k, m)))
+    }
+}
+
+/// Picks the mechanism of each limit in `asked`, from the hierarchies this
+/// process can reach; makes nothing (a run does, in [`Limiter::prepare`]).
+pub(crate) fn plan(asked: Asked) -> Plan {
+    if !asked.any() {
+        return Plan::default();
+    }
+    plan_with(asked, &cgroup::hierarchies(), cgroup::place)
+}
+
+fn plan_with(
+    asked: Asked,
+    hs: &[cgroup::Hierarchy],
+    place: impl Fn(&cgroup::Hierarchy) -> Result<Place, String>,
+) -> Plan {
+    let v2 = hs
+        .iter()
+        .find(|h| h.version == Version::V2)
+        .map(|h| (h, place(h)));
+    let v1 = |controller: &str| {
+        hs.iter()
+            .find(|h| h.version == Version::V1 && h.controllers.iter().any(|c| c == controller))
+    };
+    let controller = |name: &str, why_not_rlimit: &str| -> Mechanism {
+        if let Some((_, Ok(p))) = &v2
+            && p.controllers.iter().any(|c| c == name)
+        {
+            return Mechanism::Cgroup(p.clone());
+        }
+        if let Some(h) = v1(name) {
+            return match place(h) {
+                Ok(p) => Mechanism::Cgroup(p),
+                Err(why) => {
+                    Mechanism::Unavailable(format!("cgroup v1 {name}: {why}; {why_not_rlimit}"))
+                }
+            };
+        }
+        let why = match &v2 {
+            Some((_, Ok(p))) => format!(
+                "the {name} controller is not enabled for {} (its parent's cgroup.subtree_control)",
+                p.base.display()
+            ),
+            Some((_, Err(why))) => format!("cgroup v2: {why}"),
+            None => format!("no cgroup hierarchy with the {name} controller is mounted"),
+        };
+        Mechanism::Unavailable(format!("{why}; {why_not_rlimit}"))
+    };
+    Plan {
+        memory: asked.memory_max.map(|_| {
+            controller(
+                "memory",
+                "RLIMIT_AS would bound one process's address space, not the tree's memory",
+            )
+        }),
+        pids: asked.pids_max.map(|_| {
+            controller(
+                "pids",
+                "RLIMIT_NPROC counts every process of the user and does not bind root",
+            )
+        }),
+        cpu: asked.cpu_max.map(|_| match &v2 {
+            Some((_, Ok(p))) => Mechanism::Cgroup(p.clone()),
+            _ => match v1("cpuacct").map(&place) {
+                Some(Ok(p)) => Mechanism::Cgroup(p),
+                _ => Mechanism::Accounting,
+            },
+        }),
+    }
+}
+
+/// The tree limits of `spec`, for `explain`: (kind, value as written,
+/// mechanism name, one line on the mechanism), in the order memory, pids,
+/// cpu. Probes the hierarchies; makes nothing.
+pub(crate) fn explained(
+    spec: &crate::spec::Spec,
+) -> Vec<(LimitKind, String, &'static str, String)> {
+    let asked = Asked {
+        memory_max: spec.memory_max.value,
+        pids_max: spec.pids_max.value,
+        cpu_max: spec.cpu_max.value,
+    };
+    plan(asked)
+        .each()
+        .map(|(kind, m)| (kind, asked.shown(kind), m.name(), m.describe()))
+        .collect()
+}
+
+/// One limit that is not enforced (`--limits best-effort`), and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct NotEnforced {
+    /// `memory`, `pids` or `cpu`.
+    pub limit: LimitKind,
+    /// Why, e.g. `no cgroup hierarchy with the memory controller is mounted`.
+    pub reason: String,
+}
+
+/// The limits of a run, as the result reports them; present when any was
+/// set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct LimitFacts {
+    /// `--memory-max`, in bytes.
+    pub memory_max_bytes: Option<u64>,
+    /// `--pids-max`: processes and threads at once.
+    pub pids_max: Option<u64>,
+    /// `--cpu-max`, in milliseconds of CPU time.
+    pub cpu_max_ms: Option<u64>,
+    /// `--file-size-max` (RLIMIT_FSIZE), in bytes.
+    pub file_size_max_bytes: Option<u64>,
+    /// How each limit set is enforced, by limit: `cgroup-v2`, `cgroup-v1`,
+    /// `accounting` (CPU time added up by dsh-exec, RLIMIT_CPU per process
+    /// as a backstop), `rlimit`, or `none` (see `not_enforced`).
+    pub mechanism: BTreeMap<String, String>,
+    /// Limits that were asked for but not enforced (`--limits
+    /// best-effort`); absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_enforced: Vec<NotEnforced>,
+}
+
+/// Where the CPU time of the tree is read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CpuSource {
+    /// The leaf at this index.
+    Leaf(usize),
+    /// Added up from `/proc` and getrusage.
+    Walk,
+}
+
+/// How often the loop looks for an OOM kill where the kernel kills one
+/// process rather than the cgroup (v1): 50 ms.
+const OOM_POLL: Duration = Duration::from_millis(50);
+
+/// The earliest and latest interval between two CPU checks.
+const CPU_POLL_MIN: Duration = Duration::from_millis(10);
+const CPU_POLL_MAX: Duration = Duration::from_secs(1);
+
+/// A run's limits while it runs: its cgroups, and the state of the checks.
+/// Dropping it removes the cgroups (after the tree is gone).
+#[derive(Debug)]
+pub(crate) struct Limiter {
+    asked: Asked,
+    file_size_max: Option<u64>,
+    plan: Plan,
+    leaves: Vec<Leaf>,
+    cpu: Option<CpuSource>,
+    /// CPU µs seen at the last check.
+    cpu_used: u64,
+    /// Online CPUs: the most CPU time the tree gains per second of wall time.
+    cpus: u32,
+    not_enforced: Vec<NotEnforced>,
+    /// A v1 memory cgroup: OOM kills are polled for ([`OOM_POLL`]).
+    watch_oom: bool,
+    /// `pids.peak` is missing: `pids.current` is sampled.
+    sample_pids: bool,
+    /// When the next check is due, once [`Limiter::next_check`] set it.
+    due: Option<Instant>,
+}
+
+impl Limiter {
+    /// The limits of `spec`: makes the run's cgroups. `None` when the spec
+    /// sets no tree limit and no file size limit.
+    ///
+    /// Errors with [`Error::LimitUnavailable`] when a limit cannot be
+    /// enforced (no mechanism, or its cgroup cannot be made) and the mode
+    /// is strict; in best-effort mode such a limit is listed in
+    /// `not_enforced` instead.
+    pub(crate) fn prepare(spec: &crate::spec::Spec) -> Result<Option<Limiter>, Error> {
+        let asked = Asked {
+            memory_max: spec.memory_max.value,
+            pids_max: spec.pids_max.value,
+            cpu_max: spec.cpu_max.value,
+        };
+        if !asked.any() && spec.file_size_max.value.is_none() {
+            return Ok(None);
+        }
+        let strict = spec.limits.value == LimitMode::Strict;
+        let plan = plan(asked);
+        let mut not_enforced = Vec::new();
+        let mut refuse = |kind: LimitKind, reason: String| -> Result<(), Error> {
+            if strict {
+                return Err(Error::LimitUnavailable {
+                    limit: format!("{} {}", kind.flag(), asked.shown(kind)),
+                    reason,
+                });
+            }
+            not_enforced.push(NotEnforced {
+                limit: kind,
+                reason,
+            });
+            Ok(())
+        };
+        // One cgroup per place, with the controllers of every limit there.
+        let mut wanted: Vec<(Place, Vec<LimitKind>)> = Vec::new();
+        for (kind, mechanism) in plan.each() {
+            match mechanism {
+                Mechanism::Cgroup(p) => match wanted.iter_mut().find(|(q, _)| q.base == p.base) {
+                    Some((_, kinds)) => kinds.push(kind),
+                    None => wanted.push((p.clone(), vec![kind])),
+                },
+                Mechanism::Accounting => {}
+                Mechanism::Unavailable(why) => refuse(kind, why.clone())?,
+            }
+        }
+        let settings = Settings {
+            memory_max: asked.memory_max,
+            pids_max: asked.pids_max,
+        };
+        let mut leaves = Vec::new();
+        let mut cpu = plan
+            .cpu
+            .as_ref()
+            .filter(|m| **m == Mechanism::Accounting)
+            .map(|_| CpuSource::Walk);
+        let mut failed: Vec<LimitKind> = Vec::new();
+        for (place, kinds) in wanted {
+            let controllers: Vec<&'static str> = kinds
+                .iter()
+                .filter_map(|k| match (k, place.version) {
+                    (LimitKind::Memory, _) => Some("memory"),
+                    (LimitKind::Pids, _) => Some("pids"),
+                    (LimitKind::Cpu, Version::V1) => Some("cpuacct"),
+                    _ => None,
+                })
+                .collect();
+            match Leaf::create(&place, controllers, settings) {
+                Ok(leaf) => {
+                    if kinds.contains(&LimitKind::Cpu) {
+                        cpu = Some(CpuSource::Leaf(leaves.len()));
+                    }
+                    leaves.push(leaf);
+                }
+                Err(e) => {
+                    for kind in kinds {
+                        failed.push(kind);
+                        refuse(kind, e.to_string())?;
+                    }
+                }
+            }
+        }
+        let mut plan = plan;
+        for kind in failed {
+            let m = Some(Mechanism::Unavailable(
+                "its cgroup could not be made".into(),
+            ));
+            match kind {
+                LimitKind::Memory => plan.memory = m,
+                LimitKind::Pids => plan.pids = m,
+                LimitKind::Cpu => plan.cpu = m,
+                LimitKind::FileSize => {}
+            }
+        }
+        let watch_oom = leaves
+            .iter()
+            .any(|l| l.version == Version::V1 && l.controllers.contains(&"memory"));
+        let sample_pids = leaves
+            .iter()
+            .any(|l| l.controllers.contains(&"pids") && !l.dir.join("pids.peak").exists());
+        // SAFETY: sysconf reads a system value.
+        let online = unsafe { nix::libc::sysconf(nix::libc::_SC_NPROCESSORS_ONLN) };
+        Ok(Some(Limiter {
+            asked,
+            file_size_max: spec.file_size_max.value,
+            plan,
+            leaves,
+            cpu,
+            cpu_used: 0,
+            cpus: u32::try_from(online).unwrap_or(1).max(1),
+            not_enforced,
+            watch_oom,
+            sample_pids,
+            due: None,
+        }))
+    }
+
+    /// Takes note of the cgroups the child could not join (bit i:
+    /// `join_fds()[i]`; best-effort mode): their limits are not enforced.
+    pub(crate) fn joined(&mut self, failed: u32) {
+        if failed == 0 {
+            return;
+        }
+        let mut kept = Vec::new();
+        let mut cpu_moved = None;
+        for (i, leaf) in std::mem::take(&mut self.leaves).into_iter().enumerate() {
+            if failed & (1 << i) == 0 {
+                if self.cpu == Some(CpuSource::Leaf(i)) {
+                    cpu_moved = Some(CpuSource::Leaf(kept.len()));
+                }
+                kept.push(leaf);
+                continue;
+            }
+            let reason = format!("the command could not join {}", leaf.dir.display());
+            let none = || Some(Mechanism::Unavailable(reason.clone()));
+            let mut lost = Vec::new();
+            if leaf.controllers.contains(&"memory") {
+                self.plan.memory = none();
+                lost.push(LimitKind::Memory);
+            }
+            if leaf.controllers.contains(&"pids") {
+                self.plan.pids = none();
+                lost.push(LimitKind::Pids);
+            }
+            if self.cpu == Some(CpuSource::Leaf(i)) {
+                self.plan.cpu = none();
+                lost.push(LimitKind::Cpu);
+                cpu_moved = None;
+                self.cpu = None;
+            }
+            self.not_enforced
+                .extend(lost.into_iter().map(|limit| NotEnforced {
+                    limit,
+                    reason: reason.clone(),
+                }));
+        }
+        if self.cpu.is_some() {
+            self.cpu = cpu_moved.or(self.cpu.filter(|c| *c == CpuSource::Walk));
+        }
+        self.leaves = kept;
+        self.watch_oom = self
+            .leaves
+            .iter()
+            .any(|l| l.version == Version::V1 && l.controllers.contains(&"memory"));
+    }
+
+    /// The `cgroup.procs` descriptors the child writes itself into.
+    pub(crate) fn join_fds(&self) -> Vec<i32> {
+        self.leaves.iter().map(Leaf::procs_fd).collect()
+    }
+
+    /// RLIMIT_CPU for each process, in seconds, when the CPU limit is
+    /// enforced by accounting: a backstop past the limit and the grace
+    /// period, for a process the sum cannot see.
+    pub(crate) fn cpu_rlimit(&self, grace: Duration) -> Option<u64> {
+        match (self.cpu, self.asked.cpu_max) {
+            (Some(CpuSource::Walk), Some(max)) => Some((max + grace).as_secs() + 2),
+            _ => None,
+        }
+    }
+
+    /// The not-enforced limits, as warnings (best-effort mode).
+    pub(crate) fn warnings(&self) -> Vec<String> {
+        self.not_enforced
+            .iter()
+            .map(|n| {
+                format!(
+                    "{} {} is not enforced: {}",
+                    n.limit.flag(),
+                    self.asked.shown(n.limit),
+                    n.reason
+                )
+            })
+            .collect()
+    }
+
+    /// When the loop must check the limits next (`None`: only at the
+    /// end). The instant is kept until the check is made, so that a loop
+    /// driven in short slices (a job's supervisor) still reaches it.
+    pub(crate) fn next_check(&mut self, now: Instant) -> Option<Instant> {
+        if self.due.is_none() {
+            let cpu = self.cpu.zip(self.asked.cpu_max).map(|(_, max)| {
+                let left = max.saturating_sub(Duration::from_micros(self.cpu_used));
+                (left / self.cpus).clamp(CPU_POLL_MIN, CPU_POLL_MAX)
+            });
+            let oom = (self.watch_oom || self.sample_pids).then_some(OOM_POLL);
+            self.due = [cpu, oom].into_iter().flatten().min().map(|d| now + d);
+        }
+        self.due
+    }
+
+    /// Reads the counters: the limit that now ends the run, if one does
+    /// (the tree used its CPU time, or the kernel OOM-killed a process of
+    /// it). `tree_cpu` gives the tree's CPU µs where no cgroup counts it.
+    pub(crate) fn check(&mut self, tree_cpu: impl FnOnce() -> u64) -> Option<LimitKind> {
+        self.due = None;
+        if self.sample_pids {
+            self.leaves.iter().for_each(Leaf::sample_pids);
+        }
+        if self.leaves.iter().any(|l| l.oom_kills().unwrap_or(0) > 0) {
+            return Some(LimitKind::Memory);
+        }
+        let max = self.asked.cpu_max?;
+        self.cpu_used = match self.cpu? {
+            CpuSource::Leaf(i) => self.leaves.get(i)?.cpu_total()?,
+            CpuSource::Walk => tree_cpu(),
+        };
+        (Duration::from_micros(self.cpu_used) >= max).then_some(LimitKind::Cpu)
+    }
+
+    /// The directory of a v2 run cgroup, for `cgroup.kill`.
+    pub(crate) fn v2_dir(&self) -> Option<std::path::PathBuf> {
+        self.leaves
+            .iter()
+            .find(|l| l.version == Version::V2)
+            .map(|l| l.dir.clone())
+    }
+
+    /// The limit the run reached, given what ended it: `cause` (a limit
+    /// the loop acted on), else an OOM kill, refused forks, the accounting
+    /// backstop's SIGXCPU, or under a file size limit a process ended by
+    /// SIGXFSZ: the direct child (`signal`), or one that bash reported on
+    /// `stderr` with strsignal(3)'s text, "File size limit exceeded"
+    /// (bash alone sees how its children died).
+    pub(crate) fn exceeded(
+        &self,
+        cause: Option<LimitKind>,
+        signal: Option<crate::result::Signal>,
+        stderr: &str,
+    ) -> Option<LimitKind> {
+        let died_of = |n: i32| signal.is_some_and(|s| s.number() == n);
+        let xfsz = died_of(nix::libc::SIGXFSZ)
+            || stderr
+                .lines()
+                .any(|l| l.starts_with("bash: ") && l.contains(" File size limit exceeded"));
+        // The accounting backstop's signal.
+        let xcpu = died_of(nix::libc::SIGXCPU) && self.cpu == Some(CpuSource::Walk);
+        cause
+            .or_else(|| {
+                self.leaves
+                    .iter()
+                    .any(|l| l.oom_kills().unwrap_or(0) > 0)
+                    .then_some(LimitKind::Memory)
+            })
+            .or_else(|| {
+                self.leaves
+                    .iter()
+                    .any(|l| l.pids_refusals().unwrap_or(0) > 0)
+                    .then_some(LimitKind::Pids)
+            })
+            .or_else(|| xcpu.then_some(LimitKind::Cpu))
+            .or_else(|| (xfsz && self.file_size_max.is_some()).then_some(LimitKind::FileSize))
+    }
+
+    /// The facts of the result.
+    pub(crate) fn facts(&self) -> LimitFacts {
+        let mut mechanism = BTreeMap::new();
+        for (kind, m) in self.plan.each() {
+            mechanism.insert(kind.as_str().to_string(), m.name().to_string());
+        }
+        if self.file_size_max.is_some() {
+            mechanism.insert("file_size".into(), "rlimit".into());
+        }
+        LimitFacts {
+            memory_max_bytes: self.asked.memory_max,
+            pids_max: self.asked.pids_max,
+            cpu_max_ms: self.asked.cpu_max.map(|d| d.as_millis() as u64),
+            file_size_max_bytes: self.file_size_max,
+            mechanism,
+            not_enforced: self.not_enforced.clone(),
+        }
+    }
+
+    /// Replaces the figures of `r` that a cgroup counts better: CPU time
+    /// (any cgroup that counts it), the tree's peak memory (memory), the
+    /// most processes at once (pids). Call once the tree is gone.
+    pub(crate) fn account(&self, r: &mut crate::result::Resources) {
+        let mut from = Vec::new();
+        if let Some((leaf, (user, system))) = self
+            .leaves
+            .iter()
+            .find_map(|l| l.cpu_usage().map(|u| (l, u)))
+        {
+            r.cpu_user_ms = user / 1000;
+            r.cpu_system_ms = system / 1000;
+            let file = match leaf.version {
+                Version::V2 => "cpu.stat",
+                Version::V1 => "cpuacct.usage_user/usage_sys",
+            };
+            from.push(format!("cpu: {} {file}", leaf.version.as_str()));
+        }
+        if let Some((leaf, peak)) = self
+            .leaves
+            .iter()
+            .find_map(|l| l.peak_memory().map(|p| (l, p)))
+        {
+            r.peak_memory_bytes = peak;
+            let file = match leaf.version {
+                Version::V2 => "memory.peak",
+                Version::V1 => "memory.max_usage_in_bytes",
+            };
+            from.push(format!(
+                "memory: {} {file} (the tree's sum)",
+                leaf.version.as_str()
+            ));
+        }
+        if let Some((leaf, (peak, counted))) = self
+            .leaves
+            .iter()
+            .find_map(|l| l.peak_pids().map(|p| (l, p)))
+        {
+            r.max_pids = Some(peak);
+            let how = if counted {
+                "pids.peak"
+            } else {
+                "pids.current, sampled"
+            };
+            from.push(format!("pids: {} {how}", leaf.version.as_str()));
+        }
+        if !from.is_empty() {
+            if from.len() < 3 {
+                from.push("the rest: getrusage(RUSAGE_CHILDREN)".into());
+            }
+            r.source = from.join("; ");
+        }
+    }
+}
+
+/// The limits line of a notice: `[killed by the memory limit (64MiB)]` and
+/// its kin, for the limit `kind` of `facts`.
+pub fn notice(kind: LimitKind, facts: Option<&LimitFacts>) -> String {
+    let f = |v: Option<String>| v.map(|v| format!(" ({v})")).unwrap_or_default();
+    match kind {
+        LimitKind::Memory => format!(
+            "[killed by the memory limit{}]",
+            f(facts.and_then(|x| x.memory_max_bytes).map(format_size))
+        ),
+        LimitKind::Cpu => format!(
+            "[stopped by the CPU time limit{}]",
+            f(facts
+                .and_then(|x| x.cpu_max_ms)
+                .map(|ms| format_duration(Duration::from_millis(ms))))
+        ),
+        LimitKind::Pids => format!(
+            "[process limit reached{}: forks were refused]",
+            f(facts.and_then(|x| x.pids_max).map(|n| n.to_string()))
+        ),
+        LimitKind::FileSize => format!(
+            "[file size limit reached{}: a write was refused]",
+            f(facts.and_then(|x| x.file_size_max_bytes).map(format_size))
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cgroup::Hierarchy;
+    use super::*;
+    use std::path::PathBuf;
+
+    fn h(version: Version, own: &str, controllers: &[&str]) -> Hierarchy {
+        Hierarchy {
+            version,
+            own: own.into(),
+            mount: own.into(),
+            controllers: controllers.iter().map(|c| c.to_string()).collect(),
+        }
+    }
+
+    fn place_ok(h: &Hierarchy) -> Result<Place, String> {
+        Ok(Place {
+            version: h.version,
+            base: h.own.join("dsh-exec"),
+            controllers: match h.version {
+                Version::V1 => h.controllers.clone(),
+                Version::V2 => vec!["hugetlb".into()],
+            },
+        })
+    }
+
+    const ALL: Asked = Asked {
+        memory_max: Some(1 << 26),
+        pids_max: Some(32),
+        cpu_max: Some(Duration::from_secs(1)),
+    };
+
+    #[test]
+    fn a_hybrid_host_puts_memory_and_pids_in_v1_and_cpu_in_the_unified_hierarchy() {
+        let hs = [
+            h(Version::V2, "/u", &[]),
+            h(Version::V1, "/m", &["memory"]),
+            h(Version::V1, "/p", &["pids"]),
+        ];
+        let plan = plan_with(ALL, &hs, place_ok);
+        let base = |m: &Option<Mechanism>| match m {
+            Some(Mechanism::Cgroup(p)) => p.base.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(base(&plan.memory), PathBuf::from("/m/dsh-exec"));
+        assert_eq!(base(&plan.pids), PathBuf::from("/p/dsh-exec"));
+        assert_eq!(base(&plan.cpu), PathBuf::from("/u/dsh-exec"));
+    }
+
+    #[test]
+    fn without_a_cgroup_memory_and_pids_are_unavailable_and_cpu_is_accounted() {
+        let denied = |_: &Hierarchy| Err("permission denied".to_string());
+        let hs = [h(Version::V2, "/u", &[])];
+        let plan = plan_with(ALL, &hs, denied);
+        assert!(
+            matches!(&plan.memory, Some(Mechanism::Unavailable(w)) if w.contains("permission denied") && w.contains("RLIMIT_AS")),
+            "{plan:?}"
+        );
+        assert!(
+            matches!(&plan.pids, Some(Mechanism::Unavailable(w)) if w.contains("RLIMIT_NPROC")),
+            "{plan:?}"
+        );
+        assert_eq!(plan.cpu, Some(Mechanism::Accounting));
+        let none = plan_with(ALL, &[], denied);
+        assert!(
+            matches!(&none.memory, Some(Mechanism::Unavailable(w)) if w.starts_with("no cgroup hierarchy with the memory controller")),
+            "{none:?}"
+        );
+    }
+
+    #[test]
+    fn a_unified_hierarchy_with_the_controllers_enabled_takes_every_limit() {
+        let hs = [h(Version::V2, "/u", &[])];
+        let with = |_: &Hierarchy| {
+            Ok(Place {
+                version: Version::V2,
+                base: "/u/dsh-exec".into(),
+                controllers: vec!["memory".into(), "pids".into()],
+            })
+        };
+        let plan = plan_with(ALL, &hs, with);
+        for m in [&plan.memory, &plan.pids, &plan.cpu] {
+            assert_eq!(m.as_ref().map(Mechanism::name), Some("cgroup-v2"));
+        }
+        let unasked = plan_with(Asked::default(), &hs, with);
+        assert_eq!(unasked, Plan::default());
+    }
+
+    #[test]
+    fn notices_name_the_limit_and_its_value() {
+        let facts = LimitFacts {
+            memory_max_bytes: Some(512 << 20),
+            pids_max: Some(32),
+            cpu_max_ms: Some(1500),
+            file_size_max_bytes: Some(1 << 20),
+            mechanism: BTreeMap::new(),
+            not_enforced: Vec::new(),
+        };
+        let n = |k| notice(k, Some(&facts));
+        assert_eq!(
+            n(LimitKind::Memory),
+            "[killed by the memory limit (512MiB)]"
+        );
+        assert_eq!(n(LimitKind::Cpu), "[stopped by the CPU time limit (1.5s)]");
+        assert_eq!(
+            n(LimitKind::Pids),
+            "[process limit reached (32): forks were refused]"
+        );
+        assert_eq!(
+            n(LimitKind::FileSize),
+            "[file size limit reached (1MiB): a write was refused]"
+        );
+    }
+}
