@@ -533,3 +533,64 @@ fn a_config_cap_becomes_the_limit_of_a_run_that_sets_none() {
     assert_eq!(v["limits"]["cpu_max_ms"], 1000, "{v}");
     assert_eq!(v.get("capped"), None, "{v}");
 }
+
+#[test]
+fn the_command_starts_inside_its_cgroups() {
+    let (cpu, _) = mechanism(&["--cpu-max", "1h"], "cpu");
+    let memory = cgroup_base("--memory-max", "1GiB", "memory").is_some();
+    let mut args = vec!["--cpu-max", "1h"];
+    if memory {
+        args.extend(["--memory-max", "1GiB"]);
+    }
+    args.extend(["--", "cat /proc/self/cgroup"]);
+    let (pid, v, status) = {
+        let mut all = vec!["--json"];
+        all.extend(args);
+        run_json_pid(&all)
+    };
+    assert_eq!(status, 0, "{v}");
+    let text = v["stdout"]["text"].as_str().unwrap();
+    let path = |hierarchy: &str| {
+        text.lines()
+            .find_map(|l| {
+                let mut parts = l.splitn(3, ':');
+                let (_, list, path) = (parts.next()?, parts.next()?, parts.next()?);
+                (list == hierarchy || list.split(',').any(|c| c == hierarchy)).then_some(path)
+            })
+            .unwrap_or_else(|| panic!("no {hierarchy} line in\n{text}"))
+            .to_string()
+    };
+    let leaf = format!("/dsh-exec/run-{pid}-");
+    if cpu == "cgroup-v2" {
+        assert!(path("").contains(&leaf), "{text}");
+    }
+    if memory {
+        assert!(path("memory").contains(&leaf), "{text}");
+    }
+}
+
+#[test]
+fn where_clone3_is_refused_the_child_joins_its_v2_cgroup_itself() {
+    // Container runtimes' seccomp policies answer clone3 with ENOSYS.
+    let (cpu, detail) = mechanism(&["--cpu-max", "1h"], "cpu");
+    if cpu != "cgroup-v2" {
+        eprintln!("skipped: no v2 cgroup here: {detail}");
+        return;
+    }
+    let out = Command::new(example("seccomp_errno"))
+        .args(["clone3", "--"])
+        .arg(bin())
+        .args(["--json", "--cpu-max", "1h", "--", "cat /proc/self/cgroup"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["exit_code"], 0, "{v}");
+    assert!(
+        v["stdout"]["text"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .any(|l| l.starts_with("0::") && l.contains("/dsh-exec/run-")),
+        "{v}"
+    );
+}

@@ -306,6 +306,10 @@ pub(crate) struct ChildArgs {
     /// them), which the child writes itself into first.
     pub(crate) cgroups: [c_int; MAX_CGROUPS],
     pub(crate) cgroup_count: usize,
+    /// The first of `cgroups` to join: 1 when clone3 started the child in
+    /// the cgroup of `cgroups[0]` already, else 0. Set by the parent
+    /// before each clone attempt.
+    pub(crate) cgroup_first: std::sync::atomic::AtomicUsize,
     /// A cgroup that cannot be joined fails the spawn; otherwise
     /// (`--limits best-effort`) the child notes it in `cgroup_failed` (bit
     /// i for `cgroups[i]`) and goes on.
@@ -485,7 +489,8 @@ unsafe fn change_dir(a: &ChildArgs) -> Result<(), Step> {
 /// # Safety
 /// Only in the child between clone and execve.
 unsafe fn join_cgroups(a: &ChildArgs) -> Result<(), Step> {
-    for (i, fd) in a.cgroups[..a.cgroup_count].iter().enumerate() {
+    let first = a.cgroup_first.load(Ordering::SeqCst).min(a.cgroup_count);
+    for (i, fd) in a.cgroups[..a.cgroup_count].iter().enumerate().skip(first) {
         // SAFETY: writes one byte from a static string to a descriptor the
         // parent keeps open until the spawn returns.
         let n = unsafe { libc::write(*fd, b"0".as_ptr().cast(), 1) };

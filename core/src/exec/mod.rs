@@ -256,6 +256,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
             .and_then(|l| l.cpu_rlimit(spec.kill_after.value)),
         cgroups: &cgroups,
         cgroups_required: spec.limits.value == crate::limits::LimitMode::Strict,
+        cgroup_dir: prepared.limiter.as_ref().and_then(|l| l.v2_dir_fd()),
     });
     let spawned = match spawned {
         Ok(s) => s,

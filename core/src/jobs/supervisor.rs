@@ -135,6 +135,7 @@ fn hand_off(
         cpu_rlimit: None,
         cgroups: &[],
         cgroups_required: false,
+        cgroup_dir: None,
     })
     .map_err(|e| io_fail(e.error))?;
     drop(theirs);

@@ -255,6 +255,8 @@ pub(crate) struct Leaf {
     pub(crate) controllers: Vec<&'static str>,
     /// `cgroup.procs`, open for writing: the child writes `0` to it.
     pub(crate) procs: std::fs::File,
+    /// The directory itself (`O_DIRECTORY`), for clone3 `CLONE_INTO_CGROUP`.
+    dir_fd: std::fs::File,
     /// The highest `pids.current` seen, where `pids.peak` is missing.
     sampled_pids: AtomicU32,
 }
@@ -361,21 +363,23 @@ impl Leaf {
         let dir = place.base.join(format!("run-{}-{n}", std::process::id()));
         std::fs::create_dir(&dir)
             .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
-        let made = || -> io::Result<std::fs::File> {
+        let made = || -> io::Result<(std::fs::File, std::fs::File)> {
             apply(place.version, &dir, &controllers, settings)?;
-            std::fs::OpenOptions::new()
+            let procs = std::fs::OpenOptions::new()
                 .write(true)
                 .open(dir.join("cgroup.procs"))
                 .map_err(|e| {
                     io::Error::new(e.kind(), format!("{}/cgroup.procs: {e}", dir.display()))
-                })
+                })?;
+            Ok((procs, std::fs::File::open(&dir)?))
         };
         match made() {
-            Ok(procs) => Ok(Leaf {
+            Ok((procs, dir_fd)) => Ok(Leaf {
                 version: place.version,
                 dir,
                 controllers,
                 procs,
+                dir_fd,
                 sampled_pids: AtomicU32::new(0),
             }),
             Err(e) => {
@@ -383,6 +387,11 @@ impl Leaf {
                 Err(e)
             }
         }
+    }
+
+    /// The directory's descriptor.
+    pub(crate) fn dir_fd(&self) -> i32 {
+        self.dir_fd.as_raw_fd()
     }
 
     /// The descriptor the child writes `0` to.

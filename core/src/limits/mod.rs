@@ -401,6 +401,8 @@ impl Limiter {
                 Mechanism::Unavailable(why) => refuse(kind, why.clone())?,
             }
         }
+        // The v2 cgroup first: the child is started in it (clone3).
+        wanted.sort_by_key(|(p, _)| p.version != Version::V2);
         let settings = Settings {
             memory_max: asked.memory_max,
             pids_max: asked.pids_max,
@@ -521,9 +523,19 @@ impl Limiter {
             .any(|l| l.version == Version::V1 && l.controllers.contains(&"memory"));
     }
 
-    /// The `cgroup.procs` descriptors the child writes itself into.
+    /// The `cgroup.procs` descriptors the child writes itself into, the
+    /// v2 cgroup's first (see [`Limiter::v2_dir_fd`]).
     pub(crate) fn join_fds(&self) -> Vec<i32> {
         self.leaves.iter().map(Leaf::procs_fd).collect()
+    }
+
+    /// The directory descriptor of the v2 run cgroup, for clone3
+    /// `CLONE_INTO_CGROUP`; `join_fds()[0]` is its `cgroup.procs`.
+    pub(crate) fn v2_dir_fd(&self) -> Option<i32> {
+        self.leaves
+            .first()
+            .filter(|l| l.version == Version::V2)
+            .map(Leaf::dir_fd)
     }
 
     /// RLIMIT_CPU for each process, in seconds, when the CPU limit is
