@@ -405,8 +405,7 @@ unsafe fn raw_clone3(cl: &CloneArgs, arg: *mut c_void) -> i64 {
 /// clone3(2) `CLONE_INTO_CGROUP`: it takes the cgroup lock for reading
 /// only, where moving a process afterwards (a write to `cgroup.procs`)
 /// takes `cgroup_threadgroup_rwsem` for writing and so waits for an RCU
-/// grace period, 5 to 20 ms on an idle machine. Returns whether it did;
-/// where the kernel refuses clone3 (older than 5.7, or a seccomp policy
+/// grace period, 5 to 20 ms on an idle machine. Where the kernel refuses clone3 (older than 5.7, or a seccomp policy
 /// that answers ENOSYS, as container runtimes do) it falls back to
 /// clone(2), and the child must join the cgroup itself.
 ///
@@ -419,7 +418,7 @@ unsafe fn clone_vfork(
     new_pid_namespace: bool,
     share_files: bool,
     cgroup: Option<libc::c_int>,
-) -> io::Result<(i32, bool)> {
+) -> io::Result<i32> {
     // Allocated, not initialized: the child writes its frames before
     // reading them, as on any stack.
     let mut stack: Vec<u8> = Vec::with_capacity(CHILD_STACK_BYTES);
@@ -462,7 +461,7 @@ unsafe fn clone_vfork(
             args.cgroup_first.store(0, Ordering::SeqCst);
             if pid > 0 {
                 libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-                return Ok((pid as i32, true));
+                return Ok(pid as i32);
             }
             let errno = -pid as i32;
             if ![
@@ -491,7 +490,7 @@ unsafe fn clone_vfork(
         if pid == -1 {
             return Err(clone_error);
         }
-        Ok((pid, false))
+        Ok(pid)
     }
 }
 
@@ -651,15 +650,6 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
         listener: AtomicI32::new(-1),
     };
     let gated = args.confine.gate.len > 0;
-    // SAFETY: `args` and everything it points to live on until the end of
-    // this function.
-    // The child joins every cgroup but the one clone3 started it in.
-    let (pid, into_cgroup) =
-        match unsafe { clone_vfork(&args, program.pid_namespace, gated, program.cgroup_dir) } {
-            Ok(r) => r,
-            Err(e) => return Err(e.into()),
-        };
-    let _ = into_cgroup;
     if program.cgroup_dir.is_some() && program.cgroups.is_empty() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -667,6 +657,10 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
         )
         .into());
     }
+    // SAFETY: `args` and everything it points to live on until the end of
+    // this function. The child joins every cgroup but the one clone3
+    // started it in.
+    let pid = unsafe { clone_vfork(&args, program.pid_namespace, gated, program.cgroup_dir) }?;
     drop(sources);
     let listener = match args.listener.load(Ordering::SeqCst) {
         -1 => None,
