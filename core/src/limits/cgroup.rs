@@ -216,18 +216,12 @@ pub(crate) fn place(h: &Hierarchy) -> Result<Place, String> {
     }
     let controllers = match h.version {
         Version::V1 => h.controllers.clone(),
-        Version::V2 => {
-            // The root enables for its children what cgroup.subtree_control
-            // lists; our own directory can enable no more than that.
-            let file = if parent == h.mount && h.own == h.mount {
-                "cgroup.controllers"
-            } else {
-                "cgroup.subtree_control"
-            };
-            std::fs::read_to_string(parent.join(file))
-                .map(|t| t.split_whitespace().map(String::from).collect())
-                .unwrap_or_default()
-        }
+        // What the parent enables for its children is all our own
+        // directory can enable for the run cgroups (also at the root,
+        // whose cgroup.subtree_control dsh-exec does not change).
+        Version::V2 => std::fs::read_to_string(parent.join("cgroup.subtree_control"))
+            .map(|t| t.split_whitespace().map(String::from).collect())
+            .unwrap_or_default(),
     };
     Ok(Place {
         version: h.version,

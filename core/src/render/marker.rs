@@ -34,6 +34,11 @@ pub struct ParsedStatus {
     /// still running); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detached: Option<String>,
+    /// The limit a limit's notice above the marker names (`[killed by the
+    /// memory limit (64MiB)]`: `memory`), as the result's
+    /// `limit_exceeded`; absent when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_exceeded: Option<crate::limits::LimitKind>,
 }
 
 /// Inverts the final marker: reads the last non-empty line of `text`, and
@@ -62,6 +67,17 @@ pub fn parse_status(text: &str) -> Option<ParsedStatus> {
         let line = seen;
         parsed.timed_out |= line.starts_with("[timed out after ");
         parsed.aborted |= line.starts_with("[aborted by ");
+        use crate::limits::LimitKind;
+        for (prefix, kind) in [
+            ("[killed by the memory limit", LimitKind::Memory),
+            ("[stopped by the CPU time limit", LimitKind::Cpu),
+            ("[process limit reached", LimitKind::Pids),
+            ("[file size limit reached", LimitKind::FileSize),
+        ] {
+            if line.starts_with(prefix) {
+                parsed.limit_exceeded = Some(kind);
+            }
+        }
     }
     Some(parsed)
 }
@@ -78,6 +94,8 @@ struct JsonStatus {
     timed_out: bool,
     #[serde(default)]
     aborted: bool,
+    #[serde(default)]
+    limit_exceeded: Option<crate::limits::LimitKind>,
 }
 
 /// A field that must be there, `null` or not (a field with its own
@@ -111,6 +129,7 @@ impl JsonStatus {
             timed_out: self.timed_out,
             aborted: self.aborted,
             detached: None,
+            limit_exceeded: self.limit_exceeded,
         })
     }
 }
@@ -200,6 +219,7 @@ fn parse_marker(last: &str) -> Option<ParsedStatus> {
             timed_out: false,
             aborted: false,
             detached: None,
+            limit_exceeded: None,
         });
     }
     if let Some(id) = last
@@ -213,6 +233,7 @@ fn parse_marker(last: &str) -> Option<ParsedStatus> {
             timed_out: false,
             aborted: false,
             detached: Some(id.to_string()),
+            limit_exceeded: None,
         });
     }
     let sig = last
@@ -224,6 +245,7 @@ fn parse_marker(last: &str) -> Option<ParsedStatus> {
         timed_out: false,
         aborted: false,
         detached: None,
+        limit_exceeded: None,
     })
 }
 
@@ -265,6 +287,34 @@ mod tests {
         assert!(!p.timed_out);
         let p = parse_status("[timed out after 1s]\n[sandbox: x]\n[exit code: 0]\n").unwrap();
         assert!(p.timed_out);
+    }
+
+    #[test]
+    fn a_limits_notice_above_the_marker_names_the_limit() {
+        use crate::limits::LimitKind;
+        let p = parse_status("[killed by the memory limit (64MiB)]\n[killed by signal: SIGKILL]\n")
+            .unwrap();
+        assert_eq!(p.limit_exceeded, Some(LimitKind::Memory));
+        let p = parse_status(
+            "[stopped by the CPU time limit (1s)]\n[timed out after 2s]\n[exit code: 0]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (p.limit_exceeded, p.timed_out),
+            (Some(LimitKind::Cpu), true)
+        );
+        // The command's own, escaped, is not.
+        let p = parse_status("\\[killed by the memory limit (64MiB)]\n[exit code: 0]\n").unwrap();
+        assert_eq!(p.limit_exceeded, None);
+        let json = r#"{"exit_code": 153, "signal": null, "limit_exceeded": "file_size"}"#;
+        assert_eq!(
+            parse_status(json).unwrap().limit_exceeded,
+            Some(LimitKind::FileSize)
+        );
+        assert_eq!(
+            serde_json::to_string(&parse_status("[exit code: 0]\n").unwrap()).unwrap(),
+            r#"{"exit_code":0,"signal":null,"timed_out":false,"aborted":false}"#
+        );
     }
 
     #[test]
