@@ -175,11 +175,18 @@ fn a_fork_bomb_never_has_more_processes_than_its_limit_and_leaves_none() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let leaf = base.join(format!("run-{}-0", child.id()));
+    let pid = child.id();
+    let mut leaf = None;
     let mut most = 0u64;
     let mut samples = 0;
     while child.try_wait().unwrap().is_none() {
-        if let Ok(t) = std::fs::read_to_string(leaf.join("pids.current")) {
+        if leaf.is_none() {
+            leaf = leftover_cgroups(&base, pid).first().map(|n| base.join(n));
+        }
+        if let Some(t) = leaf
+            .as_ref()
+            .and_then(|l| std::fs::read_to_string(l.join("pids.current")).ok())
+        {
             most = most.max(t.trim().parse().unwrap_or(0));
             samples += 1;
         }
@@ -187,11 +194,8 @@ fn a_fork_bomb_never_has_more_processes_than_its_limit_and_leaves_none() {
     }
     let out = child.wait_with_output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(
-        samples > 10,
-        "the run's cgroup was not found at {}",
-        leaf.display()
-    );
+    let leaf = leaf.expect("the run's cgroup was not found");
+    assert!(samples > 10, "{samples} samples of {}", leaf.display());
     assert!(most <= 32, "{most} processes sampled in {}", leaf.display());
     let peak = v["resources"]["max_pids"].as_u64().unwrap();
     assert!((2..=32).contains(&peak), "{v}");
@@ -269,9 +273,15 @@ impl Unprivileged {
 
     /// `dsh-exec ARGS` as user and group 65534, in the temp dir.
     fn run(&self, args: &[&str]) -> std::process::Output {
+        self.run_with(&[], args)
+    }
+
+    /// The same, with `env` set as well.
+    fn run_with(&self, env: &[(&str, &std::ffi::OsStr)], args: &[&str]) -> std::process::Output {
         let mut c = Command::new("setpriv");
         known_env(&mut c)
             .env("TMPDIR", "/tmp")
+            .envs(env.iter().copied())
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
             .arg(self.dir.path().join("dsh-exec"))
             .args(args)
@@ -592,5 +602,101 @@ fn where_clone3_is_refused_the_child_joins_its_v2_cgroup_itself() {
             .lines()
             .any(|l| l.starts_with("0::") && l.contains("/dsh-exec/run-")),
         "{v}"
+    );
+}
+
+#[test]
+fn a_nested_run_stays_inside_the_outer_runs_limits_and_leaves_no_cgroup() {
+    let (cpu, detail) = mechanism(&["--cpu-max", "1s"], "cpu");
+    if !cpu.starts_with("cgroup-") {
+        eprintln!("skipped: no cgroup for CPU time here: {detail}");
+        return;
+    }
+    let inner = format!(
+        "{} --cpu-max 20s --timeout 15s -- 'while :; do :; done'",
+        bin().display()
+    );
+    let started = Instant::now();
+    let (pid, v, _) = run_json_pid(&[
+        "--json",
+        "--cpu-max",
+        "1s",
+        "--timeout",
+        "30s",
+        "--",
+        &inner,
+    ]);
+    assert_eq!(v["limit_exceeded"], "cpu", "{v}");
+    assert!(started.elapsed() < Duration::from_secs(12), "{v}");
+    let r = &v["resources"];
+    let used = r["cpu_user_ms"].as_u64().unwrap() + r["cpu_system_ms"].as_u64().unwrap();
+    assert!(
+        used >= 900,
+        "the outer run did not count the inner one's CPU: {r}"
+    );
+
+    // Nested v1 cgroups are removed with the outer ones.
+    let bases: Vec<PathBuf> = [
+        ("--pids-max", "30", "pids"),
+        ("--memory-max", "256MiB", "memory"),
+    ]
+    .into_iter()
+    .filter_map(|(f, val, l)| cgroup_base(f, val, l))
+    .collect();
+    if bases.is_empty() {
+        return;
+    }
+    let inner = format!(
+        "{} --pids-max 5 --memory-max 64MiB -- true",
+        bin().display()
+    );
+    let (pid2, v, status) = run_json_pid(&[
+        "--json",
+        "--limits",
+        "best-effort",
+        "--pids-max",
+        "30",
+        "--memory-max",
+        "256MiB",
+        "--",
+        &inner,
+    ]);
+    assert_eq!(status, 0, "{v}");
+    for base in &bases {
+        assert_eq!(leftover_cgroups(base, pid), Vec::<String>::new());
+        assert_eq!(
+            leftover_cgroups(base, pid2),
+            Vec::<String>::new(),
+            "{}",
+            base.display()
+        );
+    }
+}
+
+#[test]
+fn an_operators_cap_is_enforced_even_under_best_effort() {
+    let Some(user) = Unprivileged::new() else {
+        return;
+    };
+    let config = user.dir.path().join("config.toml");
+    std::fs::write(&config, "[caps]\nmax_memory = \"1GiB\"\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = user.run_with(
+        &[("DSH_EXEC_CONFIG", config.as_os_str())],
+        &["--limits", "best-effort", "--", "echo ran"],
+    );
+    if code(&out) == 0 {
+        eprintln!("skipped: user 65534 may make a memory cgroup here");
+        return;
+    }
+    assert_eq!(code(&out), 125);
+    assert_eq!(stdout(&out), "");
+    assert!(
+        stderr(&out).starts_with(
+            "dsh-exec: error: limit unavailable: --memory-max 1GiB (set by a cap of the configuration file, which --limits best-effort does not lift): "
+        ),
+        "{}",
+        stderr(&out)
     );
 }

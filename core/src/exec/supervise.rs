@@ -283,10 +283,10 @@ impl Execution {
                 .collect();
             facts
         });
-        let limit_exceeded = self
-            .limiter
-            .as_ref()
-            .and_then(|l| l.exceeded(limit_cause, signal, &err.text));
+        let limit_exceeded = self.limiter.as_ref().and_then(|l| {
+            let cpu_us = (resources.cpu_user_ms + resources.cpu_system_ms) * 1000;
+            l.exceeded(limit_cause, signal, &err.text, cpu_us)
+        });
         let limits = self.limiter.as_ref().map(|l| l.facts());
         crate::render::plain::apply(report.render, &mut out);
         crate::render::plain::apply(report.render, &mut err);

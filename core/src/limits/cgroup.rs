@@ -72,7 +72,8 @@ pub(crate) struct Hierarchy {
     /// The mount point (the visible root).
     pub(crate) mount: PathBuf,
     /// v1: the controllers bound to it (`memory`, `pids`, `cpuacct`, ...).
-    /// v2: empty; see `cgroup.controllers`.
+    /// v2: those of this process's own cgroup (`cgroup.controllers`: what
+    /// its parent enables).
     pub(crate) controllers: Vec<String>,
 }
 
@@ -85,7 +86,13 @@ pub(crate) fn hierarchies() -> Vec<Hierarchy> {
     ) else {
         return Vec::new();
     };
-    parse_hierarchies(&cgroup, &mountinfo)
+    let mut hs = parse_hierarchies(&cgroup, &mountinfo);
+    for h in hs.iter_mut().filter(|h| h.version == Version::V2) {
+        h.controllers = read_small(&h.own.join("cgroup.controllers"))
+            .map(|t| t.split_whitespace().map(String::from).collect())
+            .unwrap_or_default();
+    }
+    hs
 }
 
 /// [`hierarchies`] from the texts of `/proc/self/cgroup` and
@@ -190,21 +197,35 @@ pub(crate) struct Place {
     pub(crate) controllers: Vec<String>,
 }
 
-/// Where this user can make run cgroups in `h`, or why not.
+/// Where this user can make run cgroups in `h`, or why not; `controllers`
+/// says whether the run cgroups need controllers enabled (v2; v1 always
+/// has its own).
 ///
-/// v1: a `dsh-exec` directory inside this process's own cgroup. v2: one
-/// beside it, in its parent (or in it, when it is the visible root, which
-/// the no-internal-process rule exempts), whose `cgroup.subtree_control`
-/// must already enable the controllers: dsh-exec changes no directory but
-/// its own.
-pub(crate) fn place(h: &Hierarchy) -> Result<Place, String> {
+/// Inside this process's own cgroup, where it can: a `dsh-exec` directory
+/// there, so that a run stays within whatever limits this process's own
+/// cgroup is under (a nested run, a `systemd-run --scope -p MemoryMax=`).
+/// That is always so in v1, and in v2 for a run cgroup without
+/// controllers (CPU time, `cgroup.kill`). v2's no-internal-process rule
+/// forbids enabling controllers below a cgroup that holds processes, as
+/// this process's does: a run cgroup with controllers goes beside it, in
+/// its parent (inside it only at the hierarchy's root, which the rule
+/// exempts), whose `cgroup.subtree_control` must already enable them
+/// (dsh-exec changes no directory but its own). A place beside would
+/// escape the limits of this process's own cgroup: it is refused when
+/// that cgroup sets any (`memory.max`, `memory.high`, `memory.swap.max`,
+/// `pids.max`, `cpu.max`, `io.max`), and when it is itself a dsh-exec run
+/// cgroup (a nested run).
+pub(crate) fn place(h: &Hierarchy, controllers: bool) -> Result<Place, String> {
     let parent = match h.version {
         Version::V1 => h.own.clone(),
-        Version::V2 if h.own == h.mount => h.own.clone(),
-        Version::V2 => match h.own.parent() {
-            Some(p) if p.starts_with(&h.mount) => p.to_path_buf(),
-            _ => return Err(format!("{} has no parent", h.own.display())),
-        },
+        Version::V2 if !controllers || h.own == h.mount => h.own.clone(),
+        Version::V2 => {
+            escapes_own_limits(&h.own)?;
+            match h.own.parent() {
+                Some(p) if p.starts_with(&h.mount) => p.to_path_buf(),
+                _ => return Err(format!("{} has no parent", h.own.display())),
+            }
+        }
     };
     let base = parent.join("dsh-exec");
     let writable = |p: &Path| access(p, AccessFlags::W_OK);
@@ -219,15 +240,50 @@ pub(crate) fn place(h: &Hierarchy) -> Result<Place, String> {
         // What the parent enables for its children is all our own
         // directory can enable for the run cgroups (also at the root,
         // whose cgroup.subtree_control dsh-exec does not change).
-        Version::V2 => std::fs::read_to_string(parent.join("cgroup.subtree_control"))
-            .map(|t| t.split_whitespace().map(String::from).collect())
-            .unwrap_or_default(),
+        Version::V2 if controllers => {
+            std::fs::read_to_string(parent.join("cgroup.subtree_control"))
+                .map(|t| t.split_whitespace().map(String::from).collect())
+                .unwrap_or_default()
+        }
+        Version::V2 => Vec::new(),
     };
     Ok(Place {
         version: h.version,
         base,
         controllers,
     })
+}
+
+/// Errs when a run cgroup beside `own` (a v2 cgroup) would escape limits
+/// that `own` is under: its own limit files set, or `own` a dsh-exec run
+/// cgroup.
+fn escapes_own_limits(own: &Path) -> Result<(), String> {
+    if own.parent().and_then(Path::file_name) == Some(std::ffi::OsStr::new("dsh-exec")) {
+        return Err(format!(
+            "this process runs in the run cgroup {} of another dsh-exec; a cgroup beside it \
+             would escape that run's limits",
+            own.display()
+        ));
+    }
+    for (file, unlimited) in [
+        ("memory.max", "max"),
+        ("memory.high", "max"),
+        ("memory.swap.max", "max"),
+        ("pids.max", "max"),
+        ("cpu.max", "max 100000"),
+        ("io.max", ""),
+    ] {
+        if let Some(text) = read_small(&own.join(file))
+            && text.trim() != unlimited
+        {
+            return Err(format!(
+                "this process's cgroup {} sets {file} ({}); a cgroup beside it would escape that",
+                own.display(),
+                text.trim()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The limits a run's cgroup is made with.
@@ -287,34 +343,61 @@ fn keyed(text: &str, key: &str) -> Option<u64> {
     })
 }
 
-/// True when `pid` names a live process (kill(2) with signal 0; EPERM
-/// counts as live).
-fn alive(pid: i32) -> bool {
-    !matches!(
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
-        Err(nix::errno::Errno::ESRCH)
+/// This process as the run cgroups' names give it: its pid and start time
+/// as `/proc` shows them (readlink of `/proc/self`: in a PID namespace
+/// with the host's `/proc`, as a job's command has, the host's pid, which
+/// names the process uniquely where the namespace's own would collide),
+/// and its start time (field 22 of proc_pid_stat(5)), against pid reuse.
+fn identity() -> (i32, u64) {
+    let pid = std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|p| p.to_str()?.parse().ok())
+        .unwrap_or_else(|| std::process::id() as i32);
+    (
+        pid,
+        crate::exec::proctree::live_start_time(pid).unwrap_or(0),
     )
 }
 
-/// Removes run cgroups under `base` whose process is gone (a `dsh-exec`
-/// killed by SIGKILL leaves its own behind); a populated one stays
-/// (rmdir(2) refuses it).
-fn prune_stale(base: &Path) {
+/// Removes `dir` and the cgroups below it (a nested run's `dsh-exec`
+/// directory) once none holds a process; at most 8 levels deep.
+fn remove_tree(dir: &Path, depth: u32) -> io::Result<()> {
+    if depth > 0
+        && let Ok(entries) = std::fs::read_dir(dir)
+    {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                let _ = remove_tree(&e.path(), depth - 1);
+            }
+        }
+    }
+    std::fs::remove_dir(dir)
+}
+
+/// Removes run cgroups under `base` whose `dsh-exec` is gone (one killed
+/// by SIGKILL leaves its own behind), judged by the pid and start time in
+/// the name (`run-PID-START-N`), as `/proc` shows them; a populated one
+/// stays (rmdir(2) refuses it).
+fn prune_stale(base: &Path, me: (i32, u64)) {
     let Ok(entries) = std::fs::read_dir(base) else {
         return;
     };
     for e in entries.flatten() {
         let name = e.file_name();
-        let Some(pid) = name
+        let mut parts = name
             .to_str()
             .and_then(|n| n.strip_prefix("run-"))
-            .and_then(|n| n.split('-').next())
-            .and_then(|p| p.parse::<i32>().ok())
-        else {
+            .unwrap_or_default()
+            .split('-');
+        let (Some(Ok(pid)), Some(Ok(start))) = (
+            parts.next().map(str::parse::<i32>),
+            parts.next().map(str::parse::<u64>),
+        ) else {
             continue;
         };
-        if pid != std::process::id() as i32 && !alive(pid) {
-            let _ = std::fs::remove_dir(e.path());
+        let alive = crate::exec::proctree::live_start_time(pid) == Some(start);
+        if (pid, start) != me && !alive {
+            let _ = remove_tree(&e.path(), 8);
         }
     }
 }
@@ -352,9 +435,10 @@ impl Leaf {
                 write_file(&place.base, "cgroup.subtree_control", &wanted.join(" "))?;
             }
         }
-        prune_stale(&place.base);
+        let me = identity();
+        prune_stale(&place.base, me);
         let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
-        let dir = place.base.join(format!("run-{}-{n}", std::process::id()));
+        let dir = place.base.join(format!("run-{}-{}-{n}", me.0, me.1));
         std::fs::create_dir(&dir)
             .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
         let made = || -> io::Result<(std::fs::File, std::fs::File)> {
@@ -413,17 +497,23 @@ impl Leaf {
         }
     }
 
-    /// The most memory the cgroup used at once, in bytes (v1: page cache
-    /// included, as the limit counts it).
+    /// The most memory the cgroup used at once, in bytes (page cache
+    /// included, as the limit counts it; v1: plus the peak of TCP buffers,
+    /// counted apart).
     pub(crate) fn peak_memory(&self) -> Option<u64> {
         if !self.has("memory") {
             return None;
         }
-        let file = match self.version {
-            Version::V2 => "memory.peak",
-            Version::V1 => "memory.max_usage_in_bytes",
-        };
-        self.read(file)?.trim().parse().ok()
+        let number = |file| self.read(file)?.trim().parse::<u64>().ok();
+        match self.version {
+            Version::V2 => number("memory.peak"),
+            // TCP buffers have their own counter in v1 (see `apply`); the
+            // sum of the two peaks bounds the peak of the sum.
+            Version::V1 => Some(
+                number("memory.max_usage_in_bytes")?
+                    + number("memory.kmem.tcp.max_usage_in_bytes").unwrap_or(0),
+            ),
+        }
     }
 
     /// Forks refused by `pids.max` so far.
@@ -511,6 +601,15 @@ fn apply(version: Version, dir: &Path, controllers: &[&str], s: Settings) -> io:
                 if dir.join("memory.memsw.limit_in_bytes").exists() {
                     write_file(dir, "memory.memsw.limit_in_bytes", &max.to_string())?;
                 }
+                // v1 does not charge TCP socket buffers to the memory
+                // limit unless they have a limit of their own
+                // (cgroup-v1/memory.rst, "kernel memory extension"): the
+                // same size, so that queued data cannot exceed it either
+                // (the two counters are separate: up to twice the limit
+                // in all).
+                if dir.join("memory.kmem.tcp.limit_in_bytes").exists() {
+                    write_file(dir, "memory.kmem.tcp.limit_in_bytes", &max.to_string())?;
+                }
             }
         }
     }
@@ -521,12 +620,13 @@ fn apply(version: Version, dir: &Path, controllers: &[&str], s: Settings) -> io:
 }
 
 impl Drop for Leaf {
-    /// Removes the cgroup once its processes are gone: rmdir(2), retried
-    /// for up to 100 ms while the last exits finish; left in place (and
-    /// pruned by a later run) if something still lives in it.
+    /// Removes the cgroup once its processes are gone (with the cgroups a
+    /// nested run left in it): rmdir(2), retried for up to 100 ms while
+    /// the last exits finish; left in place (and pruned by a later run) if
+    /// something still lives in it.
     fn drop(&mut self) {
         for _ in 0..20 {
-            match std::fs::remove_dir(&self.dir) {
+            match remove_tree(&self.dir, 8) {
                 Ok(()) => return,
                 Err(e) if e.raw_os_error() == Some(nix::libc::EBUSY) => {
                     std::thread::sleep(std::time::Duration::from_millis(5));

@@ -210,61 +210,75 @@ pub(crate) fn plan(asked: Asked) -> Plan {
 fn plan_with(
     asked: Asked,
     hs: &[cgroup::Hierarchy],
-    place: impl Fn(&cgroup::Hierarchy) -> Result<Place, String>,
+    place: impl Fn(&cgroup::Hierarchy, bool) -> Result<Place, String>,
 ) -> Plan {
-    let v2 = hs
-        .iter()
-        .find(|h| h.version == Version::V2)
-        .map(|h| (h, place(h)));
+    let v2 = hs.iter().find(|h| h.version == Version::V2);
+    let in_v2 = |c: &str| v2.is_some_and(|h| h.controllers.iter().any(|x| x == c));
+    // A v2 run cgroup with controllers, when a limit needs one there; one
+    // without (inside this process's own cgroup) for CPU time alone.
+    let with_controllers = (asked.memory_max.is_some() && in_v2("memory"))
+        || (asked.pids_max.is_some() && in_v2("pids"));
+    let beside = v2.filter(|_| with_controllers).map(|h| place(h, true));
+    let inside = v2.map(|h| place(h, false));
     let v1 = |controller: &str| {
         hs.iter()
             .find(|h| h.version == Version::V1 && h.controllers.iter().any(|c| c == controller))
     };
     let controller = |name: &str, why_not_rlimit: &str| -> Mechanism {
-        if let Some((_, Ok(p))) = &v2
-            && p.controllers.iter().any(|c| c == name)
-        {
-            return Mechanism::Cgroup(p.clone());
+        if in_v2(name) {
+            return match &beside {
+                Some(Ok(p)) if p.controllers.iter().any(|c| c == name) => {
+                    Mechanism::Cgroup(p.clone())
+                }
+                Some(Ok(p)) => Mechanism::Unavailable(format!(
+                    "the {name} controller is not enabled for {} (its parent's \
+                     cgroup.subtree_control); {why_not_rlimit}",
+                    p.base.display()
+                )),
+                Some(Err(why)) => {
+                    Mechanism::Unavailable(format!("cgroup v2 {name}: {why}; {why_not_rlimit}"))
+                }
+                None => Mechanism::Unavailable(format!("cgroup v2 {name}: not placed")),
+            };
         }
         if let Some(h) = v1(name) {
-            return match place(h) {
+            return match place(h, true) {
                 Ok(p) => Mechanism::Cgroup(p),
                 Err(why) => {
                     Mechanism::Unavailable(format!("cgroup v1 {name}: {why}; {why_not_rlimit}"))
                 }
             };
         }
-        let why = match &v2 {
-            Some((_, Ok(p))) => format!(
-                "the {name} controller is not enabled for {} (its parent's cgroup.subtree_control)",
-                p.base.display()
-            ),
-            Some((_, Err(why))) => format!("cgroup v2: {why}"),
-            None => format!("no cgroup hierarchy with the {name} controller is mounted"),
-        };
-        Mechanism::Unavailable(format!("{why}; {why_not_rlimit}"))
+        Mechanism::Unavailable(format!(
+            "no cgroup hierarchy with the {name} controller is mounted; {why_not_rlimit}"
+        ))
     };
-    Plan {
-        memory: asked.memory_max.map(|_| {
-            controller(
-                "memory",
-                "RLIMIT_AS would bound one process's address space, not the tree's memory",
-            )
-        }),
-        pids: asked.pids_max.map(|_| {
-            controller(
-                "pids",
-                "RLIMIT_NPROC counts every process of the user and does not bind root",
-            )
-        }),
-        cpu: asked.cpu_max.map(|_| match &v2 {
-            Some((_, Ok(p))) => Mechanism::Cgroup(p.clone()),
-            _ => match v1("cpuacct").map(&place) {
-                Some(Ok(p)) => Mechanism::Cgroup(p),
-                _ => Mechanism::Accounting,
-            },
-        }),
-    }
+    let memory = asked.memory_max.map(|_| {
+        controller(
+            "memory",
+            "RLIMIT_AS would bound one process's address space, not the tree's memory",
+        )
+    });
+    let pids = asked.pids_max.map(|_| {
+        controller(
+            "pids",
+            "RLIMIT_NPROC counts every process of the user and does not bind root",
+        )
+    });
+    // CPU time goes with a v2 cgroup made for the others, else in one of
+    // its own.
+    let shared = [&memory, &pids].into_iter().find_map(|m| match m {
+        Some(Mechanism::Cgroup(p)) if p.version == Version::V2 => Some(p.clone()),
+        _ => None,
+    });
+    let cpu = asked.cpu_max.map(|_| match (shared.as_ref(), &inside) {
+        (Some(p), _) | (None, Some(Ok(p))) => Mechanism::Cgroup(p.clone()),
+        _ => match v1("cpuacct").map(|h| place(h, true)) {
+            Some(Ok(p)) => Mechanism::Cgroup(p),
+            _ => Mechanism::Accounting,
+        },
+    });
+    Plan { memory, pids, cpu }
 }
 
 /// The tree limits of `spec`, for `explain`: (kind, value as written,
@@ -373,13 +387,26 @@ impl Limiter {
         if !asked.any() && spec.file_size_max.value.is_none() {
             return Ok(None);
         }
-        let strict = spec.limits.value == LimitMode::Strict;
+        // A limit an operator's cap imposed is never downgraded: best-effort
+        // is for the limits the caller asked for.
+        let best_effort = spec.limits.value == LimitMode::BestEffort;
+        let capped = |kind: LimitKind| match kind {
+            LimitKind::Memory => spec.memory_max.capped.is_some(),
+            LimitKind::Pids => spec.pids_max.capped.is_some(),
+            LimitKind::Cpu => spec.cpu_max.capped.is_some(),
+            LimitKind::FileSize => false,
+        };
         let plan = plan(asked);
         let mut not_enforced = Vec::new();
         let mut refuse = |kind: LimitKind, reason: String| -> Result<(), Error> {
-            if strict {
+            if !best_effort || capped(kind) {
+                let by_cap = if best_effort {
+                    " (set by a cap of the configuration file, which --limits best-effort does not lift)"
+                } else {
+                    ""
+                };
                 return Err(Error::LimitUnavailable {
-                    limit: format!("{} {}", kind.flag(), asked.shown(kind)),
+                    limit: format!("{} {}{by_cap}", kind.flag(), asked.shown(kind)),
                     reason,
                 });
             }
@@ -610,20 +637,29 @@ impl Limiter {
     /// backstop's SIGXCPU, or under a file size limit a process ended by
     /// SIGXFSZ: the direct child (`signal`), or one that bash reported on
     /// `stderr` with strsignal(3)'s text, "File size limit exceeded"
-    /// (bash alone sees how its children died).
+    /// (bash alone sees how its children died; the command's own output
+    /// could say the same). `tree_cpu_us` is the tree's CPU time at the
+    /// end, which a SIGXCPU death must have reached the limit with.
     pub(crate) fn exceeded(
         &self,
         cause: Option<LimitKind>,
         signal: Option<crate::result::Signal>,
         stderr: &str,
+        tree_cpu_us: u64,
     ) -> Option<LimitKind> {
         let died_of = |n: i32| signal.is_some_and(|s| s.number() == n);
+        // SIGXCPU counts as the CPU limit only when the tree did use it (a
+        // process may send itself SIGXCPU).
+        let used_it = self
+            .asked
+            .cpu_max
+            .is_some_and(|max| Duration::from_micros(tree_cpu_us) >= max);
         let xfsz = died_of(nix::libc::SIGXFSZ)
             || stderr
                 .lines()
                 .any(|l| l.starts_with("bash: ") && l.contains(" File size limit exceeded"));
         // The accounting backstop's signal.
-        let xcpu = died_of(nix::libc::SIGXCPU) && self.cpu == Some(CpuSource::Walk);
+        let xcpu = died_of(nix::libc::SIGXCPU) && self.cpu == Some(CpuSource::Walk) && used_it;
         cause
             .or_else(|| {
                 self.leaves
@@ -686,7 +722,7 @@ impl Limiter {
             r.peak_memory_bytes = peak;
             let file = match leaf.version {
                 Version::V2 => "memory.peak",
-                Version::V1 => "memory.max_usage_in_bytes",
+                Version::V1 => "memory.max_usage_in_bytes + memory.kmem.tcp.max_usage_in_bytes",
             };
             from.push(format!(
                 "memory: {} {file} (the tree's sum)",
@@ -756,13 +792,14 @@ mod tests {
         }
     }
 
-    fn place_ok(h: &Hierarchy) -> Result<Place, String> {
+    fn place_ok(h: &Hierarchy, with: bool) -> Result<Place, String> {
         Ok(Place {
             version: h.version,
             base: h.own.join("dsh-exec"),
-            controllers: match h.version {
-                Version::V1 => h.controllers.clone(),
-                Version::V2 => vec!["hugetlb".into()],
+            controllers: match (h.version, with) {
+                (Version::V1, _) => h.controllers.clone(),
+                (Version::V2, true) => h.controllers.clone(),
+                (Version::V2, false) => Vec::new(),
             },
         })
     }
@@ -792,8 +829,8 @@ mod tests {
 
     #[test]
     fn without_a_cgroup_memory_and_pids_are_unavailable_and_cpu_is_accounted() {
-        let denied = |_: &Hierarchy| Err("permission denied".to_string());
-        let hs = [h(Version::V2, "/u", &[])];
+        let denied = |_: &Hierarchy, _: bool| Err("permission denied".to_string());
+        let hs = [h(Version::V2, "/u", &["memory", "pids"])];
         let plan = plan_with(ALL, &hs, denied);
         assert!(
             matches!(&plan.memory, Some(Mechanism::Unavailable(w)) if w.contains("permission denied") && w.contains("RLIMIT_AS")),
@@ -813,20 +850,47 @@ mod tests {
 
     #[test]
     fn a_unified_hierarchy_with_the_controllers_enabled_takes_every_limit() {
-        let hs = [h(Version::V2, "/u", &[])];
-        let with = |_: &Hierarchy| {
-            Ok(Place {
-                version: Version::V2,
-                base: "/u/dsh-exec".into(),
-                controllers: vec!["memory".into(), "pids".into()],
-            })
-        };
-        let plan = plan_with(ALL, &hs, with);
+        let hs = [h(Version::V2, "/u/me", &["memory", "pids"])];
+        let plan = plan_with(ALL, &hs, place_ok);
         for m in [&plan.memory, &plan.pids, &plan.cpu] {
             assert_eq!(m.as_ref().map(Mechanism::name), Some("cgroup-v2"));
         }
-        let unasked = plan_with(Asked::default(), &hs, with);
+        // One cgroup for all three.
+        assert_eq!(plan.cpu, plan.memory);
+        let unasked = plan_with(Asked::default(), &hs, place_ok);
         assert_eq!(unasked, Plan::default());
+    }
+
+    #[test]
+    fn cpu_time_alone_stays_inside_this_processs_cgroup_and_a_refused_place_is_said() {
+        let hs = [h(Version::V2, "/u/me", &["memory"])];
+        let placed = |h: &Hierarchy, with: bool| {
+            if with {
+                Err("this process's cgroup /u/me sets memory.max (1G); a cgroup beside it would escape that".to_string())
+            } else {
+                place_ok(h, false)
+            }
+        };
+        let cpu_only = Asked {
+            cpu_max: Some(Duration::from_secs(1)),
+            ..Asked::default()
+        };
+        let plan = plan_with(cpu_only, &hs, placed);
+        assert!(
+            matches!(&plan.cpu, Some(Mechanism::Cgroup(p)) if p.base == std::path::Path::new("/u/me/dsh-exec")),
+            "{plan:?}"
+        );
+        let plan = plan_with(ALL, &hs, placed);
+        assert!(
+            matches!(&plan.memory, Some(Mechanism::Unavailable(w)) if w.contains("would escape")),
+            "{plan:?}"
+        );
+        // No controller of v2 is asked for pids: none mounted for it.
+        assert!(
+            matches!(&plan.pids, Some(Mechanism::Unavailable(w)) if w.starts_with("no cgroup hierarchy with the pids")),
+            "{plan:?}"
+        );
+        assert!(matches!(&plan.cpu, Some(Mechanism::Cgroup(_))), "{plan:?}");
     }
 
     #[test]

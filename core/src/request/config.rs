@@ -190,13 +190,48 @@ struct File {
     caps: Caps,
 }
 
-/// A duration or size written as a string, or as a bare number.
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// A duration, size or count written as a string, or as a bare number.
 enum Text {
     Str(String),
     Int(u64),
     Float(f64),
+}
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Text;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string such as \"30s\" or \"1GiB\", or a whole number")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Text, E> {
+                Ok(Text::Str(v.to_string()))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Text, E> {
+                Ok(Text::Int(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Text, E> {
+                u64::try_from(v)
+                    .map(Text::Int)
+                    .map_err(|_| E::custom(format!("{v} is negative")))
+            }
+            fn visit_i128<E: serde::de::Error>(self, v: i128) -> Result<Text, E> {
+                u64::try_from(v)
+                    .map(Text::Int)
+                    .map_err(|_| E::custom(format!("{v} is out of range")))
+            }
+            fn visit_u128<E: serde::de::Error>(self, v: u128) -> Result<Text, E> {
+                u64::try_from(v)
+                    .map(Text::Int)
+                    .map_err(|_| E::custom(format!("{v} is out of range")))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Text, E> {
+                Ok(Text::Float(v))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 impl Text {
