@@ -61,7 +61,9 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
              reads it back. With --json, one JSON object is printed instead: command, workdir, \
              exit_code, signal, timed_out, aborted, aborted_by, capped, env_scrubbed, timeout_ms, duration_ms, \
              stdout and stderr (text, head, truncated, kept, omitted_bytes, render, total_bytes, \
-             spill_path), sandbox (mode, denied, \
+             spill_path), resources (cpu_user_ms, cpu_system_ms, peak_memory_bytes, max_pids, \
+             source), limit_exceeded (memory, pids, cpu, file_size or null), limits (memory_max_bytes, \
+             pids_max, cpu_max_ms, file_size_max_bytes, mechanism, not_enforced), sandbox (mode, denied, \
              denials, denials_more, network_denied, enforcement, read_enforcement, runner_failed, \
              network, network_enforcement, network_allow, network_proxy, network_denials, \
              network_denials_more, network_allowed, protected_changes).",
@@ -71,10 +73,11 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
         "EXIT STATUS",
         &[
             "The command's own exit status; 124 when the deadline passed; 128+S when the command \
-             was killed by signal S, or when dsh-exec was aborted by signal S (SIGINT 130, SIGTERM \
+             was killed by signal S (also by a limit: 137 for the memory limit's SIGKILL, 143 for the \
+             CPU limit's SIGTERM), or when dsh-exec was aborted by signal S (SIGINT 130, SIGTERM \
              143, SIGHUP 129); 125 when dsh-exec itself failed (WORKDIR_UNUSABLE, SHELL_NOT_FOUND, \
              STDIN_UNREADABLE, SPILL_UNUSABLE, CONFIG_INVALID, JOBS_UNUSABLE, SANDBOX_UNAVAILABLE, \
-             SPAWN_FAILED, RUNTIME_FAILED, SUPERVISION_FAILED), the sandbox runner failed, or the \
+             LIMIT_UNAVAILABLE, SPAWN_FAILED, RUNTIME_FAILED, SUPERVISION_FAILED), the sandbox runner failed, or the \
              command line was wrong (USAGE: a bad flag or value, as timeout(1), env(1) and nice(1) \
              exit 125 for their own failures; with --json an error object on stdout too). 126 and \
              127 come from bash itself. parse-status: 0, 1 when the last line is no marker, 2 when \
@@ -272,19 +275,31 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
     dsh_exec_core::request::units::parse_size(s)
 }
 
+/// A limit's value: `None` is `none` (unlimited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit<T>(pub Option<T>);
+
+/// `none` as unlimited, else `parse`.
+fn limit_or_none<T>(s: &str, parse: fn(&str) -> Result<T, String>) -> Result<Limit<T>, String> {
+    if s.trim() == "none" {
+        return Ok(Limit(None));
+    }
+    parse(s).map(|v| Limit(Some(v)))
+}
+
 /// Parses `--memory-max`.
-fn parse_memory_arg(s: &str) -> Result<u64, String> {
-    dsh_exec_core::request::units::parse_memory_max(s)
+fn parse_memory_arg(s: &str) -> Result<Limit<u64>, String> {
+    limit_or_none(s, dsh_exec_core::request::units::parse_memory_max)
 }
 
 /// Parses `--pids-max`.
-fn parse_pids_arg(s: &str) -> Result<u64, String> {
-    dsh_exec_core::request::units::parse_pids_max(s)
+fn parse_pids_arg(s: &str) -> Result<Limit<u64>, String> {
+    limit_or_none(s, dsh_exec_core::request::units::parse_pids_max)
 }
 
 /// Parses `--cpu-max`.
-fn parse_cpu_arg(s: &str) -> Result<Duration, String> {
-    dsh_exec_core::request::units::parse_cpu_max(s)
+fn parse_cpu_arg(s: &str) -> Result<Limit<Duration>, String> {
+    limit_or_none(s, dsh_exec_core::request::units::parse_cpu_max)
 }
 
 /// Parses `--limits`.
@@ -411,21 +426,21 @@ pub struct RunArgs {
     /// Bytes of stderr kept (the tail, or what --keep says) [default: 1MiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_budget, allow_hyphen_values = true)]
     pub stderr_max_bytes: Option<u64>,
-    /// The largest file the command may write (RLIMIT_FSIZE, which it cannot raise): a write past it fails with EFBIG after SIGXFSZ, which ends the writer [default: as inherited].
+    /// The largest file the command may write (RLIMIT_FSIZE, which it cannot raise): a write past it gets SIGXFSZ, which ends the writer (a shell reports 153); a program that ignores SIGXFSZ gets EFBIG instead [default: as inherited].
     #[arg(long, value_name = "SIZE", value_parser = parse_size_arg, allow_hyphen_values = true)]
     pub file_size_max: Option<u64>,
     /// The most bytes one spill file holds (4GiB): past it the file stops growing, the tail keeps working, and the result says how many bytes were dropped [default: 4GiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_size_arg, allow_hyphen_values = true)]
     pub spill_max_bytes: Option<u64>,
-    /// The whole tree's memory (cgroup memory.max; RAM and swap together): at the limit the kernel reclaims, then its OOM killer ends a process, and the run ends as '[killed by the memory limit (SIZE)]' [default: unlimited].
+    /// The whole tree's memory (cgroup memory.max; RAM, no swap on top): at the limit the kernel reclaims, then its OOM killer ends a process, and the run ends as '[killed by the memory limit (SIZE)]'; none: unlimited, whatever the configuration file's default [default: unlimited].
     #[arg(long, value_name = "SIZE", value_parser = parse_memory_arg, allow_hyphen_values = true)]
-    pub memory_max: Option<u64>,
-    /// Processes and threads of the tree at once (cgroup pids.max): past it fork and thread creation fail with EAGAIN [default: unlimited].
+    pub memory_max: Option<Limit<u64>>,
+    /// Processes and threads of the tree at once (cgroup pids.max): past it fork and thread creation fail with EAGAIN; none: unlimited [default: unlimited].
     #[arg(long, value_name = "N", value_parser = parse_pids_arg, allow_hyphen_values = true)]
-    pub pids_max: Option<u64>,
-    /// CPU time of the whole tree (user + system, all processes): once used, the tree gets --signal, then SIGKILL after --kill-after, as at the deadline [default: unlimited].
+    pub pids_max: Option<Limit<u64>>,
+    /// CPU time of the whole tree (user + system, all processes): once used, the tree gets --signal, then SIGKILL after --kill-after, as at the deadline; none: unlimited [default: unlimited].
     #[arg(long, value_name = "DURATION", value_parser = parse_cpu_arg, allow_hyphen_values = true)]
-    pub cpu_max: Option<Duration>,
+    pub cpu_max: Option<Limit<Duration>>,
     /// strict: a limit that cannot be enforced here is an error (LIMIT_UNAVAILABLE, exit 125); best-effort: run without it, with a warning and a not_enforced fact [default: strict].
     #[arg(long, value_name = "strict|best-effort", value_parser = parse_limits_arg)]
     pub limits: Option<LimitMode>,
@@ -527,9 +542,9 @@ impl RunArgs {
             keep: self.keep,
             spill_max_bytes: self.spill_max_bytes,
             file_size_max: self.file_size_max,
-            memory_max: self.memory_max,
-            pids_max: self.pids_max,
-            cpu_max: self.cpu_max,
+            memory_max: self.memory_max.map(|l| l.0),
+            pids_max: self.pids_max.map(|l| l.0),
+            cpu_max: self.cpu_max.map(|l| l.0),
             limits: self.limits,
             signal: self.signal,
             render: self.render,

@@ -11,7 +11,7 @@ fn the_tokio_example_runs_a_command_through_the_library() {
     assert!(
         text.starts_with(
             "hello from bash\n[stderr]\noops\n[exit code: 3]\nexit status for the caller: 3\n\
-             parsed back: Some(ParsedStatus { exit_code: Some(3), signal: None, timed_out: false, aborted: false, detached: None })\n"
+             parsed back: Some(ParsedStatus { exit_code: Some(3), signal: None, timed_out: false, aborted: false, detached: None, limit_exceeded: None })\n"
         ),
         "{text}"
     );

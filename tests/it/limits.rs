@@ -700,3 +700,37 @@ fn an_operators_cap_is_enforced_even_under_best_effort() {
         stderr(&out)
     );
 }
+
+#[test]
+fn none_lifts_a_configured_default_limit_but_not_a_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "[defaults]\ncpu_max = \"1s\"\n").unwrap();
+    let out = Test::new()
+        .env("DSH_EXEC_CONFIG", &config)
+        .args(["explain", "--json", "--cpu-max", "none", "--", "true"])
+        .run();
+    assert_eq!(
+        out.json()["cpu_max_ms"]["value"],
+        Value::Null,
+        "{}",
+        out.stdout
+    );
+    assert_eq!(out.json()["cpu_max_ms"]["origin"], "flag");
+    let out = Test::new()
+        .env("DSH_EXEC_CONFIG", &config)
+        .args(["explain", "--json", "--", "true"])
+        .run();
+    assert_eq!(out.json()["cpu_max_ms"]["value"], 1000);
+    std::fs::write(&config, "[caps]\nmax_cpu = \"1s\"\n").unwrap();
+    let out = Test::new()
+        .env("DSH_EXEC_CONFIG", &config)
+        .args(["--json", "--cpu-max", "none", "--", "true"])
+        .run();
+    let v = out.json();
+    assert_eq!(v["limits"]["cpu_max_ms"], 1000, "{v}");
+    assert_eq!(
+        v["capped"][0],
+        format!("cpu-max unlimited capped at 1s by {}", config.display())
+    );
+}

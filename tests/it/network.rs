@@ -74,7 +74,7 @@ fn loopback_serves_and_fetches_a_server_started_inside_the_run() {
     // follows it.
     let script = "python3 -u -m http.server 0 --bind 127.0.0.1 > server.log 2>&1 &
         for i in $(seq 200); do
-            port=$(sed -n 's/.* port \\([0-9][0-9]*\\) (.*/\\1/p' server.log)
+            port=$(sed -n 's/.* port \\([0-9][0-9]*\\) (.*/\\1/p' server.log 2>/dev/null)
             [ -n \"$port\" ] && break; sleep 0.05
         done
         curl -sS http://127.0.0.1:$port/hello.txt

@@ -204,7 +204,10 @@ fn live_output_cannot_forge_a_notice_and_the_marker_gets_its_own_line() {
         .unwrap();
     assert_eq!(stdout(&both), "partial\n[exit code: 0]\n");
     // The kept head ended in a newline, the live output did not.
+    let spill = tempfile::tempdir().unwrap();
     let out = Test::new()
+        .arg("--spill-dir")
+        .arg(spill.path())
         .args([
             "--stream",
             "--keep",

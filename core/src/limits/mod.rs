@@ -262,7 +262,7 @@ fn plan_with(
     let pids = asked.pids_max.map(|_| {
         controller(
             "pids",
-            "RLIMIT_NPROC counts every process of the user and does not bind root",
+            "RLIMIT_NPROC counts every process of the user, not the tree's, and does not bind root",
         )
     });
     // CPU time goes with a v2 cgroup made for the others, else in one of
@@ -400,10 +400,12 @@ impl Limiter {
         let mut not_enforced = Vec::new();
         let mut refuse = |kind: LimitKind, reason: String| -> Result<(), Error> {
             if !best_effort || capped(kind) {
-                let by_cap = if best_effort {
-                    " (set by a cap of the configuration file, which --limits best-effort does not lift)"
-                } else {
-                    ""
+                let by_cap = match (capped(kind), best_effort) {
+                    (true, true) => {
+                        " (set by a cap of the configuration file, which --limits best-effort does not lift)"
+                    }
+                    (true, false) => " (set by a cap of the configuration file)",
+                    _ => "",
                 };
                 return Err(Error::LimitUnavailable {
                     limit: format!("{} {}{by_cap}", kind.flag(), asked.shown(kind)),

@@ -443,8 +443,8 @@ pub fn explain_json(spec: &Spec) -> Value {
         "signal": sourced_json(&spec.signal, json!(spec.signal.value)),
         "stdout_max_bytes": sourced_json(&spec.stdout_max_bytes, json!(spec.stdout_max_bytes.value)),
         "stderr_max_bytes": sourced_json(&spec.stderr_max_bytes, json!(spec.stderr_max_bytes.value)),
-        "file_size_max": sourced_json(&spec.file_size_max, json!(spec.file_size_max.value)),
-        "memory_max": sourced_json(&spec.memory_max, json!(spec.memory_max.value)),
+        "file_size_max_bytes": sourced_json(&spec.file_size_max, json!(spec.file_size_max.value)),
+        "memory_max_bytes": sourced_json(&spec.memory_max, json!(spec.memory_max.value)),
         "pids_max": sourced_json(&spec.pids_max, json!(spec.pids_max.value)),
         "cpu_max_ms": sourced_json(&spec.cpu_max, json!(spec.cpu_max.value.map(|d| d.as_millis() as u64))),
         "limits": sourced_json(&spec.limits, json!(spec.limits.value.as_str())),
@@ -557,7 +557,14 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
             crate::limits::LimitKind::Pids => note(&spec.pids_max),
             _ => note(&spec.cpu_max),
         };
-        row(&kind.flag()[2..], format!("{value}: {line}"), origin);
+        let fails = if line.starts_with("unavailable: ")
+            && spec.limits.value == crate::limits::LimitMode::Strict
+        {
+            " (a run fails: LIMIT_UNAVAILABLE; --limits best-effort runs without it)"
+        } else {
+            ""
+        };
+        row(&kind.flag()[2..], format!("{value}: {line}{fails}"), origin);
     }
     if !limits.is_empty() {
         row(

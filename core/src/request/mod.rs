@@ -51,12 +51,14 @@ pub struct Request {
     pub file_size_max: Option<u64>,
     /// `--spill-max-bytes`: the cap per spill file, in bytes.
     pub spill_max_bytes: Option<u64>,
-    /// `--memory-max`: the whole tree's memory, in bytes.
-    pub memory_max: Option<u64>,
-    /// `--pids-max`: processes and threads of the tree at once.
-    pub pids_max: Option<u64>,
-    /// `--cpu-max`: CPU time of the whole tree.
-    pub cpu_max: Option<Duration>,
+    /// `--memory-max`: the whole tree's memory, in bytes; `Some(None)`
+    /// asks for none (over a configured default; a cap still applies).
+    pub memory_max: Option<Option<u64>>,
+    /// `--pids-max`: processes and threads of the tree at once; `Some(None)`
+    /// asks for none.
+    pub pids_max: Option<Option<u64>>,
+    /// `--cpu-max`: CPU time of the whole tree; `Some(None)` asks for none.
+    pub cpu_max: Option<Option<Duration>>,
     /// `--limits`: what a limit that cannot be enforced does.
     pub limits: Option<crate::limits::LimitMode>,
     /// `--keep`: which part of an outgrown stream the result keeps.
@@ -380,15 +382,11 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         DEFAULT_SPILL_MAX_BYTES
     });
     cap_budget(&mut spill_max_bytes, caps.max_spill_bytes);
-    let mut memory_max = Sourced::pick(
-        req.memory_max.map(Some),
-        defaults.memory_max.map(Some),
-        || None,
-    );
+    let mut memory_max = Sourced::pick(req.memory_max, defaults.memory_max.map(Some), || None);
     cap_limit(&mut memory_max, caps.max_memory, format_size);
-    let mut pids_max = Sourced::pick(req.pids_max.map(Some), defaults.pids_max.map(Some), || None);
+    let mut pids_max = Sourced::pick(req.pids_max, defaults.pids_max.map(Some), || None);
     cap_limit(&mut pids_max, caps.max_pids, |n| n.to_string());
-    let mut cpu_max = Sourced::pick(req.cpu_max.map(Some), defaults.cpu_max.map(Some), || None);
+    let mut cpu_max = Sourced::pick(req.cpu_max, defaults.cpu_max.map(Some), || None);
     cap_limit(&mut cpu_max, caps.max_cpu, format_duration);
     let mut file_size_max = Sourced::pick(
         req.file_size_max.map(Some),
@@ -883,8 +881,8 @@ mod tests {
         };
         let asked = Request {
             command: vec!["true".into()],
-            memory_max: Some(2 << 30),
-            pids_max: Some(100),
+            memory_max: Some(Some(2 << 30)),
+            pids_max: Some(Some(100)),
             config: Some(config(caps.clone())),
             ..Request::default()
         };
@@ -944,9 +942,9 @@ mod tests {
             keep: Some(crate::capture::Keep::HeadTail),
             spill_max_bytes: Some(1 << 20),
             file_size_max: Some(1 << 30),
-            memory_max: Some(64 << 20),
-            pids_max: Some(32),
-            cpu_max: Some(Duration::from_millis(2500)),
+            memory_max: Some(Some(64 << 20)),
+            pids_max: Some(Some(32)),
+            cpu_max: Some(Some(Duration::from_millis(2500))),
             limits: Some(crate::limits::LimitMode::BestEffort),
             signal: Some(crate::result::Signal::SIGINT),
             render: Some(crate::render::plain::Render::Plain),
