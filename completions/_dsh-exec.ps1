@@ -38,6 +38,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('--keep', '--keep', [CompletionResultType]::ParameterName, 'Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail]')
             [CompletionResult]::new('--render', '--render', [CompletionResultType]::ParameterName, 'raw: the text as written; plain: as a terminal would show it (carriage-return overwrites collapsed, backspaces applied, escape sequences removed, other control bytes shown as \xNN); the spill file stays exact [default: raw]')
             [CompletionResult]::new('--stdin-file', '--stdin-file', [CompletionResultType]::ParameterName, 'Feed this file to the command''s stdin (''-'': this process''s stdin) [default: closed]')
+            [CompletionResult]::new('--stdin', '--stdin', [CompletionResultType]::ParameterName, 'closed: the command''s stdin reads end-of-file at once; pipe (with --background): it stays open, ''dsh-exec job write ID'' appends to it and ''job write ID --close'' closes it [default: closed]')
             [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)')
             [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)')
             [CompletionResult]::new('--env-policy', '--env-policy', [CompletionResultType]::ParameterName, 'Which of this process''s variables the command inherits [default: inherit]; --env applies on top')
@@ -92,6 +93,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('--keep', '--keep', [CompletionResultType]::ParameterName, 'Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail]')
             [CompletionResult]::new('--render', '--render', [CompletionResultType]::ParameterName, 'raw: the text as written; plain: as a terminal would show it (carriage-return overwrites collapsed, backspaces applied, escape sequences removed, other control bytes shown as \xNN); the spill file stays exact [default: raw]')
             [CompletionResult]::new('--stdin-file', '--stdin-file', [CompletionResultType]::ParameterName, 'Feed this file to the command''s stdin (''-'': this process''s stdin) [default: closed]')
+            [CompletionResult]::new('--stdin', '--stdin', [CompletionResultType]::ParameterName, 'closed: the command''s stdin reads end-of-file at once; pipe (with --background): it stays open, ''dsh-exec job write ID'' appends to it and ''job write ID --close'' closes it [default: closed]')
             [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)')
             [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)')
             [CompletionResult]::new('--env-policy', '--env-policy', [CompletionResultType]::ParameterName, 'Which of this process''s variables the command inherits [default: inherit]; --env applies on top')
@@ -127,6 +129,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('read', 'read', [CompletionResultType]::ParameterValue, 'Print what the job wrote since the previous read, then `[running]` or its end')
             [CompletionResult]::new('wait', 'wait', [CompletionResultType]::ParameterValue, 'Wait for the job to end and print its result as a foreground run would')
+            [CompletionResult]::new('write', 'write', [CompletionResultType]::ParameterValue, 'Append to the stdin of a job started with --stdin pipe (DATA with C escapes: \n, \t, \\, \xHH; or --file; ''-'' reads this process''s stdin), or close it; exit 1 if the job cannot take it')
             [CompletionResult]::new('kill', 'kill', [CompletionResultType]::ParameterValue, 'Kill the job''s whole tree (SIGTERM, grace, SIGKILL); exit 1 if it had ended')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List this user''s jobs')
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Remove the directories of finished and lost jobs')
@@ -142,6 +145,15 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Give up after this long: print `[still running]` and exit 124')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Give up after this long: print `[still running]` and exit 124')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the result as one JSON object')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'dsh-exec;job;write' {
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'Write this file''s bytes, as they are')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Give up when the command has not read for this long [default: 10s]')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Give up when the command has not read for this long [default: 10s]')
+            [CompletionResult]::new('--close', '--close', [CompletionResultType]::ParameterName, 'Close the job''s stdin (after writing DATA or FILE, if given): the command reads end-of-file')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break

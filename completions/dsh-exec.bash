@@ -43,6 +43,9 @@ _dsh__exec() {
             dsh__exec__subcmd__job,wait)
                 cmd="dsh__exec__subcmd__job__subcmd__wait"
                 ;;
+            dsh__exec__subcmd__job,write)
+                cmd="dsh__exec__subcmd__job__subcmd__write"
+                ;;
             *)
                 ;;
         esac
@@ -50,7 +53,7 @@ _dsh__exec() {
 
     case "${cmd}" in
         dsh__exec)
-            opts="-C -t -e -s -i -q -h -V --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help --version explain job prune parse-status"
+            opts="-C -t -e -s -i -q -h -V --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help --version explain job prune parse-status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -122,6 +125,10 @@ _dsh__exec() {
                     ;;
                 --stdin-file)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stdin)
+                    COMPREPLY=($(compgen -W "closed pipe" -- "${cur}"))
                     return 0
                     ;;
                 --env)
@@ -200,7 +207,7 @@ _dsh__exec() {
             return 0
             ;;
         dsh__exec__subcmd__explain)
-            opts="-C -t -e -s -i -q -h --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help"
+            opts="-C -t -e -s -i -q -h --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -272,6 +279,10 @@ _dsh__exec() {
                     ;;
                 --stdin-file)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stdin)
+                    COMPREPLY=($(compgen -W "closed pipe" -- "${cur}"))
                     return 0
                     ;;
                 --env)
@@ -350,7 +361,7 @@ _dsh__exec() {
             return 0
             ;;
         dsh__exec__subcmd__job)
-            opts="-h --help read wait kill list prune"
+            opts="-h --help read wait write kill list prune"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -426,6 +437,32 @@ _dsh__exec() {
                 return 0
             fi
             case "${prev}" in
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__exec__subcmd__job__subcmd__write)
+            opts="-t -h --file --close --timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -35,6 +35,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --keep 'Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail]'
             cand --render 'raw: the text as written; plain: as a terminal would show it (carriage-return overwrites collapsed, backspaces applied, escape sequences removed, other control bytes shown as \xNN); the spill file stays exact [default: raw]'
             cand --stdin-file 'Feed this file to the command''s stdin (''-'': this process''s stdin) [default: closed]'
+            cand --stdin 'closed: the command''s stdin reads end-of-file at once; pipe (with --background): it stays open, ''dsh-exec job write ID'' appends to it and ''job write ID --close'' closes it [default: closed]'
             cand -e 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)'
             cand --env 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)'
             cand --env-policy 'Which of this process''s variables the command inherits [default: inherit]; --env applies on top'
@@ -88,6 +89,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --keep 'Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail]'
             cand --render 'raw: the text as written; plain: as a terminal would show it (carriage-return overwrites collapsed, backspaces applied, escape sequences removed, other control bytes shown as \xNN); the spill file stays exact [default: raw]'
             cand --stdin-file 'Feed this file to the command''s stdin (''-'': this process''s stdin) [default: closed]'
+            cand --stdin 'closed: the command''s stdin reads end-of-file at once; pipe (with --background): it stays open, ''dsh-exec job write ID'' appends to it and ''job write ID --close'' closes it [default: closed]'
             cand -e 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)'
             cand --env 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)'
             cand --env-policy 'Which of this process''s variables the command inherits [default: inherit]; --env applies on top'
@@ -122,6 +124,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --help 'Print help'
             cand read 'Print what the job wrote since the previous read, then `[running]` or its end'
             cand wait 'Wait for the job to end and print its result as a foreground run would'
+            cand write 'Append to the stdin of a job started with --stdin pipe (DATA with C escapes: \n, \t, \\, \xHH; or --file; ''-'' reads this process''s stdin), or close it; exit 1 if the job cannot take it'
             cand kill 'Kill the job''s whole tree (SIGTERM, grace, SIGKILL); exit 1 if it had ended'
             cand list 'List this user''s jobs'
             cand prune 'Remove the directories of finished and lost jobs'
@@ -135,6 +138,14 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand -t 'Give up after this long: print `[still running]` and exit 124'
             cand --timeout 'Give up after this long: print `[still running]` and exit 124'
             cand --json 'Print the result as one JSON object'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'dsh-exec;job;write'= {
+            cand --file 'Write this file''s bytes, as they are'
+            cand -t 'Give up when the command has not read for this long [default: 10s]'
+            cand --timeout 'Give up when the command has not read for this long [default: 10s]'
+            cand --close 'Close the job''s stdin (after writing DATA or FILE, if given): the command reads end-of-file'
             cand -h 'Print help'
             cand --help 'Print help'
         }

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dsh_exec_global_optspecs
-    string join \n C/workdir= t/timeout= signal= kill-after= stdout-max-bytes= stderr-max-bytes= file-size-max= spill-max-bytes= memory-max= pids-max= cpu-max= limits= keep= render= stdin-file= e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream q/quiet json color= h/help V/version
+    string join \n C/workdir= t/timeout= signal= kill-after= stdout-max-bytes= stderr-max-bytes= file-size-max= spill-max-bytes= memory-max= pids-max= cpu-max= limits= keep= render= stdin-file= stdin= e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream q/quiet json color= h/help V/version
 end
 
 function __fish_dsh_exec_needs_command
@@ -39,6 +39,8 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l limits -d 'strict: a 
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l keep -d 'Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l render -d 'raw: the text as written; plain: as a terminal would show it (carriage-return overwrites collapsed, backspaces applied, escape sequences removed, other control bytes shown as \\xNN); the spill file stays exact [default: raw]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stdin-file -d 'Feed this file to the command\'s stdin (\'-\': this process\'s stdin) [default: closed]' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stdin -d 'closed: the command\'s stdin reads end-of-file at once; pipe (with --background): it stays open, \'dsh-exec job write ID\' appends to it and \'job write ID --close\' closes it [default: closed]' -r -f -a "closed\t''
+pipe\t''"
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s e -l env -d 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l env-policy -d 'Which of this process\'s variables the command inherits [default: inherit]; --env applies on top' -r -f -a "inherit\t'this process\'s environment minus what is plainly a secret'
 core\t'only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TZ, TMPDIR and TERM'
@@ -88,6 +90,8 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l limits -d 
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l keep -d 'Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l render -d 'raw: the text as written; plain: as a terminal would show it (carriage-return overwrites collapsed, backspaces applied, escape sequences removed, other control bytes shown as \\xNN); the spill file stays exact [default: raw]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stdin-file -d 'Feed this file to the command\'s stdin (\'-\': this process\'s stdin) [default: closed]' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stdin -d 'closed: the command\'s stdin reads end-of-file at once; pipe (with --background): it stays open, \'dsh-exec job write ID\' appends to it and \'job write ID --close\' closes it [default: closed]' -r -f -a "closed\t''
+pipe\t''"
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s e -l env -d 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l env-policy -d 'Which of this process\'s variables the command inherits [default: inherit]; --env applies on top' -r -f -a "inherit\t'this process\'s environment minus what is plainly a secret'
 core\t'only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TZ, TMPDIR and TERM'
@@ -117,17 +121,22 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stream -d 
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s q -l quiet -d 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l json -d 'Print one JSON object instead of the rendered text'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait kill list prune" -s h -l help -d 'Print help'
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait kill list prune" -f -a "read" -d 'Print what the job wrote since the previous read, then `[running]` or its end'
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait kill list prune" -f -a "wait" -d 'Wait for the job to end and print its result as a foreground run would'
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait kill list prune" -f -a "kill" -d 'Kill the job\'s whole tree (SIGTERM, grace, SIGKILL); exit 1 if it had ended'
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait kill list prune" -f -a "list" -d 'List this user\'s jobs'
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait kill list prune" -f -a "prune" -d 'Remove the directories of finished and lost jobs'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write kill list prune" -s h -l help -d 'Print help'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write kill list prune" -f -a "read" -d 'Print what the job wrote since the previous read, then `[running]` or its end'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write kill list prune" -f -a "wait" -d 'Wait for the job to end and print its result as a foreground run would'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write kill list prune" -f -a "write" -d 'Append to the stdin of a job started with --stdin pipe (DATA with C escapes: \\n, \\t, \\\\, \\xHH; or --file; \'-\' reads this process\'s stdin), or close it; exit 1 if the job cannot take it'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write kill list prune" -f -a "kill" -d 'Kill the job\'s whole tree (SIGTERM, grace, SIGKILL); exit 1 if it had ended'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write kill list prune" -f -a "list" -d 'List this user\'s jobs'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write kill list prune" -f -a "prune" -d 'Remove the directories of finished and lost jobs'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from read" -l json -d 'Print one JSON object'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from read" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from wait" -s t -l timeout -d 'Give up after this long: print `[still running]` and exit 124' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from wait" -l json -d 'Print the result as one JSON object'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from wait" -s h -l help -d 'Print help'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from write" -l file -d 'Write this file\'s bytes, as they are' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from write" -s t -l timeout -d 'Give up when the command has not read for this long [default: 10s]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from write" -l close -d 'Close the job\'s stdin (after writing DATA or FILE, if given): the command reads end-of-file'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from write" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from kill" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from list" -l json -d 'Print one JSON array'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'

@@ -220,6 +220,27 @@ pub enum JobCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Append to the stdin of a job started with --stdin pipe (DATA with C escapes: \n, \t, \\, \xHH; or --file; '-' reads this process's stdin), or close it; exit 1 if the job cannot take it.
+    Write {
+        /// The job id.
+        id: String,
+        /// The bytes to write, with \n, \r, \t, \0, \e, \\ and \xHH escapes; '-': this process's stdin, as it is.
+        #[arg(
+            value_name = "DATA",
+            conflicts_with = "file",
+            allow_hyphen_values = true
+        )]
+        data: Option<String>,
+        /// Write this file's bytes, as they are.
+        #[arg(long, value_name = "FILE")]
+        file: Option<PathBuf>,
+        /// Close the job's stdin (after writing DATA or FILE, if given): the command reads end-of-file.
+        #[arg(long)]
+        close: bool,
+        /// Give up when the command has not read for this long [default: 10s].
+        #[arg(short = 't', long, value_name = "DURATION", value_parser = parse_duration)]
+        timeout: Option<Duration>,
+    },
     /// Kill the job's whole tree (SIGTERM, grace, SIGKILL); exit 1 if it had ended.
     Kill {
         /// The job id.
@@ -453,6 +474,9 @@ pub struct RunArgs {
     /// Feed this file to the command's stdin ('-': this process's stdin) [default: closed].
     #[arg(long, value_name = "PATH")]
     pub stdin_file: Option<PathBuf>,
+    /// closed: the command's stdin reads end-of-file at once; pipe (with --background): it stays open, 'dsh-exec job write ID' appends to it and 'job write ID --close' closes it [default: closed].
+    #[arg(long, value_name = "closed|pipe", value_parser = ["closed", "pipe"], conflicts_with = "stdin_file")]
+    pub stdin: Option<String>,
     /// Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one).
     #[arg(short = 'e', long = "env", value_name = "KEY[=VALUE]", value_parser = parse_env_arg)]
     pub env: Vec<EnvArg>,
@@ -549,6 +573,7 @@ impl RunArgs {
             signal: self.signal,
             render: self.render,
             stdin_file: self.stdin_file,
+            stdin_pipe: self.stdin.as_deref() == Some("pipe"),
             env: self.env,
             env_policy: self.env_policy.map(|p| p.0),
             dsh_env: self.dsh_env,

@@ -76,6 +76,9 @@ pub enum StdinSource {
     File(#[serde(with = "crate::serde_paths::exact_path")] PathBuf),
     /// The bytes of `dsh-exec`'s own stdin (`--stdin-file -`), then end-of-file.
     Inherited,
+    /// A pipe kept open for a background job (`--stdin pipe`): `job write`
+    /// appends to it, `job write --close` closes it.
+    Pipe,
 }
 
 /// Where `--stream` copies the command's output as it is produced.

@@ -207,6 +207,13 @@ pub(crate) fn job(cmd: JobCmd) -> ExitCode {
         JobCmd::Read { id, json } => read(&id, json),
         JobCmd::Wait { id, timeout, json } => wait(&id, timeout.and_then(|t| t.0), json),
         JobCmd::Kill { id } => kill(&id),
+        JobCmd::Write {
+            id,
+            data,
+            file,
+            close,
+            timeout,
+        } => write(&id, data, file, close, timeout),
         JobCmd::List { json } => list(json),
         JobCmd::Prune { spill } => prune(spill),
     }
@@ -257,6 +264,98 @@ fn wait(id: &str, timeout: Option<Duration>, json: bool) -> ExitCode {
         }
     }
 }
+
+/// `job write`'s DATA with its escapes applied: `\n`, `\r`, `\t`, `\0`,
+/// `\e` (ESC), `\\` and `\xHH`; any other backslash stays as written.
+fn unescape_data(data: &str) -> Vec<u8> {
+    let b = data.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' || i + 1 == b.len() {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+        let (byte, used) = match b[i + 1] {
+            b'n' => (b'\n', 2),
+            b'r' => (b'\r', 2),
+            b't' => (b'\t', 2),
+            b'0' => (0, 2),
+            b'e' => (0x1b, 2),
+            b'\\' => (b'\\', 2),
+            b'x' => match (
+                b.get(i + 2).and_then(|c| hex(*c)),
+                b.get(i + 3).and_then(|c| hex(*c)),
+            ) {
+                (Some(h), Some(l)) => (h * 16 + l, 4),
+                _ => (b'\\', 1),
+            },
+            _ => (b'\\', 1),
+        };
+        out.push(byte);
+        i += used;
+    }
+    out
+}
+
+fn write(
+    id: &str,
+    data: Option<String>,
+    file: Option<PathBuf>,
+    close: bool,
+    timeout: Option<Duration>,
+) -> ExitCode {
+    use std::io::Read;
+    let dir = match job_dir(id) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    let bytes = match (data.as_deref(), &file) {
+        (Some("-"), _) => {
+            let mut all = Vec::new();
+            if let Err(e) = std::io::stdin().read_to_end(&mut all) {
+                return usage_error(&format!("cannot read stdin: {e}"));
+            }
+            Some(all)
+        }
+        (Some(d), _) => Some(unescape_data(d)),
+        (None, Some(path)) => match std::fs::read(path) {
+            Ok(b) => Some(b),
+            Err(e) => return usage_error(&format!("cannot read {}: {e}", path.display())),
+        },
+        (None, None) if close => None,
+        (None, None) => return usage_error("job write needs DATA, --file FILE or --close"),
+    };
+    let failed = |e: jobs::WriteFailed| {
+        let why = match e {
+            jobs::WriteFailed::NotRunning { written } => {
+                format!("job {id} is not running ({written} bytes written)")
+            }
+            jobs::WriteFailed::Refused { written, reason } => {
+                format!("job {id}: {reason} ({written} bytes written)")
+            }
+            jobs::WriteFailed::Stalled { written } => {
+                format!("job {id} did not read its stdin ({written} bytes written)")
+            }
+        };
+        say!("dsh-exec: {why}");
+        ExitCode::from(1)
+    };
+    if let Some(bytes) = bytes
+        && let Err(e) = jobs::write(&dir, &bytes, timeout.unwrap_or(WRITE_WAIT))
+    {
+        return failed(e);
+    }
+    if close && let Err(e) = jobs::close_stdin(&dir) {
+        return failed(e);
+    }
+    ExitCode::SUCCESS
+}
+
+/// How long `job write` waits for a command that does not read: 10 s.
+const WRITE_WAIT: Duration = Duration::from_secs(10);
 
 fn kill(id: &str) -> ExitCode {
     let dir = match job_dir(id) {

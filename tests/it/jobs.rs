@@ -593,3 +593,91 @@ fn a_background_job_honours_its_limits_and_wait_reports_what_it_used() {
         "{read}"
     );
 }
+
+#[test]
+fn a_stdin_pipe_job_takes_writes_and_reads_end_of_file_on_close() {
+    let jobs = Jobs::new();
+    let (id, status) = jobs.run(&[
+        "--background",
+        "--stdin",
+        "pipe",
+        "--",
+        "read -r x; echo got:$x; wc -c",
+    ]);
+    assert_eq!(status, 0, "{id}");
+    let id = id.trim();
+    assert_eq!(
+        jobs.run(&["job", "write", id, "hello\\n"]),
+        (String::new(), 0)
+    );
+    let seen = poll_until(Duration::from_secs(10), || {
+        let (text, _) = jobs.run(&["job", "read", id]);
+        text.starts_with("got:hello\n").then_some(text)
+    });
+    assert!(seen.is_some(), "no got:hello");
+    // 3 MiB, more than a pipe holds: written in pieces as the command reads.
+    let mut c = jobs.cmd();
+    c.args(["job", "write", id, "-", "--close"])
+        .stdin(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&vec![b'z'; 3 << 20]).unwrap();
+    }
+    assert!(child.wait().unwrap().success());
+    let (text, status) = jobs.wait(id);
+    assert_eq!(status, 0);
+    assert_eq!(text, "got:hello\n3145728\n[exit code: 0]\n");
+    // It has finished: nothing more goes in.
+    let out = jobs.cmd().args(["job", "write", id, "x"]).output().unwrap();
+    assert_eq!(code(&out), 1);
+    assert_eq!(
+        stderr(&out),
+        format!("dsh-exec: job {id} is not running (0 bytes written)\n")
+    );
+}
+
+#[test]
+fn a_job_without_a_stdin_pipe_refuses_writes_and_a_foreground_run_cannot_have_one() {
+    let jobs = Jobs::new();
+    let id = jobs.start("sleep 5");
+    let out = jobs
+        .cmd()
+        .args(["job", "write", &id, "x"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 1);
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "dsh-exec: job {id}: stdin is not a pipe (start the job with --stdin pipe) (0 bytes written)\n"
+        )
+    );
+    let _ = jobs.run(&["job", "kill", &id]);
+    let out = dsh()
+        .args(["--stdin", "pipe", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 125);
+    assert!(stderr(&out).contains("--stdin pipe needs --background"));
+    // A command that never reads: the write gives up after its timeout.
+    let (id, _) = jobs.run(&["--background", "--stdin", "pipe", "--", "sleep 30"]);
+    let id = id.trim();
+    let mut c = jobs.cmd();
+    c.args(["job", "write", id, "-", "--timeout", "300ms"])
+        .stdin(std::process::Stdio::piped());
+    let mut child = c.stderr(std::process::Stdio::piped()).spawn().unwrap();
+    {
+        use std::io::Write;
+        let _ = child.stdin.take().unwrap().write_all(&vec![b'z'; 1 << 20]);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).starts_with(&format!("dsh-exec: job {id} did not read its stdin (")),
+        "{}",
+        stderr(&out)
+    );
+    let _ = jobs.run(&["job", "kill", id]);
+}

@@ -31,7 +31,7 @@ pub(crate) use self::child::MAX_TREE_ROOTS;
 pub use self::phases::{DRAIN, FINAL_READ};
 pub use self::prepare::{Prepared, find_shell, prepare, stdin_holds_data};
 pub(crate) use self::spawn::{Confinement, MountPlan};
-pub use self::supervise::Execution;
+pub use self::supervise::{Execution, StdinRefusal};
 
 use self::phases::Phases;
 use self::proctree::{CommandProcs, Tree};
@@ -310,9 +310,21 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
     let procs = CommandProcs::new(spawned.pid, tree, spec.interactive)
         .first_signal(spec.signal.value)
         .in_cgroup(prepared.limiter.as_ref().and_then(|l| l.v2_dir()));
-    // Without a source the pipe's write end is dropped here: end-of-file.
-    if let (Some(feeder), Some(sink)) = (&prepared.stdin, spawned.stdin) {
-        let _ = feeder.send(File::from(sink));
+    // Without a source the pipe's write end is dropped here: end-of-file;
+    // `--stdin pipe` keeps it, non-blocking, for `job write`.
+    let mut stdin_pipe = None;
+    match (&prepared.stdin, spawned.stdin) {
+        (Some(feeder), Some(sink)) => {
+            let _ = feeder.send(File::from(sink));
+        }
+        (None, Some(sink)) if spec.stdin.value == crate::spec::StdinSource::Pipe => {
+            let _ = nix::fcntl::fcntl(
+                &sink,
+                nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+            );
+            stdin_pipe = Some(File::from(sink));
+        }
+        _ => {}
     }
     let mut sandbox = facts(false);
     if let (Some(facts), Some(proxy)) = (sandbox.as_mut(), prepared.proxy.as_ref()) {
@@ -355,6 +367,8 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         gate,
         proxy: prepared.proxy.take(),
         limiter: prepared.limiter.take(),
+        stdin_pipe,
+        stdin_kept: spec.stdin.value == crate::spec::StdinSource::Pipe,
     })))
 }
 

@@ -121,7 +121,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
     let shell = find_shell(&env).ok_or(Error::ShellNotFound)?;
     let limiter = crate::limits::Limiter::prepare(spec)?;
     let stdin = match &spec.stdin.value {
-        StdinSource::Closed => None,
+        StdinSource::Closed | StdinSource::Pipe => None,
         StdinSource::File(path) => Some(open_stdin_file(path)?),
         StdinSource::Inherited => Some(StdinFeed::Open(
             io::stdin()

@@ -92,6 +92,22 @@ pub struct Execution {
     /// The run's limits; after `procs`, so that a dropped execution's tree
     /// is gone before its cgroups are removed.
     pub(crate) limiter: Option<crate::limits::Limiter>,
+    /// The write end of the command's stdin under `--stdin pipe`
+    /// (non-blocking); `None` once closed, or for any other stdin.
+    pub(crate) stdin_pipe: Option<std::fs::File>,
+    /// The run was started with `--stdin pipe`.
+    pub(crate) stdin_kept: bool,
+}
+
+/// Why bytes could not be written to a command's stdin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdinRefusal {
+    /// The run's stdin is not a kept pipe (no `--stdin pipe`).
+    NotAPipe,
+    /// It was closed (`job write --close`).
+    Closed,
+    /// The command closed its end, or exited: EPIPE.
+    Gone,
 }
 
 async fn sleep_opt(at: Option<Instant>) {
@@ -116,6 +132,43 @@ impl Execution {
     /// The spill files of (stdout, stderr), once the streams outgrew their budgets.
     pub fn spill_paths(&self) -> (Option<&Path>, Option<&Path>) {
         self.streams.spill_paths()
+    }
+
+    /// Writes as much of `bytes` to the command's stdin as the pipe takes
+    /// now (it never blocks: 0 when the pipe is full); returns how many.
+    ///
+    /// Errors with a [`StdinRefusal`] when there is no such pipe (any
+    /// stdin but `--stdin pipe`), when it was closed, or when the command
+    /// no longer reads it.
+    pub fn write_stdin(&mut self, bytes: &[u8]) -> Result<usize, StdinRefusal> {
+        use std::io::Write;
+        let pipe = match (&mut self.stdin_pipe, self.stdin_kept) {
+            (Some(p), _) => p,
+            (None, true) => return Err(StdinRefusal::Closed),
+            (None, false) => return Err(StdinRefusal::NotAPipe),
+        };
+        loop {
+            return match pipe.write(bytes) {
+                Ok(n) => Ok(n),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(0),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.stdin_pipe = None;
+                    Err(StdinRefusal::Gone)
+                }
+            };
+        }
+    }
+
+    /// Closes the command's stdin (`--stdin pipe`): it reads end-of-file.
+    ///
+    /// Errors as [`Execution::write_stdin`] when there is no open pipe.
+    pub fn close_stdin(&mut self) -> Result<(), StdinRefusal> {
+        match (self.stdin_pipe.take(), self.stdin_kept) {
+            (Some(_), _) => Ok(()),
+            (None, true) => Err(StdinRefusal::Closed),
+            (None, false) => Err(StdinRefusal::NotAPipe),
+        }
     }
 
     /// Consumes the output produced since the previous call: (stdout, stderr).

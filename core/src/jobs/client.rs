@@ -1,10 +1,11 @@
-//! The client side of a job: incremental reads, waiting, killing.
+//! The client side of a job: incremental reads, writes to its stdin,
+//! waiting, killing.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::protocol::{self, ReadReply};
+use super::protocol::{self, ReadReply, WriteReply};
 use super::store::{self, Status};
 use crate::result::RunResult;
 
@@ -46,6 +47,79 @@ pub fn read(dir: &Path) -> ReadReply {
     }
     reply.status = Some(status);
     reply
+}
+
+/// Why a write to a job's stdin did not complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteFailed {
+    /// The job is not running (finished, lost, or its supervisor does not
+    /// answer); `written` bytes had gone in before.
+    NotRunning {
+        /// Bytes written before.
+        written: usize,
+    },
+    /// The supervisor refused (`stdin is not a pipe`, `stdin is closed`,
+    /// `the command no longer reads its stdin`).
+    Refused {
+        /// Bytes written before.
+        written: usize,
+        /// Its reason.
+        reason: String,
+    },
+    /// The command did not read its stdin for `limit`: `written` of the
+    /// bytes went in.
+    Stalled {
+        /// Bytes written before.
+        written: usize,
+    },
+}
+
+/// Appends `bytes` to the stdin of the job in `dir` (started with `--stdin
+/// pipe`), waiting up to `limit` for a command that reads slowly; returns
+/// the number of bytes written, all of them on success.
+///
+/// Errors with [`WriteFailed`], saying how many bytes went in first.
+pub fn write(dir: &Path, bytes: &[u8], limit: Duration) -> Result<usize, WriteFailed> {
+    let end = Instant::now() + limit;
+    let mut written = 0;
+    while written < bytes.len() {
+        if store::status(dir) != Status::Running {
+            return Err(WriteFailed::NotRunning { written });
+        }
+        let chunk = &bytes[written..(written + protocol::MAX_WRITE).min(bytes.len())];
+        let Some(reply) = protocol::ask_write(&dir.join("sock"), Some(chunk)) else {
+            return Err(WriteFailed::NotRunning { written });
+        };
+        if let Some(reason) = reply.error {
+            return Err(WriteFailed::Refused { written, reason });
+        }
+        written += reply.written;
+        if reply.written == 0 {
+            if Instant::now() >= end {
+                return Err(WriteFailed::Stalled { written });
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+    Ok(written)
+}
+
+/// Closes the stdin of the job in `dir` (started with `--stdin pipe`): the
+/// command reads end-of-file.
+///
+/// Errors as [`write`].
+pub fn close_stdin(dir: &Path) -> Result<(), WriteFailed> {
+    if store::status(dir) != Status::Running {
+        return Err(WriteFailed::NotRunning { written: 0 });
+    }
+    match protocol::ask_write(&dir.join("sock"), None) {
+        None => Err(WriteFailed::NotRunning { written: 0 }),
+        Some(WriteReply {
+            error: Some(reason),
+            ..
+        }) => Err(WriteFailed::Refused { written: 0, reason }),
+        Some(_) => Ok(()),
+    }
 }
 
 /// How a wait for a job ended.

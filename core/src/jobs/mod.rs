@@ -1,5 +1,5 @@
 //! Background jobs: one supervisor process per job, its state directory, and
-//! the client side of `dsh-exec job read|wait|kill|list|prune`.
+//! the client side of `dsh-exec job read|write|wait|kill|list|prune`.
 //!
 //! A job is started by [`launch`]: a supervisor process (`supervisor.rs`)
 //! receives the resolved spec over a socket pair, runs it with
@@ -20,7 +20,7 @@ mod protocol;
 mod store;
 mod supervisor;
 
-pub use self::client::{Waited, kill, read, wait};
+pub use self::client::{Waited, WriteFailed, close_stdin, kill, read, wait, write};
 pub use self::protocol::ReadReply;
 pub use self::store::{
     JobMeta, Status, SupervisorRecord, all, jobs_root, meta, prune, result, status, supervisor,

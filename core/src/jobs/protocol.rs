@@ -10,6 +10,11 @@
 //!   sends `read\n`; the supervisor answers with one [`ReadReply`] line and
 //!   waits for the client to close, which confirms the delivery. A reply
 //!   that was not confirmed goes back to be read again.
+//! - **Writes** to a `--stdin pipe` job's stdin: `write N\n` and N bytes
+//!   (at most [`MAX_WRITE`]), or `close\n`; the supervisor answers with
+//!   one [`WriteReply`] line. It writes what the pipe takes at once and
+//!   says how much: the client sends the rest again, so a command that
+//!   does not read never holds the supervisor's loop.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -30,6 +35,22 @@ pub(crate) const HANDOFF_FD: i32 = 3;
 /// The handoff is refused past this size: 64 MiB, far above any real spec
 /// (an environment is at most a few MiB: execve(2)'s ARG_MAX).
 pub(crate) const MAX_SPEC_BYTES: u64 = 64 << 20;
+
+/// The most bytes one `write` request carries: 1 MiB (`job write` sends
+/// more in several).
+pub const MAX_WRITE: usize = 1 << 20;
+
+/// The answer to a `write` or `close` request.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteReply {
+    /// Bytes the command's stdin took (0 when its pipe is full).
+    pub written: usize,
+    /// Why nothing could be written (`stdin is not a pipe`, `stdin is
+    /// closed`, `the command no longer reads its stdin`, `bad request`);
+    /// absent on success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
 
 /// The supervisor's answer to the handoff.
 #[derive(Debug, Serialize, Deserialize)]
@@ -179,9 +200,112 @@ fn read_until(stream: &UnixStream, deadline: Instant) -> Option<Vec<u8>> {
     }
 }
 
-/// Answers pending read requests, each within [`CLIENT_BUDGET`]. A reply
-/// its reader did not take (it closed first, or did not confirm in time)
-/// goes back to the carry, so the next read has it.
+/// Reads a request line (at most 32 bytes with its newline) from `stream`
+/// before `deadline`: the line, and any bytes read past it.
+fn read_request(stream: &UnixStream, deadline: Instant) -> Option<(String, Vec<u8>)> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 64];
+    loop {
+        if let Some(end) = got.iter().position(|b| *b == b'\n') {
+            let rest = got.split_off(end + 1);
+            return Some((String::from_utf8(got).ok()?, rest));
+        }
+        if got.len() > 32 {
+            return None;
+        }
+        let left = deadline.checked_duration_since(Instant::now())?;
+        stream
+            .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .ok()?;
+        match (&*stream).read(&mut buf) {
+            Ok(0) => return None,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Reads the rest of a `write` request's `len` bytes after `have`.
+fn read_payload(
+    stream: &UnixStream,
+    mut have: Vec<u8>,
+    len: usize,
+    deadline: Instant,
+) -> Option<Vec<u8>> {
+    if have.len() > len {
+        return None;
+    }
+    have.reserve(len - have.len());
+    let mut buf = vec![0u8; 64 * 1024];
+    while have.len() < len {
+        let left = deadline.checked_duration_since(Instant::now())?;
+        stream
+            .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .ok()?;
+        let want = (len - have.len()).min(buf.len());
+        match (&*stream).read(&mut buf[..want]) {
+            Ok(0) => return None,
+            Ok(n) => have.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some(have)
+}
+
+/// Performs a `write N` or `close` request on `exec`.
+fn write_request(
+    exec: &mut Execution,
+    stream: &UnixStream,
+    line: &str,
+    rest: Vec<u8>,
+    deadline: Instant,
+) -> WriteReply {
+    use crate::exec::StdinRefusal;
+    let refused = |r: StdinRefusal| WriteReply {
+        written: 0,
+        error: Some(
+            match r {
+                StdinRefusal::NotAPipe => "stdin is not a pipe (start the job with --stdin pipe)",
+                StdinRefusal::Closed => "stdin is closed",
+                StdinRefusal::Gone => "the command no longer reads its stdin",
+            }
+            .into(),
+        ),
+    };
+    let bad = || WriteReply {
+        written: 0,
+        error: Some("bad request".into()),
+    };
+    if line == "close\n" {
+        return match exec.close_stdin() {
+            Ok(()) => WriteReply::default(),
+            Err(r) => refused(r),
+        };
+    }
+    let Some(len) = line
+        .strip_prefix("write ")
+        .and_then(|n| n.trim_end().parse::<usize>().ok())
+        .filter(|n| *n <= MAX_WRITE)
+    else {
+        return bad();
+    };
+    let Some(bytes) = read_payload(stream, rest, len, deadline) else {
+        return bad();
+    };
+    match exec.write_stdin(&bytes) {
+        Ok(written) => WriteReply {
+            written,
+            error: None,
+        },
+        Err(r) => refused(r),
+    }
+}
+
+/// Answers pending read and write requests, each within [`CLIENT_BUDGET`].
+/// A read reply its reader did not take (it closed first, or did not
+/// confirm in time) goes back to the carry, so the next read has it.
 pub(crate) fn serve(listener: &UnixListener, exec: &mut Execution, carry: &mut Carry, cap: usize) {
     let tick_end = Instant::now() + TICK_BUDGET;
     for _ in 0..CLIENTS_PER_TICK {
@@ -193,7 +317,20 @@ pub(crate) fn serve(listener: &UnixListener, exec: &mut Execution, carry: &mut C
         };
         let deadline = (Instant::now() + CLIENT_BUDGET).min(tick_end);
         let _ = stream.set_nonblocking(false);
-        if read_until(&stream, deadline).as_deref() != Some(b"read\n") {
+        let Some((line, rest)) = read_request(&stream, deadline) else {
+            continue;
+        };
+        if line != "read\n" {
+            let reply = write_request(exec, &stream, &line, rest, deadline);
+            if let Ok(mut bytes) = serde_json::to_vec(&reply) {
+                bytes.push(b'\n');
+                let left = deadline.saturating_duration_since(Instant::now());
+                let _ = stream.set_write_timeout(Some(left.max(Duration::from_millis(1))));
+                let _ = (&stream).write_all(&bytes);
+            }
+            continue;
+        }
+        if !rest.is_empty() {
             continue;
         }
         let reply = delta_reply(exec, carry, Status::Running);
@@ -210,6 +347,29 @@ pub(crate) fn serve(listener: &UnixListener, exec: &mut Execution, carry: &mut C
             carry.put_back(reply, cap);
         }
     }
+}
+
+/// Sends a `write` of `bytes` (at most [`MAX_WRITE`]), or a `close` when
+/// `bytes` is `None`, to the supervisor listening on `sock`; `None` when it
+/// does not answer (gone, or finished meanwhile).
+pub(crate) fn ask_write(sock: &Path, bytes: Option<&[u8]>) -> Option<WriteReply> {
+    let mut stream = UnixStream::connect(sock).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    stream
+        .set_write_timeout(Some(Duration::from_secs(5)))
+        .ok()?;
+    match bytes {
+        Some(b) => {
+            stream
+                .write_all(format!("write {}\n", b.len()).as_bytes())
+                .ok()?;
+            stream.write_all(b).ok()?;
+        }
+        None => stream.write_all(b"close\n").ok()?,
+    }
+    let mut line = String::new();
+    BufReader::new(&stream).read_line(&mut line).ok()?;
+    serde_json::from_str(&line).ok()
 }
 
 /// Asks the supervisor listening on `sock` for a read; `None` when it does

@@ -42,6 +42,7 @@ fn stdin_text(s: &StdinSource) -> String {
         StdinSource::Closed => "closed (end-of-file at once)".into(),
         StdinSource::File(p) => format!("file {}", p.display()),
         StdinSource::Inherited => "this process's stdin".into(),
+        StdinSource::Pipe => "a pipe kept open for `job write` (--stdin pipe)".into(),
     }
 }
 
@@ -59,6 +60,7 @@ fn stdin_json(s: &StdinSource) -> Value {
         StdinSource::Closed => json!({"kind": "closed"}),
         StdinSource::File(p) => json!({"kind": "file", "path": lossy(p)}),
         StdinSource::Inherited => json!({"kind": "inherited"}),
+        StdinSource::Pipe => json!({"kind": "pipe"}),
     }
 }
 

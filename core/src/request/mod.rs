@@ -65,6 +65,8 @@ pub struct Request {
     pub keep: Option<crate::capture::Keep>,
     /// `--render`: how the result's text fields are rendered.
     pub render: Option<crate::render::plain::Render>,
+    /// `--stdin pipe`: a background job's stdin stays open for `job write`.
+    pub stdin_pipe: bool,
     /// Where the command's stdin comes from; `None` is a closed pipe.
     pub stdin_file: Option<PathBuf>,
     /// `--env` entries, in the order given.
@@ -319,13 +321,27 @@ fn cap_timeout(s: &mut Sourced<Option<Duration>>, cap: Option<Duration>) {
 pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
     let script = command_script(&req.command)?;
     let cwd = &ambient.cwd;
-    let stdin = req.stdin_file.clone().map(|p| {
-        if p.as_os_str() == "-" {
-            StdinSource::Inherited
-        } else {
-            StdinSource::File(absolute(cwd, p))
-        }
-    });
+    if req.stdin_pipe && !req.background {
+        return Err(UsageError(
+            "--stdin pipe needs --background: a foreground run's stdin is closed or a file".into(),
+        ));
+    }
+    if req.stdin_pipe && req.stdin_file.is_some() {
+        return Err(UsageError(
+            "--stdin pipe and --stdin-file cannot be given together".into(),
+        ));
+    }
+    let stdin = if req.stdin_pipe {
+        Some(StdinSource::Pipe)
+    } else {
+        req.stdin_file.clone().map(|p| {
+            if p.as_os_str() == "-" {
+                StdinSource::Inherited
+            } else {
+                StdinSource::File(absolute(cwd, p))
+            }
+        })
+    };
     let workdir = Sourced::pick(req.workdir.clone().map(|p| absolute(cwd, p)), None, || {
         cwd.clone()
     });
@@ -949,6 +965,7 @@ mod tests {
             signal: Some(crate::result::Signal::SIGINT),
             render: Some(crate::render::plain::Render::Plain),
             stdin_file: Some(odd()),
+            stdin_pipe: false,
             env_policy: None,
             env: vec![
                 EnvArg::Set("A".into(), "b".into()),
