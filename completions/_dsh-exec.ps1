@@ -56,6 +56,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('--network', '--network', [CompletionResultType]::ParameterName, 'IPv4/IPv6 networking [default: allow]: allow; deny (no IP sockets); loopback (TCP and UDP to and from 127.0.0.0/8 and ::1 only); allow=HOST[,HOST...] (loopback, and the listed hosts through a proxy of the run: example.org, *.example.org, 10.0.0.5, each with an optional :PORT, else ports 80 and 443; repeatable). Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket')
             [CompletionResult]::new('--detach-after', '--detach-after', [CompletionResultType]::ParameterName, 'If the command still runs after this long, print its output so far and leave it running as a background job')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour the notices and the marker')
+            [CompletionResult]::new('--pty', '--pty', [CompletionResultType]::ParameterName, 'With --background: run the command on a new pseudo-terminal (80x24), as its controlling terminal; its output is the terminal''s (stderr merged), ''job write'' types into it, ''job resize'' sets its size; TERM=xterm-256color unless -e says otherwise')
             [CompletionResult]::new('--no-temp-write', '--no-temp-write', [CompletionResultType]::ParameterName, 'Keep the temp directory read-only in workspace-write')
             [CompletionResult]::new('--allow-caches', '--allow-caches', [CompletionResultType]::ParameterName, 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)')
             [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)')
@@ -111,6 +112,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('--network', '--network', [CompletionResultType]::ParameterName, 'IPv4/IPv6 networking [default: allow]: allow; deny (no IP sockets); loopback (TCP and UDP to and from 127.0.0.0/8 and ::1 only); allow=HOST[,HOST...] (loopback, and the listed hosts through a proxy of the run: example.org, *.example.org, 10.0.0.5, each with an optional :PORT, else ports 80 and 443; repeatable). Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket')
             [CompletionResult]::new('--detach-after', '--detach-after', [CompletionResultType]::ParameterName, 'If the command still runs after this long, print its output so far and leave it running as a background job')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour the notices and the marker')
+            [CompletionResult]::new('--pty', '--pty', [CompletionResultType]::ParameterName, 'With --background: run the command on a new pseudo-terminal (80x24), as its controlling terminal; its output is the terminal''s (stderr merged), ''job write'' types into it, ''job resize'' sets its size; TERM=xterm-256color unless -e says otherwise')
             [CompletionResult]::new('--no-temp-write', '--no-temp-write', [CompletionResultType]::ParameterName, 'Keep the temp directory read-only in workspace-write')
             [CompletionResult]::new('--allow-caches', '--allow-caches', [CompletionResultType]::ParameterName, 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)')
             [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)')
@@ -130,6 +132,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('read', 'read', [CompletionResultType]::ParameterValue, 'Print what the job wrote since the previous read, then `[running]` or its end')
             [CompletionResult]::new('wait', 'wait', [CompletionResultType]::ParameterValue, 'Wait for the job to end and print its result as a foreground run would')
             [CompletionResult]::new('write', 'write', [CompletionResultType]::ParameterValue, 'Append to the stdin of a job started with --stdin pipe (DATA with C escapes: \n, \t, \\, \xHH; or --file; ''-'' reads this process''s stdin), or close it; exit 1 if the job cannot take it')
+            [CompletionResult]::new('resize', 'resize', [CompletionResultType]::ParameterValue, 'Set the window size of a --pty job''s terminal (the command gets SIGWINCH); exit 1 if the job has none')
             [CompletionResult]::new('kill', 'kill', [CompletionResultType]::ParameterValue, 'Kill the job''s whole tree (SIGTERM, grace, SIGKILL); exit 1 if it had ended')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List this user''s jobs')
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Remove the directories of finished and lost jobs')
@@ -154,6 +157,11 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Give up when the command has not read for this long [default: 10s]')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Give up when the command has not read for this long [default: 10s]')
             [CompletionResult]::new('--close', '--close', [CompletionResultType]::ParameterName, 'Close the job''s stdin (after writing DATA or FILE, if given): the command reads end-of-file')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'dsh-exec;job;resize' {
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break

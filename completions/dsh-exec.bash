@@ -40,6 +40,9 @@ _dsh__exec() {
             dsh__exec__subcmd__job,read)
                 cmd="dsh__exec__subcmd__job__subcmd__read"
                 ;;
+            dsh__exec__subcmd__job,resize)
+                cmd="dsh__exec__subcmd__job__subcmd__resize"
+                ;;
             dsh__exec__subcmd__job,wait)
                 cmd="dsh__exec__subcmd__job__subcmd__wait"
                 ;;
@@ -53,7 +56,7 @@ _dsh__exec() {
 
     case "${cmd}" in
         dsh__exec)
-            opts="-C -t -e -s -i -q -h -V --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help --version explain job prune parse-status"
+            opts="-C -t -e -s -i -q -h -V --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help --version explain job prune parse-status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -207,7 +210,7 @@ _dsh__exec() {
             return 0
             ;;
         dsh__exec__subcmd__explain)
-            opts="-C -t -e -s -i -q -h --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help"
+            opts="-C -t -e -s -i -q -h --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -361,7 +364,7 @@ _dsh__exec() {
             return 0
             ;;
         dsh__exec__subcmd__job)
-            opts="-h --help read wait write kill list prune"
+            opts="-h --help read wait write resize kill list prune"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -418,6 +421,20 @@ _dsh__exec() {
             ;;
         dsh__exec__subcmd__job__subcmd__read)
             opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__exec__subcmd__job__subcmd__resize)
+            opts="-h --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -53,6 +53,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --network 'IPv4/IPv6 networking [default: allow]: allow; deny (no IP sockets); loopback (TCP and UDP to and from 127.0.0.0/8 and ::1 only); allow=HOST[,HOST...] (loopback, and the listed hosts through a proxy of the run: example.org, *.example.org, 10.0.0.5, each with an optional :PORT, else ports 80 and 443; repeatable). Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket'
             cand --detach-after 'If the command still runs after this long, print its output so far and leave it running as a background job'
             cand --color 'Colour the notices and the marker'
+            cand --pty 'With --background: run the command on a new pseudo-terminal (80x24), as its controlling terminal; its output is the terminal''s (stderr merged), ''job write'' types into it, ''job resize'' sets its size; TERM=xterm-256color unless -e says otherwise'
             cand --no-temp-write 'Keep the temp directory read-only in workspace-write'
             cand --allow-caches 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)'
             cand -i 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
@@ -107,6 +108,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --network 'IPv4/IPv6 networking [default: allow]: allow; deny (no IP sockets); loopback (TCP and UDP to and from 127.0.0.0/8 and ::1 only); allow=HOST[,HOST...] (loopback, and the listed hosts through a proxy of the run: example.org, *.example.org, 10.0.0.5, each with an optional :PORT, else ports 80 and 443; repeatable). Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket'
             cand --detach-after 'If the command still runs after this long, print its output so far and leave it running as a background job'
             cand --color 'Colour the notices and the marker'
+            cand --pty 'With --background: run the command on a new pseudo-terminal (80x24), as its controlling terminal; its output is the terminal''s (stderr merged), ''job write'' types into it, ''job resize'' sets its size; TERM=xterm-256color unless -e says otherwise'
             cand --no-temp-write 'Keep the temp directory read-only in workspace-write'
             cand --allow-caches 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)'
             cand -i 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
@@ -125,6 +127,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand read 'Print what the job wrote since the previous read, then `[running]` or its end'
             cand wait 'Wait for the job to end and print its result as a foreground run would'
             cand write 'Append to the stdin of a job started with --stdin pipe (DATA with C escapes: \n, \t, \\, \xHH; or --file; ''-'' reads this process''s stdin), or close it; exit 1 if the job cannot take it'
+            cand resize 'Set the window size of a --pty job''s terminal (the command gets SIGWINCH); exit 1 if the job has none'
             cand kill 'Kill the job''s whole tree (SIGTERM, grace, SIGKILL); exit 1 if it had ended'
             cand list 'List this user''s jobs'
             cand prune 'Remove the directories of finished and lost jobs'
@@ -146,6 +149,10 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand -t 'Give up when the command has not read for this long [default: 10s]'
             cand --timeout 'Give up when the command has not read for this long [default: 10s]'
             cand --close 'Close the job''s stdin (after writing DATA or FILE, if given): the command reads end-of-file'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'dsh-exec;job;resize'= {
             cand -h 'Print help'
             cand --help 'Print help'
         }

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dsh_exec_global_optspecs
-    string join \n C/workdir= t/timeout= signal= kill-after= stdout-max-bytes= stderr-max-bytes= file-size-max= spill-max-bytes= memory-max= pids-max= cpu-max= limits= keep= render= stdin-file= stdin= e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream q/quiet json color= h/help V/version
+    string join \n C/workdir= t/timeout= signal= kill-after= stdout-max-bytes= stderr-max-bytes= file-size-max= spill-max-bytes= memory-max= pids-max= cpu-max= limits= keep= render= stdin-file= stdin= pty e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream q/quiet json color= h/help V/version
 end
 
 function __fish_dsh_exec_needs_command
@@ -62,6 +62,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l detach-after -d 'If t
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l color -d 'Colour the notices and the marker' -r -f -a "auto\t'On a terminal (or with CLICOLOR_FORCE), unless NO_COLOR is set'
 always\t'Always colour'
 never\t'Never colour'"
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l pty -d 'With --background: run the command on a new pseudo-terminal (80x24), as its controlling terminal; its output is the terminal\'s (stderr merged), \'job write\' types into it, \'job resize\' sets its size; TERM=xterm-256color unless -e says otherwise'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l no-temp-write -d 'Keep the temp directory read-only in workspace-write'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l allow-caches -d 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s i -l interactive -d 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
@@ -113,6 +114,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l detach-aft
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l color -d 'Colour the notices and the marker' -r -f -a "auto\t'On a terminal (or with CLICOLOR_FORCE), unless NO_COLOR is set'
 always\t'Always colour'
 never\t'Never colour'"
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l pty -d 'With --background: run the command on a new pseudo-terminal (80x24), as its controlling terminal; its output is the terminal\'s (stderr merged), \'job write\' types into it, \'job resize\' sets its size; TERM=xterm-256color unless -e says otherwise'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l no-temp-write -d 'Keep the temp directory read-only in workspace-write'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l allow-caches -d 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s i -l interactive -d 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
@@ -121,13 +123,14 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stream -d 
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s q -l quiet -d 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l json -d 'Print one JSON object instead of the rendered text'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write kill list prune" -s h -l help -d 'Print help'
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write kill list prune" -f -a "read" -d 'Print what the job wrote since the previous read, then `[running]` or its end'
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write kill list prune" -f -a "wait" -d 'Wait for the job to end and print its result as a foreground run would'
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write kill list prune" -f -a "write" -d 'Append to the stdin of a job started with --stdin pipe (DATA with C escapes: \\n, \\t, \\\\, \\xHH; or --file; \'-\' reads this process\'s stdin), or close it; exit 1 if the job cannot take it'
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write kill list prune" -f -a "kill" -d 'Kill the job\'s whole tree (SIGTERM, grace, SIGKILL); exit 1 if it had ended'
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write kill list prune" -f -a "list" -d 'List this user\'s jobs'
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write kill list prune" -f -a "prune" -d 'Remove the directories of finished and lost jobs'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write resize kill list prune" -s h -l help -d 'Print help'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write resize kill list prune" -f -a "read" -d 'Print what the job wrote since the previous read, then `[running]` or its end'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write resize kill list prune" -f -a "wait" -d 'Wait for the job to end and print its result as a foreground run would'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write resize kill list prune" -f -a "write" -d 'Append to the stdin of a job started with --stdin pipe (DATA with C escapes: \\n, \\t, \\\\, \\xHH; or --file; \'-\' reads this process\'s stdin), or close it; exit 1 if the job cannot take it'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write resize kill list prune" -f -a "resize" -d 'Set the window size of a --pty job\'s terminal (the command gets SIGWINCH); exit 1 if the job has none'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write resize kill list prune" -f -a "kill" -d 'Kill the job\'s whole tree (SIGTERM, grace, SIGKILL); exit 1 if it had ended'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write resize kill list prune" -f -a "list" -d 'List this user\'s jobs'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write resize kill list prune" -f -a "prune" -d 'Remove the directories of finished and lost jobs'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from read" -l json -d 'Print one JSON object'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from read" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from wait" -s t -l timeout -d 'Give up after this long: print `[still running]` and exit 124' -r
@@ -137,6 +140,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_s
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from write" -s t -l timeout -d 'Give up when the command has not read for this long [default: 10s]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from write" -l close -d 'Close the job\'s stdin (after writing DATA or FILE, if given): the command reads end-of-file'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from write" -s h -l help -d 'Print help'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from resize" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from kill" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from list" -l json -d 'Print one JSON array'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'

@@ -241,6 +241,14 @@ pub enum JobCmd {
         #[arg(short = 't', long, value_name = "DURATION", value_parser = parse_duration)]
         timeout: Option<Duration>,
     },
+    /// Set the window size of a --pty job's terminal (the command gets SIGWINCH); exit 1 if the job has none.
+    Resize {
+        /// The job id.
+        id: String,
+        /// The size as COLSxROWS, e.g. 120x40.
+        #[arg(value_name = "COLSxROWS", value_parser = parse_window)]
+        size: (u16, u16),
+    },
     /// Kill the job's whole tree (SIGTERM, grace, SIGKILL); exit 1 if it had ended.
     Kill {
         /// The job id.
@@ -326,6 +334,14 @@ fn parse_cpu_arg(s: &str) -> Result<Limit<Duration>, String> {
 /// Parses `--limits`.
 fn parse_limits_arg(s: &str) -> Result<LimitMode, String> {
     s.parse()
+}
+
+/// Parses `job resize`'s COLSxROWS: each from 1 to 65535.
+fn parse_window(s: &str) -> Result<(u16, u16), String> {
+    let bad = || format!("invalid size '{s}' (expected COLSxROWS, e.g. 120x40)");
+    let (c, r) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let n = |t: &str| t.trim().parse::<u16>().ok().filter(|v| *v > 0);
+    Ok((n(c).ok_or_else(bad)?, n(r).ok_or_else(bad)?))
 }
 
 /// Parses `--signal`.
@@ -477,6 +493,9 @@ pub struct RunArgs {
     /// closed: the command's stdin reads end-of-file at once; pipe (with --background): it stays open, 'dsh-exec job write ID' appends to it and 'job write ID --close' closes it [default: closed].
     #[arg(long, value_name = "closed|pipe", value_parser = ["closed", "pipe"], conflicts_with = "stdin_file")]
     pub stdin: Option<String>,
+    /// With --background: run the command on a new pseudo-terminal (80x24), as its controlling terminal; its output is the terminal's (stderr merged), 'job write' types into it, 'job resize' sets its size; TERM=xterm-256color unless -e says otherwise.
+    #[arg(long, conflicts_with_all = ["stdin_file", "stdin", "interactive"])]
+    pub pty: bool,
     /// Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one).
     #[arg(short = 'e', long = "env", value_name = "KEY[=VALUE]", value_parser = parse_env_arg)]
     pub env: Vec<EnvArg>,
@@ -574,6 +593,7 @@ impl RunArgs {
             render: self.render,
             stdin_file: self.stdin_file,
             stdin_pipe: self.stdin.as_deref() == Some("pipe"),
+            pty: self.pty,
             env: self.env,
             env_policy: self.env_policy.map(|p| p.0),
             dsh_env: self.dsh_env,

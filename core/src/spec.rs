@@ -166,6 +166,10 @@ pub struct Spec {
     /// Run the command as the init of a new PID namespace (background jobs,
     /// when privileged): the kernel then ends the whole tree with it.
     pub pid_namespace: bool,
+    /// Run the command on a new pseudo-terminal (`--pty`, background jobs):
+    /// its output is the terminal's, stderr merged; `job write` types.
+    #[serde(default)]
+    pub pty: bool,
 }
 
 impl Spec {

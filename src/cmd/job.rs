@@ -214,6 +214,7 @@ pub(crate) fn job(cmd: JobCmd) -> ExitCode {
             close,
             timeout,
         } => write(&id, data, file, close, timeout),
+        JobCmd::Resize { id, size } => resize(&id, size),
         JobCmd::List { json } => list(json),
         JobCmd::Prune { spill } => prune(spill),
     }
@@ -352,6 +353,24 @@ fn write(
         return failed(e);
     }
     ExitCode::SUCCESS
+}
+
+fn resize(id: &str, (cols, rows): (u16, u16)) -> ExitCode {
+    let dir = match job_dir(id) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    match jobs::resize(&dir, cols, rows) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(jobs::WriteFailed::Refused { reason, .. }) => {
+            say!("dsh-exec: job {id}: {reason}");
+            ExitCode::from(1)
+        }
+        Err(_) => {
+            say!("dsh-exec: job {id} is not running");
+            ExitCode::from(1)
+        }
+    }
 }
 
 /// How long `job write` waits for a command that does not read: 10 s.

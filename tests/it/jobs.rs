@@ -681,3 +681,103 @@ fn a_job_without_a_stdin_pipe_refuses_writes_and_a_foreground_run_cannot_have_on
     );
     let _ = jobs.run(&["job", "kill", id]);
 }
+
+/// Reads the job until its output so far holds `needle` (10 s at most).
+fn read_until_seen(jobs: &Jobs, id: &str, needle: &str) -> String {
+    let mut seen = String::new();
+    let found = poll_until(Duration::from_secs(10), || {
+        seen.push_str(&jobs.run(&["job", "read", id]).0.replace("[running]\n", ""));
+        seen.contains(needle).then_some(())
+    });
+    assert!(found.is_some(), "no {needle:?} in {seen:?}");
+    seen
+}
+
+#[test]
+fn a_pty_job_is_a_terminal_that_job_write_types_into_and_job_resize_sizes() {
+    let jobs = Jobs::new();
+    let (id, status) = jobs.run(&["--background", "--pty", "--", "python3 -i -q"]);
+    assert_eq!(status, 0, "{id}");
+    let id = id.trim();
+    assert_eq!(jobs.run(&["job", "write", id, "1+1\\n"]).1, 0);
+    let seen = read_until_seen(&jobs, id, "\n2\r\n");
+    assert!(seen.contains(">>> "), "{seen:?}");
+    assert_eq!(jobs.run(&["job", "resize", id, "120x40"]).1, 0);
+    assert_eq!(
+        jobs.run(&[
+            "job",
+            "write",
+            id,
+            "import os; print(os.get_terminal_size(), os.environ['TERM'], os.isatty(2))\\n"
+        ])
+        .1,
+        0
+    );
+    read_until_seen(
+        &jobs,
+        id,
+        "os.terminal_size(columns=120, lines=40) xterm-256color True",
+    );
+    // End-of-file typed on the terminal ends the REPL.
+    assert_eq!(jobs.run(&["job", "write", id, "--close"]).1, 0);
+    let (text, status) = jobs.wait(id);
+    assert_eq!(status, 0, "{text}");
+    assert!(text.ends_with("[exit code: 0]\n"), "{text}");
+}
+
+#[test]
+fn a_pty_job_in_a_confining_mode_has_its_terminal_and_no_other() {
+    let jobs = Jobs::new();
+    let ws = tempfile::tempdir().unwrap();
+    let (id, status) = jobs.run(&[
+        "--background",
+        "--pty",
+        "--sandbox",
+        "workspace-write",
+        "-C",
+        ws.path().to_str().unwrap(),
+        "--",
+        "read -r x; stty size; echo to-tty > /dev/tty; echo got:$x",
+    ]);
+    assert_eq!(status, 0, "{id}");
+    let id = id.trim();
+    assert_eq!(jobs.run(&["job", "resize", id, "100x30"]).1, 0);
+    assert_eq!(jobs.run(&["job", "write", id, "yes\\n"]).1, 0);
+    let (text, status) = jobs.wait(id);
+    assert_eq!(status, 0, "{text}");
+    // The terminal echoes the typed line; \r\n is its line ending.
+    assert_eq!(
+        text,
+        "yes\r\n30 100\r\nto-tty\r\ngot:yes\r\n[exit code: 0]\n"
+    );
+}
+
+#[test]
+fn pty_needs_a_background_job_and_resize_needs_a_pty() {
+    let out = dsh().args(["--pty", "--", "true"]).output().unwrap();
+    assert_eq!(code(&out), 125);
+    assert!(
+        stderr(&out).contains("--pty needs --background"),
+        "{}",
+        stderr(&out)
+    );
+    let jobs = Jobs::new();
+    let id = jobs.start("sleep 5");
+    let out = jobs
+        .cmd()
+        .args(["job", "resize", &id, "80x24"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 1);
+    assert_eq!(
+        stderr(&out),
+        format!("dsh-exec: job {id}: the job has no terminal (start it with --pty)\n")
+    );
+    let out = jobs
+        .cmd()
+        .args(["job", "resize", &id, "80by24"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 125);
+    let _ = jobs.run(&["job", "kill", &id]);
+}

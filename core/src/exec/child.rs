@@ -87,6 +87,7 @@ pub(crate) enum Step {
     Rlimit,
     JoinCgroup,
     RlimitCpu,
+    ControllingTty,
 }
 
 impl Step {
@@ -123,6 +124,7 @@ impl Step {
             28 => Step::Rlimit,
             29 => Step::JoinCgroup,
             30 => Step::RlimitCpu,
+            31 => Step::ControllingTty,
             _ => Step::None,
         }
     }
@@ -162,6 +164,7 @@ impl Step {
             Step::Rlimit => "setrlimit(RLIMIT_FSIZE)",
             Step::JoinCgroup => "joining the run's cgroup (write to cgroup.procs)",
             Step::RlimitCpu => "setrlimit(RLIMIT_CPU)",
+            Step::ControllingTty => "ioctl(TIOCSCTTY) of the pseudo-terminal",
         }
     }
 
@@ -200,7 +203,8 @@ impl Step {
             | Step::Tcsetpgrp
             | Step::Rlimit
             | Step::JoinCgroup
-            | Step::RlimitCpu => false,
+            | Step::RlimitCpu
+            | Step::ControllingTty => false,
         }
     }
 }
@@ -315,6 +319,9 @@ pub(crate) struct ChildArgs {
     /// i for `cgroups[i]`) and goes on.
     pub(crate) cgroups_required: bool,
     pub(crate) cgroup_failed: std::sync::atomic::AtomicU32,
+    /// Descriptor 0 is a pseudo-terminal's slave that becomes the child's
+    /// controlling terminal (`--pty`).
+    pub(crate) controlling_tty: bool,
     pub(crate) confine: ChildConfine,
     pub(crate) failed_step: AtomicI32,
     pub(crate) errno: AtomicI32,
@@ -421,6 +428,14 @@ unsafe fn install_fds(a: &ChildArgs) -> Result<(), Step> {
         if *fd != target as c_int && unsafe { libc::dup2(*fd, target as c_int) } == -1 {
             return Err(Step::Dup2);
         }
+    }
+    // `--pty`: the slave on 0 becomes the controlling terminal of the new
+    // session this child leads (tty_ioctl(4), TIOCSCTTY; the session has
+    // none yet, so no privilege is needed), and its foreground process
+    // group is this child's.
+    // SAFETY: ioctl on this child's own descriptor 0.
+    if a.controlling_tty && unsafe { libc::ioctl(0, libc::TIOCSCTTY, 0) } == -1 {
+        return Err(Step::ControllingTty);
     }
     Ok(())
 }

@@ -232,6 +232,11 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         .as_ref()
         .map(|l| l.join_fds())
         .unwrap_or_default();
+    let pty = prepared.pty.take();
+    let slaves: Vec<std::os::fd::BorrowedFd> = pty
+        .as_ref()
+        .map(|(_, slave)| vec![slave.as_fd(); 3])
+        .unwrap_or_default();
     let spawned = spawn(&Program {
         path: &prepared.shell,
         // `--` ends bash's options, so a script such as `-x` is a command.
@@ -240,9 +245,12 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         workdir: &spec.workdir.value,
         fds: if spec.interactive {
             ChildFds::Terminal
+        } else if pty.is_some() {
+            ChildFds::Given(&slaves)
         } else {
             ChildFds::Pipes
         },
+        controlling_tty: pty.is_some(),
         parent_death: true,
         pid_namespace: spec.pid_namespace,
         confine: prepared
@@ -330,14 +338,31 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
     if let (Some(facts), Some(proxy)) = (sandbox.as_mut(), prepared.proxy.as_ref()) {
         facts.network_proxy = Some(proxy.addr().to_string());
     }
+    // `--pty`: the terminal's output is stdout, stderr an empty pipe; input
+    // and the window size go to the master.
+    let (stdout, stderr, pty_master) = match pty {
+        Some((master, slave)) => {
+            drop(slave);
+            let runtime = |source| Error::Runtime {
+                what: "the pseudo-terminal",
+                source,
+            };
+            let reader = master.try_clone().map_err(runtime)?;
+            let (empty, _closed) = nix::unistd::pipe().map_err(|e| runtime(e.into()))?;
+            stdin_pipe = Some(File::from(master.try_clone().map_err(runtime)?));
+            (Some(reader), Some(empty), Some(File::from(master)))
+        }
+        None => (spawned.stdout, spawned.stderr, None),
+    };
     let streams = Streams::new(
-        spawned.stdout,
-        spawned.stderr,
+        stdout,
+        stderr,
         (spec.stdout_max_bytes.value, spec.stderr_max_bytes.value),
         spec.keep.value,
         spec.spill_max_bytes.value,
         prepared.spill_dir,
         spec.stream,
+        pty_master.is_some(),
     )?;
     Ok(Started::Running(Box::new(Execution {
         report: Report {
@@ -368,7 +393,8 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         proxy: prepared.proxy.take(),
         limiter: prepared.limiter.take(),
         stdin_pipe,
-        stdin_kept: spec.stdin.value == crate::spec::StdinSource::Pipe,
+        stdin_kept: spec.stdin.value == crate::spec::StdinSource::Pipe || spec.pty,
+        pty: pty_master,
     })))
 }
 

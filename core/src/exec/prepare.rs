@@ -53,6 +53,8 @@ pub struct Prepared {
     pub(crate) proxy: Option<crate::net::proxy::Proxy>,
     /// The run's resource limits, their cgroups made already.
     pub(crate) limiter: Option<crate::limits::Limiter>,
+    /// `--pty`: the new pseudo-terminal, (master, slave).
+    pub(crate) pty: Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>,
     warnings: Vec<String>,
 }
 
@@ -99,11 +101,43 @@ fn point_temp_at(env: &mut Vec<(OsString, OsString)>, dir: &std::path::Path) {
     env.push(("TMPDIR".into(), value));
 }
 
+/// A new pseudo-terminal for `--pty`, 80 columns by 24 rows
+/// (openpty(3)): (master, slave), both close-on-exec; the master
+/// non-blocking, for the supervision loop.
+///
+/// Errors with [`Error::Runtime`] when none can be had (no `/dev/ptmx`).
+fn open_pty() -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), Error> {
+    let fail = |e: nix::errno::Errno| Error::Runtime {
+        what: "the pseudo-terminal (openpty)",
+        source: io::Error::from(e),
+    };
+    let size = nix::pty::Winsize {
+        ws_row: 24,
+        ws_col: 80,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty = nix::pty::openpty(Some(&size), None).map_err(fail)?;
+    for fd in [&pty.master, &pty.slave] {
+        nix::fcntl::fcntl(
+            fd,
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+        )
+        .map_err(fail)?;
+    }
+    nix::fcntl::fcntl(
+        &pty.master,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+    )
+    .map_err(fail)?;
+    Ok((pty.master, pty.slave))
+}
+
 /// Checks and opens everything the run of `spec` needs.
 ///
 /// Errors with [`Error::WorkdirUnusable`], [`Error::ShellNotFound`],
 /// [`Error::StdinUnreadable`], [`Error::SpillUnusable`],
-/// [`Error::SandboxUnavailable`] or [`Error::Runtime`] (the feeder thread);
+/// [`Error::SandboxUnavailable`], [`Error::LimitUnavailable`] or [`Error::Runtime`] (the feeder thread, the pseudo-terminal);
 /// nothing has run then.
 pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
     let workdir = &spec.workdir.value;
@@ -135,7 +169,12 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         )),
     };
     let stdin = stdin.map(start_feeder).transpose()?;
+    let pty = spec.pty.then(open_pty).transpose()?;
+    let pty_path = pty
+        .as_ref()
+        .and_then(|(_, slave)| nix::unistd::ttyname(slave).ok());
     let run = sandbox::RunContext {
+        pty: pty_path.as_deref(),
         interactive: spec.interactive,
         pid_namespace: spec.pid_namespace,
         workdir: &spec.workdir.value,
@@ -242,6 +281,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         stdin,
         spill_dir,
         limiter,
+        pty,
         sandbox,
         proxy,
         warnings,

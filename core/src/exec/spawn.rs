@@ -127,6 +127,9 @@ pub(crate) struct Program<'a> {
     /// `CLONE_INTO_CGROUP`); `cgroups[0]` must then be its `cgroup.procs`,
     /// which the child writes only where clone3 is refused.
     pub(crate) cgroup_dir: Option<i32>,
+    /// The first of [`ChildFds::Given`] is a pseudo-terminal's slave that
+    /// becomes the child's controlling terminal (`--pty`).
+    pub(crate) controlling_tty: bool,
 }
 
 /// A started child: its pid (also its process-group id, and its session id
@@ -644,6 +647,7 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
         cgroups_required: program.cgroups_required,
         cgroup_failed: std::sync::atomic::AtomicU32::new(0),
         cgroup_first: std::sync::atomic::AtomicUsize::new(0),
+        controlling_tty: program.controlling_tty,
         confine: child_confine(program.confine, &mount_entries, &tree_roots),
         failed_step: AtomicI32::new(Step::None as i32),
         errno: AtomicI32::new(0),

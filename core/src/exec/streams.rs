@@ -326,9 +326,19 @@ impl Stream {
         budget: u64,
         keep: crate::capture::Keep,
         spill_cap: u64,
+        terminal: bool,
     ) -> Result<Stream, Error> {
+        // A pseudo-terminal's master is no FIFO, which tokio's pipe checks
+        // for; it is read the same way (non-blocking, set by its opener),
+        // and its EIO once every slave is closed ends it like end-of-file.
         let pipe = fd
-            .map(pipe::Receiver::from_owned_fd)
+            .map(|fd| {
+                if terminal {
+                    pipe::Receiver::from_owned_fd_unchecked(fd)
+                } else {
+                    pipe::Receiver::from_owned_fd(fd)
+                }
+            })
             .transpose()
             .map_err(|source| Error::Runtime {
                 what: "the output pipes",
@@ -391,10 +401,11 @@ impl Streams {
         spill_cap: u64,
         spill_dir: SpillDir,
         live: Option<LiveOutput>,
+        terminal: bool,
     ) -> Result<Streams, Error> {
         Ok(Streams {
-            out: Stream::new(stdout, "stdout", budgets.0, keep, spill_cap)?,
-            err: Stream::new(stderr, "stderr", budgets.1, keep, spill_cap)?,
+            out: Stream::new(stdout, "stdout", budgets.0, keep, spill_cap, terminal)?,
+            err: Stream::new(stderr, "stderr", budgets.1, keep, spill_cap, false)?,
             spill_dir,
             live: Live::new(live)?,
         })

@@ -95,8 +95,10 @@ pub struct Execution {
     /// The write end of the command's stdin under `--stdin pipe`
     /// (non-blocking); `None` once closed, or for any other stdin.
     pub(crate) stdin_pipe: Option<std::fs::File>,
-    /// The run was started with `--stdin pipe`.
+    /// The run was started with `--stdin pipe` or `--pty`.
     pub(crate) stdin_kept: bool,
+    /// `--pty`: the terminal's master, for its window size and end-of-file.
+    pub(crate) pty: Option<std::fs::File>,
 }
 
 /// Why bytes could not be written to a command's stdin.
@@ -161,13 +163,48 @@ impl Execution {
     }
 
     /// Closes the command's stdin (`--stdin pipe`): it reads end-of-file.
+    /// On a terminal (`--pty`) it types the end-of-file character (VEOF,
+    /// ^D), which ends the read of a line-reading program, and the
+    /// terminal stays open.
     ///
     /// Errors as [`Execution::write_stdin`] when there is no open pipe.
     pub fn close_stdin(&mut self) -> Result<(), StdinRefusal> {
+        if self.pty.is_some() {
+            let veof = self
+                .pty
+                .as_ref()
+                .and_then(|m| nix::sys::termios::tcgetattr(m).ok())
+                .map(|t| t.control_chars[nix::sys::termios::SpecialCharacterIndices::VEOF as usize])
+                .unwrap_or(4);
+            return self.write_stdin(&[veof]).map(|_| ());
+        }
         match (self.stdin_pipe.take(), self.stdin_kept) {
             (Some(_), _) => Ok(()),
             (None, true) => Err(StdinRefusal::Closed),
             (None, false) => Err(StdinRefusal::NotAPipe),
+        }
+    }
+
+    /// Sets the window size of the command's terminal (`--pty`) to `cols`
+    /// by `rows` (TIOCSWINSZ on the master, tty_ioctl(4)); the kernel sends
+    /// SIGWINCH to the terminal's foreground process group.
+    ///
+    /// Errors with [`StdinRefusal::NotAPipe`] when the run has no terminal.
+    pub fn resize(&mut self, cols: u16, rows: u16) -> Result<(), StdinRefusal> {
+        use std::os::fd::AsRawFd;
+        let Some(master) = &self.pty else {
+            return Err(StdinRefusal::NotAPipe);
+        };
+        let size = nix::libc::winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCSWINSZ reads the winsize we own.
+        match unsafe { nix::libc::ioctl(master.as_raw_fd(), nix::libc::TIOCSWINSZ, &size) } {
+            0 => Ok(()),
+            _ => Err(StdinRefusal::Gone),
         }
     }
 

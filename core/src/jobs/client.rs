@@ -122,6 +122,24 @@ pub fn close_stdin(dir: &Path) -> Result<(), WriteFailed> {
     }
 }
 
+/// Sets the window size of the `--pty` job in `dir`'s terminal.
+///
+/// Errors as [`write`] (`the job has no terminal` without `--pty`).
+pub fn resize(dir: &Path, cols: u16, rows: u16) -> Result<(), WriteFailed> {
+    if store::status(dir) != Status::Running {
+        return Err(WriteFailed::NotRunning { written: 0 });
+    }
+    let line = format!("resize {cols} {rows}\n");
+    match protocol::ask_request(&dir.join("sock"), line.as_bytes(), &[]) {
+        None => Err(WriteFailed::NotRunning { written: 0 }),
+        Some(WriteReply {
+            error: Some(reason),
+            ..
+        }) => Err(WriteFailed::Refused { written: 0, reason }),
+        Some(_) => Ok(()),
+    }
+}
+
 /// How a wait for a job ended.
 #[derive(Debug)]
 pub enum Waited {

@@ -11,7 +11,8 @@
 //!   waits for the client to close, which confirms the delivery. A reply
 //!   that was not confirmed goes back to be read again.
 //! - **Writes** to a `--stdin pipe` job's stdin: `write N\n` and N bytes
-//!   (at most [`MAX_WRITE`]), or `close\n`; the supervisor answers with
+//!   (at most [`MAX_WRITE`]), `close\n`, or for a `--pty` job `resize COLS
+//!   ROWS\n`; the supervisor answers with
 //!   one [`WriteReply`] line. It writes what the pipe takes at once and
 //!   says how much: the client sends the rest again, so a command that
 //!   does not read never holds the supervisor's loop.
@@ -284,6 +285,20 @@ fn write_request(
             Err(r) => refused(r),
         };
     }
+    if let Some(size) = line.strip_prefix("resize ") {
+        let mut parts = size.split_whitespace().map(str::parse::<u16>);
+        return match (parts.next(), parts.next()) {
+            (Some(Ok(cols)), Some(Ok(rows))) => match exec.resize(cols, rows) {
+                Ok(()) => WriteReply::default(),
+                Err(StdinRefusal::NotAPipe) => WriteReply {
+                    written: 0,
+                    error: Some("the job has no terminal (start it with --pty)".into()),
+                },
+                Err(r) => refused(r),
+            },
+            _ => bad(),
+        };
+    }
     let Some(len) = line
         .strip_prefix("write ")
         .and_then(|n| n.trim_end().parse::<usize>().ok())
@@ -353,20 +368,22 @@ pub(crate) fn serve(listener: &UnixListener, exec: &mut Execution, carry: &mut C
 /// `bytes` is `None`, to the supervisor listening on `sock`; `None` when it
 /// does not answer (gone, or finished meanwhile).
 pub(crate) fn ask_write(sock: &Path, bytes: Option<&[u8]>) -> Option<WriteReply> {
+    match bytes {
+        Some(b) => ask_request(sock, format!("write {}\n", b.len()).as_bytes(), b),
+        None => ask_request(sock, b"close\n", &[]),
+    }
+}
+
+/// Sends the request `line` (and `payload`) to the supervisor listening
+/// on `sock` and reads its [`WriteReply`]; `None` when it does not answer.
+pub(crate) fn ask_request(sock: &Path, line: &[u8], payload: &[u8]) -> Option<WriteReply> {
     let mut stream = UnixStream::connect(sock).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     stream
         .set_write_timeout(Some(Duration::from_secs(5)))
         .ok()?;
-    match bytes {
-        Some(b) => {
-            stream
-                .write_all(format!("write {}\n", b.len()).as_bytes())
-                .ok()?;
-            stream.write_all(b).ok()?;
-        }
-        None => stream.write_all(b"close\n").ok()?,
-    }
+    stream.write_all(line).ok()?;
+    stream.write_all(payload).ok()?;
     let mut line = String::new();
     BufReader::new(&stream).read_line(&mut line).ok()?;
     serde_json::from_str(&line).ok()

@@ -136,6 +136,7 @@ fn hand_off(
         cgroups: &[],
         cgroups_required: false,
         cgroup_dir: None,
+        controlling_tty: false,
     })
     .map_err(|e| io_fail(e.error))?;
     drop(theirs);

@@ -614,6 +614,29 @@ impl EnvPlan {
         plan
     }
 
+    /// The plan of a command on a pseudo-terminal of its own (`--pty`):
+    /// `TERM=xterm-256color` where [`NON_INTERACTIVE_OVERRIDES`] would set
+    /// `TERM=dumb` (build it with `interactive` true), under any `--env`
+    /// entry; `on` false leaves the plan as it is.
+    pub(crate) fn on_terminal(mut self, on: bool) -> EnvPlan {
+        if on {
+            let at = self
+                .settings
+                .iter()
+                .position(|s| s.layer != Layer::Override)
+                .unwrap_or(self.settings.len());
+            self.settings.insert(
+                at,
+                EnvSetting {
+                    name: "TERM".into(),
+                    value: "xterm-256color".into(),
+                    layer: Layer::Override,
+                },
+            );
+        }
+        self
+    }
+
     fn push(&mut self, name: &str, value: OsString, layer: Layer) {
         self.settings.push(EnvSetting {
             name: name.to_string(),

@@ -67,6 +67,8 @@ pub struct Request {
     pub render: Option<crate::render::plain::Render>,
     /// `--stdin pipe`: a background job's stdin stays open for `job write`.
     pub stdin_pipe: bool,
+    /// `--pty`: a background job runs on a new pseudo-terminal.
+    pub pty: bool,
     /// Where the command's stdin comes from; `None` is a closed pipe.
     pub stdin_file: Option<PathBuf>,
     /// `--env` entries, in the order given.
@@ -321,6 +323,16 @@ fn cap_timeout(s: &mut Sourced<Option<Duration>>, cap: Option<Duration>) {
 pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
     let script = command_script(&req.command)?;
     let cwd = &ambient.cwd;
+    if req.pty && (!req.background || req.detach) {
+        return Err(UsageError(
+            "--pty needs --background: the terminal's output is read with job read".into(),
+        ));
+    }
+    if req.pty && (req.stdin_file.is_some() || req.interactive) {
+        return Err(UsageError(
+            "--pty gives the command a terminal of its own: no --stdin-file or -i beside it".into(),
+        ));
+    }
     if req.stdin_pipe && !req.background {
         return Err(UsageError(
             "--stdin pipe needs --background: a foreground run's stdin is closed or a file".into(),
@@ -440,19 +452,21 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         spill_fallback,
         env: EnvPlan::build(
             &ambient.env,
-            req.interactive,
+            req.interactive || req.pty,
             sandbox.as_ref().is_some_and(|p| p.mode.value.confines()),
             req.env_policy
                 .or_else(|| req.config.as_ref().and_then(|c| c.defaults.env_policy))
                 .unwrap_or_default(),
             &req.env,
             &managed,
-        ),
+        )
+        .on_terminal(req.pty),
         sandbox,
         interactive: req.interactive,
         stream: if req.background { None } else { req.stream },
         config_file: req.config.map(|c| c.path),
         pid_namespace: req.background && ambient.can_create_pid_namespace,
+        pty: req.pty,
     })
 }
 
@@ -966,6 +980,7 @@ mod tests {
             render: Some(crate::render::plain::Render::Plain),
             stdin_file: Some(odd()),
             stdin_pipe: false,
+            pty: false,
             env_policy: None,
             env: vec![
                 EnvArg::Set("A".into(), "b".into()),

@@ -858,6 +858,8 @@ impl AfterRun {
 pub(crate) struct RunContext<'a> {
     /// The command gets this terminal (`-i`).
     pub(crate) interactive: bool,
+    /// The slave of the command's own pseudo-terminal (`--pty`).
+    pub(crate) pty: Option<&'a Path>,
     /// The command leads a new PID namespace.
     pub(crate) pid_namespace: bool,
     pub(crate) workdir: &'a Path,
@@ -1094,7 +1096,7 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
     let terminal = if run.interactive {
         own_terminal()
     } else {
-        None
+        run.pty.map(Path::to_path_buf)
     };
     // Network rules and scopes need Landlock too, but without it (full-access
     // with --network deny) the seccomp filter still refuses IP sockets.
@@ -1132,7 +1134,9 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
     // (a redirected stdout), opened through the host's writable mounts,
     // which a metadata change through the descriptor, or through its
     // /proc/self/fd link (/dev/stdout), would reach.
-    let gated_metadata = if read_only_tree && !run.interactive {
+    // Under --pty likewise: the terminal was opened through the host's
+    // devpts, where fchmod(2) of it would let another user in.
+    let gated_metadata = if read_only_tree && !run.interactive && run.pty.is_none() {
         seccomp::GatedMetadata::SetId
     } else {
         seccomp::GatedMetadata::All
