@@ -354,15 +354,14 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         }
         None => (spawned.stdout, spawned.stderr, None),
     };
+    let terminal = pty_master.is_some();
     let streams = Streams::new(
-        stdout,
-        stderr,
+        (stdout, stderr, terminal),
         (spec.stdout_max_bytes.value, spec.stderr_max_bytes.value),
         spec.keep.value,
         spec.spill_max_bytes.value,
         prepared.spill_dir,
         spec.stream,
-        pty_master.is_some(),
     )?;
     Ok(Started::Running(Box::new(Execution {
         report: Report {

@@ -392,16 +392,15 @@ pub(crate) struct Streams {
 
 impl Streams {
     /// The captures of a spawned command's pipes (`None` for an interactive
-    /// run, whose output is not captured).
+    /// run, whose output is not captured): (stdout, stderr, whether stdout
+    /// is a pseudo-terminal's master).
     pub(crate) fn new(
-        stdout: Option<OwnedFd>,
-        stderr: Option<OwnedFd>,
+        (stdout, stderr, terminal): (Option<OwnedFd>, Option<OwnedFd>, bool),
         budgets: (u64, u64),
         keep: crate::capture::Keep,
         spill_cap: u64,
         spill_dir: SpillDir,
         live: Option<LiveOutput>,
-        terminal: bool,
     ) -> Result<Streams, Error> {
         Ok(Streams {
             out: Stream::new(stdout, "stdout", budgets.0, keep, spill_cap, terminal)?,
