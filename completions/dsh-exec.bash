@@ -22,6 +22,9 @@ _dsh__exec() {
             dsh__exec,job)
                 cmd="dsh__exec__subcmd__job"
                 ;;
+            dsh__exec,mcp)
+                cmd="dsh__exec__subcmd__mcp"
+                ;;
             dsh__exec,parse-status)
                 cmd="dsh__exec__subcmd__parse__subcmd__status"
                 ;;
@@ -56,7 +59,7 @@ _dsh__exec() {
 
     case "${cmd}" in
         dsh__exec)
-            opts="-C -t -e -s -i -q -h -V --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help --version explain job prune parse-status"
+            opts="-C -t -e -s -i -q -h -V --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help --version explain mcp job prune parse-status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -486,6 +489,160 @@ _dsh__exec() {
                     ;;
                 -t)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__exec__subcmd__mcp)
+            opts="-C -t -e -s -i -q -h --keep-jobs --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --workdir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --signal)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kill-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stdout-max-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stderr-max-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --file-size-max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spill-max-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --memory-max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pids-max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cpu-max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limits)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keep)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --render)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stdin-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stdin)
+                    COMPREPLY=($(compgen -W "closed pipe" -- "${cur}"))
+                    return 0
+                    ;;
+                --env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -e)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env-policy)
+                    COMPREPLY=($(compgen -W "inherit core none" -- "${cur}"))
+                    return 0
+                    ;;
+                --dsh-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spill-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox)
+                    COMPREPLY=($(compgen -W "read-only workspace-write full-access" -- "${cur}"))
+                    return 0
+                    ;;
+                -s)
+                    COMPREPLY=($(compgen -W "read-only workspace-write full-access" -- "${cur}"))
+                    return 0
+                    ;;
+                --workspace-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --writable-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-unix-socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --protect)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --deny-read)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --read-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-read)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --network)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --detach-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)

@@ -73,6 +73,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l json -d 'Print one JS
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s V -l version -d 'Print version'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "explain" -d 'Resolve and show the spec and child environment; run nothing'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "mcp" -d 'Serve the Model Context Protocol on stdio: tools run, start, read, write_stdin, wait, kill and list, under the policy these options fix (a call may ask for less, never for more)'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "job" -d 'Read, wait for, kill, list or prune background jobs'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "prune" -d 'Remove this user\'s spill directories that nothing has changed for a while (a week unless --older-than says otherwise)'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "parse-status" -d 'Read a rendered result (or a --json one) and print its status as JSON: exit_code, signal, and timed_out and aborted from the notices above the marker (exit 1 when the last line is no marker)'
@@ -123,6 +124,54 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stream -d 
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s q -l quiet -d 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l json -d 'Print one JSON object instead of the rendered text'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -s C -l workdir -d 'Working directory of the command [default: the current directory]' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -s t -l timeout -d 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l signal -d 'The first signal sent at the deadline or on an abort, as timeout -s: TERM, INT, HUP, KILL, USR1, ... or a number; SIGKILL follows after --kill-after [default: TERM]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l kill-after -d 'Grace period between SIGTERM and SIGKILL [default: 2s]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l stdout-max-bytes -d 'Bytes of stdout kept (the tail, or what --keep says): 4096, 64K, 1.5M, 1MiB [default: 1MiB]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l stderr-max-bytes -d 'Bytes of stderr kept (the tail, or what --keep says) [default: 1MiB]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l file-size-max -d 'The largest file the command may write (RLIMIT_FSIZE, which it cannot raise): a write past it gets SIGXFSZ, which ends the writer (a shell reports 153); a program that ignores SIGXFSZ gets EFBIG instead [default: as inherited]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l spill-max-bytes -d 'The most bytes one spill file holds (4GiB): past it the file stops growing, the tail keeps working, and the result says how many bytes were dropped [default: 4GiB]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l memory-max -d 'The whole tree\'s memory (cgroup memory.max; RAM, no swap on top): at the limit the kernel reclaims, then its OOM killer ends a process, and the run ends as \'[killed by the memory limit (SIZE)]\'; none: unlimited, whatever the configuration file\'s default [default: unlimited]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l pids-max -d 'Processes and threads of the tree at once (cgroup pids.max): past it fork and thread creation fail with EAGAIN; none: unlimited [default: unlimited]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l cpu-max -d 'CPU time of the whole tree (user + system, all processes): once used, the tree gets --signal, then SIGKILL after --kill-after, as at the deadline; none: unlimited [default: unlimited]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l limits -d 'strict: a limit that cannot be enforced here is an error (LIMIT_UNAVAILABLE, exit 125); best-effort: run without it, with a warning and a not_enforced fact [default: strict]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l keep -d 'Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l render -d 'raw: the text as written; plain: as a terminal would show it (carriage-return overwrites collapsed, backspaces applied, escape sequences removed, other control bytes shown as \\xNN); the spill file stays exact [default: raw]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l stdin-file -d 'Feed this file to the command\'s stdin (\'-\': this process\'s stdin) [default: closed]' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l stdin -d 'closed: the command\'s stdin reads end-of-file at once; pipe (with --background): it stays open, \'dsh-exec job write ID\' appends to it and \'job write ID --close\' closes it [default: closed]' -r -f -a "closed\t''
+pipe\t''"
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -s e -l env -d 'Set KEY=VALUE in the child environment, or pass KEY through (even a scrubbed one)' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l env-policy -d 'Which of this process\'s variables the command inherits [default: inherit]; --env applies on top' -r -f -a "inherit\t'this process\'s environment minus what is plainly a secret'
+core\t'only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TZ, TMPDIR and TERM'
+none\t'nothing of this process\'s'"
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l dsh-env -d 'Set a managed DSH_KEY=VALUE entry, applied after every --env entry' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l spill-dir -d 'Where the run\'s private spill directory is created [default: STATE/spill, out of confined runs\' reach; $TMPDIR or /tmp if that cannot be made]' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -s s -l sandbox -d 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)' -r -f -a "read-only\t'Read and execute anything but the read deny list; write nothing but a few devices and a private scratch TMPDIR'
+workspace-write\t'Also write under the workspace root, writable roots and the temp dir'
+full-access\t'No confinement'"
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l workspace-root -d 'Root the command may write under in workspace-write [default: the workdir]' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l writable-root -d 'Another directory writable in workspace-write (repeatable; missing ones are skipped)' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l allow-unix-socket -d 'A Unix socket outside the writable roots that a confined command may connect to (repeatable)' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l protect -d 'Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable)' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l deny-read -d 'Make PATH unreadable in the confining modes, besides ~/.ssh, ~/.aws and the rest of the default list (repeatable)' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l read-root -d 'Read only PATH (repeatable), the workspace, the writable roots and the system\'s directories: /usr, /bin, /sbin, /lib*, /etc, /proc, /sys and the ordinary devices' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l allow-read -d 'Lift one entry of the read deny list (or make PATH inside a denied directory readable) (repeatable)' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l network -d 'IPv4/IPv6 networking [default: allow]: allow; deny (no IP sockets); loopback (TCP and UDP to and from 127.0.0.0/8 and ::1 only); allow=HOST[,HOST...] (loopback, and the listed hosts through a proxy of the run: example.org, *.example.org, 10.0.0.5, each with an optional :PORT, else ports 80 and 443; repeatable). Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l detach-after -d 'If the command still runs after this long, print its output so far and leave it running as a background job' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l color -d 'Colour the notices and the marker' -r -f -a "auto\t'On a terminal (or with CLICOLOR_FORCE), unless NO_COLOR is set'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l keep-jobs -d 'Leave the jobs the server started running when the client closes its stdin [default: they are killed and their trees swept]'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l pty -d 'With --background: run the command on a new pseudo-terminal (80x24), as its controlling terminal; its output is the terminal\'s (stderr merged), \'job write\' types into it, \'job resize\' sets its size; TERM=xterm-256color unless -e says otherwise'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l no-temp-write -d 'Keep the temp directory read-only in workspace-write'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l allow-caches -d 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -s i -l interactive -d 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand)'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l background -d 'Start the command as a background job and print its id (see `dsh-exec job`)'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l stream -d 'Show the output live as it is produced (to stderr with --json), capturing it as usual'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -s q -l quiet -d 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l json -d 'Print one JSON object instead of the rendered text'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write resize kill list prune" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write resize kill list prune" -f -a "read" -d 'Print what the job wrote since the previous read, then `[running]` or its end'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and not __fish_seen_subcommand_from read wait write resize kill list prune" -f -a "wait" -d 'Wait for the job to end and print its result as a foreground run would'

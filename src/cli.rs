@@ -175,6 +175,8 @@ pub struct Cli {
 pub enum Sub {
     /// Resolve and show the spec and child environment; run nothing.
     Explain(Box<RunArgs>),
+    /// Serve the Model Context Protocol on stdio: tools run, start, read, write_stdin, wait, kill and list, under the policy these options fix (a call may ask for less, never for more).
+    Mcp(Box<McpArgs>),
     /// Read, wait for, kill, list or prune background jobs.
     #[command(subcommand, disable_help_subcommand = true)]
     Job(JobCmd),
@@ -196,6 +198,17 @@ pub enum Sub {
         /// The rendered result; standard input when absent or '-'.
         file: Option<PathBuf>,
     },
+}
+
+/// `dsh-exec mcp`: the server's options.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Leave the jobs the server started running when the client closes its stdin [default: they are killed and their trees swept].
+    #[arg(long)]
+    pub keep_jobs: bool,
+    #[command(flatten)]
+    /// The policy every call runs under (a call may narrow it).
+    pub run: RunArgs,
 }
 
 /// `dsh-exec job ...`: the background jobs of this user.

@@ -28,6 +28,7 @@ fn main() -> ExitCode {
     }
     match cli.subcommand {
         Some(Sub::Explain(args)) => cmd::explain::explain(*args),
+        Some(Sub::Mcp(args)) => cmd::mcp::mcp(args.run, args.keep_jobs),
         Some(Sub::ParseStatus { file }) => cmd::parse_status::parse_status(file),
         Some(Sub::Job(job)) => cmd::job::job(job),
         Some(Sub::Prune {
@@ -56,7 +57,7 @@ fn stdin_hint() {
 /// runs as a command, since a subcommand counts only as the very first
 /// argument; unless `--` said so, a note on stderr says what happened.
 fn subcommand_hint(argv: &[std::ffi::OsString], command: &[String]) {
-    const SUBCOMMANDS: [&str; 4] = ["explain", "job", "parse-status", "prune"];
+    const SUBCOMMANDS: [&str; 5] = ["explain", "job", "mcp", "parse-status", "prune"];
     let Some(first) = command.first() else { return };
     if SUBCOMMANDS.contains(&first.as_str()) && !argv.iter().any(|a| a == "--") {
         output::say!(

@@ -79,6 +79,8 @@ pub enum StdinSource {
     /// A pipe kept open for a background job (`--stdin pipe`): `job write`
     /// appends to it, `job write --close` closes it.
     Pipe,
+    /// These bytes, then end-of-file (an MCP `run` call's `stdin` text).
+    Text(String),
 }
 
 /// Where `--stream` copies the command's output as it is produced.

@@ -57,6 +57,13 @@ fn supervisor_program() -> Result<SupervisorProgram, Error> {
 /// Resolves `args` and launches the job: the launched job, or the exit
 /// status of a failure, already reported. A job whose sandbox runner failed
 /// is such a failure (125), as in the foreground.
+/// Starts the background job of `spec` in this user's jobs root.
+///
+/// Errors as [`jobs::launch`].
+pub(crate) fn launch_spec(spec: &dsh_exec_core::Spec) -> Result<Launched, Error> {
+    root().and_then(|root| jobs::launch(spec, &root, &supervisor_program()?))
+}
+
 fn launch(args: RunArgs) -> Result<(Launched, bool, ColorChoice), ExitCode> {
     let (spec, json, color) = resolve_args(args)?;
     super::prune::auto_prune(&spec);

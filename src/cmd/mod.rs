@@ -3,6 +3,7 @@
 
 pub(crate) mod explain;
 pub(crate) mod job;
+pub(crate) mod mcp;
 pub(crate) mod parse_status;
 pub(crate) mod prune;
 pub(crate) mod run;

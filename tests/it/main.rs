@@ -36,6 +36,7 @@ mod leftovers;
 mod library;
 mod limits;
 mod load;
+mod mcp;
 mod network;
 mod output_budget;
 mod parse_status;

@@ -404,6 +404,11 @@ impl StreamCapture {
         self.tail.extend(text.as_bytes());
     }
 
+    /// Bytes pushed so far.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
     /// The spill file's path, once the stream has outgrown its budget.
     pub fn spill_path(&self) -> Option<&Path> {
         self.spill_path.as_deref()

@@ -157,6 +157,12 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
     let stdin = match &spec.stdin.value {
         StdinSource::Closed | StdinSource::Pipe => None,
         StdinSource::File(path) => Some(open_stdin_file(path)?),
+        StdinSource::Text(text) => Some(StdinFeed::Open(text_file(text).map_err(|e| {
+            Error::StdinUnreadable {
+                path: "the text".into(),
+                problem: PathProblem::Io(e),
+            }
+        })?)),
         StdinSource::Inherited => Some(StdinFeed::Open(
             io::stdin()
                 .as_fd()
@@ -348,6 +354,18 @@ enum StdinFeed {
     /// A FIFO, opened by the feeder thread: opening one for reading waits
     /// for a writer, which must not hold up the run, its deadline or aborts.
     Fifo(PathBuf),
+}
+
+/// `text` in an anonymous file (memfd_create(2)), read from its start.
+fn text_file(text: &str) -> io::Result<File> {
+    use std::io::{Seek, Write};
+    let fd =
+        nix::sys::memfd::memfd_create(c"dsh-exec-stdin", nix::sys::memfd::MFdFlags::MFD_CLOEXEC)
+            .map_err(io::Error::from)?;
+    let mut file = File::from(fd);
+    file.write_all(text.as_bytes())?;
+    file.rewind()?;
+    Ok(file)
 }
 
 fn open_stdin_file(path: &Path) -> Result<StdinFeed, Error> {

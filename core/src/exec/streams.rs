@@ -460,6 +460,11 @@ impl Streams {
         )
     }
 
+    /// Bytes read so far from (stdout, stderr).
+    pub(crate) fn totals(&self) -> (u64, u64) {
+        (self.out.capture.total(), self.err.capture.total())
+    }
+
     /// The spill files of (stdout, stderr), once the streams outgrew their budgets.
     pub(crate) fn spill_paths(&self) -> (Option<&std::path::Path>, Option<&std::path::Path>) {
         (self.out.capture.spill_path(), self.err.capture.spill_path())

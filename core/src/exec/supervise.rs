@@ -208,6 +208,11 @@ impl Execution {
         }
     }
 
+    /// Bytes the command has written so far: (stdout, stderr).
+    pub fn bytes_so_far(&self) -> (u64, u64) {
+        self.streams.totals()
+    }
+
     /// Consumes the output produced since the previous call: (stdout, stderr).
     pub fn read_delta(&mut self) -> (Delta, Delta) {
         self.streams.read_delta()

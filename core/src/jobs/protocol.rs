@@ -42,7 +42,7 @@ pub(crate) const MAX_SPEC_BYTES: u64 = 64 << 20;
 pub const MAX_WRITE: usize = 1 << 20;
 
 /// The answer to a `write` or `close` request.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WriteReply {
     /// Bytes the command's stdin took (0 when its pipe is full).
     pub written: usize,
@@ -82,7 +82,7 @@ pub(crate) enum Handoff {
 }
 
 /// An incremental read, as `job read --json` prints it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReadReply {
     /// stdout written since the previous read (lossy UTF-8).
     pub delta_stdout: String,

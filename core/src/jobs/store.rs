@@ -24,7 +24,7 @@ use crate::error::{Error, PathProblem};
 use crate::result::RunResult;
 
 /// A job's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// The supervisor runs the command.

@@ -55,12 +55,30 @@ pub struct Launched {
     /// The command's pid (in the supervisor's PID namespace); `None` when
     /// the command never ran.
     pub pid: Option<i32>,
+    /// The supervisor's pid: a child of this process until it exits (see
+    /// [`Launched::reap_when_done`]).
+    pub supervisor: i32,
     /// Warnings of the preparation, one line each (skipped writable roots, ...).
     pub warnings: Vec<String>,
     /// The result of a command that never ran: its deadline passed during
     /// preparation, or the sandbox runner failed (then the job should be
     /// discarded and the failure reported, as in the foreground).
     pub not_run: Option<RunResult>,
+}
+
+impl Launched {
+    /// Reaps the supervisor when it exits, on a thread of its own, for a
+    /// launcher that lives on (the MCP server): its pid cannot be reused
+    /// while it is an unreaped child, so the wait cannot take another's
+    /// status.
+    pub fn reap_when_done(&self) {
+        let pid = nix::unistd::Pid::from_raw(self.supervisor);
+        let _ = std::thread::Builder::new()
+            .name("supervisor reaper".into())
+            .spawn(move || {
+                let _ = nix::sys::wait::waitpid(pid, None);
+            });
+    }
 }
 
 /// Removes a job's directory (a job that never ran, or one shown as a
@@ -162,6 +180,7 @@ fn hand_off(
         Handoff::Started { pid, warnings } => Ok(Launched {
             id: id.to_string(),
             dir: dir.to_path_buf(),
+            supervisor: spawned.pid,
             pid: Some(pid),
             warnings,
             not_run: None,
@@ -169,6 +188,7 @@ fn hand_off(
         Handoff::NotRun { result, warnings } => Ok(Launched {
             id: id.to_string(),
             dir: dir.to_path_buf(),
+            supervisor: spawned.pid,
             pid: None,
             warnings,
             not_run: Some(*result),

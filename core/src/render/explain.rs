@@ -43,6 +43,7 @@ fn stdin_text(s: &StdinSource) -> String {
         StdinSource::File(p) => format!("file {}", p.display()),
         StdinSource::Inherited => "this process's stdin".into(),
         StdinSource::Pipe => "a pipe kept open for `job write` (--stdin pipe)".into(),
+        StdinSource::Text(t) => format!("{} bytes of text", t.len()),
     }
 }
 
@@ -61,6 +62,7 @@ fn stdin_json(s: &StdinSource) -> Value {
         StdinSource::File(p) => json!({"kind": "file", "path": lossy(p)}),
         StdinSource::Inherited => json!({"kind": "inherited"}),
         StdinSource::Pipe => json!({"kind": "pipe"}),
+        StdinSource::Text(t) => json!({"kind": "text", "bytes": t.len()}),
     }
 }
 

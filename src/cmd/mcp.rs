@@ -1,0 +1,835 @@
+//! `dsh-exec mcp [RUN OPTIONS]`: a Model Context Protocol server on stdio
+//! over the same engine (the official Rust SDK, rmcp, speaks the protocol).
+//!
+//! The server's own flags and configuration fix the policy: they are
+//! resolved once into the server's spec, and every tool call's request is
+//! built from the same flags with the call's arguments on top, under caps
+//! that are the server's values. A call can ask for less (a shorter
+//! deadline, smaller budgets, a narrower sandbox mode, a workdir inside the
+//! server's), never for more: a larger value is clamped with the same
+//! `capped` notice as the CLI's, a wider mode or a workdir outside is a
+//! tool error.
+//!
+//! `run` runs in this process (no process of its own per call), one at a
+//! time: a run's tree is this process's descendants, so two at once would
+//! sweep each other's. `start` starts a background job as `--background`
+//! does (a supervisor process, which outlives the server with
+//! `--keep-jobs`); `read`, `write_stdin`, `wait`, `kill` and `list` act on
+//! the jobs this server started. When the client closes stdin, those jobs
+//! are killed and their trees swept, unless `--keep-jobs`.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use dsh_exec_core::request::config::{Caps, Config};
+use dsh_exec_core::sandbox::Mode;
+use dsh_exec_core::{AbortSource, Ambient, Request, RunResult, Signal, Spec, Started, jobs};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::cli::RunArgs;
+
+/// The most bytes a call's command may hold: 1 MiB.
+const MAX_COMMAND_BYTES: usize = 1 << 20;
+
+/// The most bytes of `stdin` text a `run` call may carry: 16 MiB.
+const MAX_STDIN_BYTES: usize = 16 << 20;
+
+/// How often a long `run` reports progress, when the client asked for it.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// The longest a `wait` call waits when it names no timeout: 30 s.
+const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+
+/// `run`: one command, to its end.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RunParams {
+    /// The script for `bash -c` (at most 1 MiB).
+    command: String,
+    /// Working directory, relative to the server's workspace root or
+    /// absolute inside it [default: the root].
+    #[serde(default)]
+    workdir: Option<String>,
+    /// Deadline in milliseconds (no more than the server's; 0 is refused)
+    /// [default: the server's].
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+    /// Bytes of stdout kept (no more than the server's).
+    #[serde(default)]
+    stdout_max_bytes: Option<u64>,
+    /// Bytes of stderr kept (no more than the server's).
+    #[serde(default)]
+    stderr_max_bytes: Option<u64>,
+    /// Text fed to the command's stdin, then end-of-file [default: none, stdin closed].
+    #[serde(default)]
+    stdin: Option<String>,
+    /// A sandbox mode no wider than the server's: read-only,
+    /// workspace-write or full-access [default: the server's].
+    #[serde(default)]
+    sandbox: Option<String>,
+}
+
+/// `start`: a background job.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct StartParams {
+    /// The script for `bash -c` (at most 1 MiB).
+    command: String,
+    /// Working directory, as for `run`.
+    #[serde(default)]
+    workdir: Option<String>,
+    /// Deadline in milliseconds (no more than the server's) [default:
+    /// the server's, as `--background` with the server's flags].
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+    /// Run the command on a new pseudo-terminal (80x24): `write_stdin`
+    /// types into it, `read` gives what it shows.
+    #[serde(default)]
+    pty: bool,
+    /// Keep the command's stdin open for `write_stdin` (implied by `pty`).
+    #[serde(default)]
+    stdin_pipe: bool,
+    /// A sandbox mode no wider than the server's.
+    #[serde(default)]
+    sandbox: Option<String>,
+}
+
+/// A job this server started.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct JobParams {
+    /// The id `start` returned.
+    job_id: String,
+}
+
+/// `write_stdin`: bytes for a job's stdin or terminal.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WriteParams {
+    /// The id `start` returned.
+    job_id: String,
+    /// The text to write, as it is (a newline is not added).
+    #[serde(default)]
+    data: String,
+    /// Then close the job's stdin (on a terminal: type end-of-file, ^D).
+    #[serde(default)]
+    close: bool,
+}
+
+/// `wait`: for a job's end.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WaitParams {
+    /// The id `start` returned.
+    job_id: String,
+    /// Give up after this many milliseconds [default: 30000].
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+/// No arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoParams {}
+
+/// What `start` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+struct Started_ {
+    /// The job's id, for `read`, `write_stdin`, `wait` and `kill`.
+    job_id: String,
+    /// The command's pid (its `bash`), in the supervisor's PID namespace.
+    pid: Option<i32>,
+    /// Warnings of the preparation.
+    warnings: Vec<String>,
+}
+
+/// What `write_stdin` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+struct Written {
+    /// Bytes written.
+    written: usize,
+    /// The stdin was closed (or end-of-file typed).
+    closed: bool,
+}
+
+/// What `wait` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+struct WaitResult {
+    /// `finished`, `running` (the wait's limit passed) or `lost`.
+    status: String,
+    /// The result, once finished.
+    result: Option<RunResult>,
+}
+
+/// What `kill` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+struct Killed {
+    /// True when the job was running and was killed; false when it had
+    /// already ended.
+    killed: bool,
+}
+
+/// One job of `list`.
+#[derive(Debug, Serialize, JsonSchema)]
+struct ListedJob {
+    /// The job's id.
+    job_id: String,
+    /// `running`, `finished` or `lost`.
+    status: String,
+    /// Its command.
+    command: String,
+}
+
+/// What `list` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+struct Listed {
+    /// The jobs this server started, oldest first.
+    jobs: Vec<ListedJob>,
+}
+
+/// A job this server started.
+struct Job {
+    id: String,
+    dir: PathBuf,
+    command: String,
+}
+
+/// The server: its flags, resolved once, and its jobs.
+struct Server {
+    /// The server's flags as a request, without a command.
+    base: Request,
+    /// The spec the server's flags resolve to (with `true` as the command).
+    spec: Spec,
+    ambient: Ambient,
+    /// The directory calls' workdirs must be inside (real path).
+    root: PathBuf,
+    /// One `run` (or `start`) at a time: a run's tree is this process's
+    /// descendants.
+    spawn_lock: tokio::sync::Mutex<()>,
+    jobs: Mutex<Vec<Job>>,
+}
+
+/// A tool call's failure that is the caller's (a tool error, not a
+/// protocol error): the message says what was wrong.
+fn tool_error(message: impl Into<String>) -> CallToolResponse {
+    CallToolResult::error(vec![ContentBlock::text(message.into())]).into()
+}
+
+/// The JSON Schema of `T` as a JSON object.
+fn schema<T: JsonSchema>() -> Arc<JsonObject> {
+    let value = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
+    Arc::new(value.as_object().cloned().unwrap_or_default())
+}
+
+/// A tool with its input and output schemas.
+fn tool<I: JsonSchema, O: JsonSchema>(name: &'static str, description: &'static str) -> Tool {
+    let mut t = Tool::new(name, description, schema::<I>());
+    t.output_schema = Some(schema::<O>());
+    t
+}
+
+/// How narrow a sandbox mode is: a call may ask for one at least as narrow
+/// as the server's (none counts as the widest).
+fn narrowness(mode: Option<Mode>) -> u8 {
+    match mode {
+        None => 0,
+        Some(Mode::FullAccess) => 1,
+        Some(Mode::WorkspaceWrite) => 2,
+        Some(Mode::ReadOnly) => 3,
+    }
+}
+
+/// Aborts a run when the call is cancelled (`notifications/cancelled`):
+/// the same escalation as a SIGTERM sent to `dsh-exec` (SIGTERM, then
+/// SIGKILL after the grace period). It fires once: a cancelled token stays
+/// cancelled, and an abort source that is always ready would keep the run
+/// loop from ever yielding to the runtime.
+struct Cancelled {
+    token: tokio_util::sync::CancellationToken,
+    fired: bool,
+}
+
+impl AbortSource for Cancelled {
+    async fn next(&mut self) -> Signal {
+        if self.fired {
+            return std::future::pending().await;
+        }
+        self.token.cancelled().await;
+        self.fired = true;
+        Signal::SIGTERM
+    }
+}
+
+impl Server {
+    /// The request of a call: the server's flags, the call's command,
+    /// workdir, deadline, budgets and mode, under the server's values as
+    /// caps. Errors (a tool error's message) on a workdir outside the root,
+    /// a wider mode, a bad value.
+    #[allow(clippy::too_many_arguments)]
+    fn request(
+        &self,
+        command: &str,
+        workdir: Option<&str>,
+        timeout_ms: Option<u64>,
+        budgets: (Option<u64>, Option<u64>),
+        sandbox: Option<&str>,
+        background: bool,
+    ) -> Result<Request, String> {
+        if command.len() > MAX_COMMAND_BYTES {
+            return Err(format!(
+                "the command is {} bytes; at most {MAX_COMMAND_BYTES}",
+                command.len()
+            ));
+        }
+        let mut req = self.base.clone();
+        req.command = vec![command.to_string()];
+        req.workdir = Some(self.workdir(workdir)?);
+        if let Some(ms) = timeout_ms {
+            if ms == 0 {
+                return Err("timeout_ms must be at least 1 (the server's deadline applies when it is absent)".into());
+            }
+            req.timeout = Some(Some(Duration::from_millis(ms)));
+        }
+        if let Some(n) = budgets.0 {
+            req.stdout_max_bytes = Some(n);
+        }
+        if let Some(n) = budgets.1 {
+            req.stderr_max_bytes = Some(n);
+        }
+        let server_mode = self.spec.sandbox.as_ref().map(|p| p.mode.value);
+        if let Some(text) = sandbox {
+            let mode: Mode = text.parse()?;
+            if narrowness(Some(mode)) < narrowness(server_mode) {
+                return Err(format!(
+                    "sandbox {} is wider than the server's {}",
+                    mode.as_str(),
+                    server_mode.map(Mode::as_str).unwrap_or("none")
+                ));
+            }
+            req.sandbox = Some(mode);
+        }
+        req.background = background;
+        req.detach = false;
+        req.interactive = false;
+        req.stream = None;
+        req.config = Some(self.caps());
+        Ok(req)
+    }
+
+    /// The configuration of calls: the server's file's defaults, and as
+    /// caps the server's own values (and the file's, where lower).
+    fn caps(&self) -> Config {
+        let file = self.base.config.clone().unwrap_or_default();
+        let min = |a: Option<u64>, b: u64| Some(a.map_or(b, |a| a.min(b)));
+        let s = &self.spec;
+        let caps = Caps {
+            max_timeout: match (file.caps.max_timeout, s.timeout.value) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+            max_stdout_bytes: min(file.caps.max_stdout_bytes, s.stdout_max_bytes.value),
+            max_stderr_bytes: min(file.caps.max_stderr_bytes, s.stderr_max_bytes.value),
+            max_spill_bytes: min(file.caps.max_spill_bytes, s.spill_max_bytes.value),
+            max_memory: file.caps.max_memory.or(s.memory_max.value),
+            max_pids: file.caps.max_pids.or(s.pids_max.value),
+            max_cpu: file.caps.max_cpu.or(s.cpu_max.value),
+            max_file_size: file.caps.max_file_size.or(s.file_size_max.value),
+        };
+        Config {
+            path: PathBuf::from("the server's flags"),
+            defaults: file.defaults,
+            caps,
+        }
+    }
+
+    /// A call's workdir: inside the server's root (its real path checked
+    /// after resolving symlinks), the root itself when absent.
+    fn workdir(&self, asked: Option<&str>) -> Result<PathBuf, String> {
+        let Some(asked) = asked else {
+            return Ok(self.root.clone());
+        };
+        let path = self.root.join(asked);
+        let real =
+            std::fs::canonicalize(&path).map_err(|e| format!("workdir {}: {e}", path.display()))?;
+        if !real.starts_with(&self.root) {
+            return Err(format!(
+                "workdir {} is outside the server's workspace root {}",
+                real.display(),
+                self.root.display()
+            ));
+        }
+        Ok(real)
+    }
+
+    fn resolve(&self, req: Request) -> Result<Spec, String> {
+        dsh_exec_core::resolve(req, &self.ambient).map_err(|e| e.0)
+    }
+
+    /// The job `id`, if this server started it.
+    fn job(&self, id: &str) -> Result<PathBuf, String> {
+        let jobs = self.jobs.lock().map_err(|_| "the job list is unusable")?;
+        jobs.iter()
+            .find(|j| j.id == id)
+            .map(|j| j.dir.clone())
+            .ok_or_else(|| format!("no job {id} was started by this server"))
+    }
+
+    async fn run(&self, args: JsonObject, ctx: &RequestContext<RoleServer>) -> CallToolResponse {
+        let p: RunParams = match serde_json::from_value(args.into()) {
+            Ok(p) => p,
+            Err(e) => return tool_error(format!("bad arguments: {e}")),
+        };
+        if p.stdin.as_ref().is_some_and(|s| s.len() > MAX_STDIN_BYTES) {
+            return tool_error(format!("stdin is larger than {MAX_STDIN_BYTES} bytes"));
+        }
+        let mut req = match self.request(
+            &p.command,
+            p.workdir.as_deref(),
+            p.timeout_ms,
+            (p.stdout_max_bytes, p.stderr_max_bytes),
+            p.sandbox.as_deref(),
+            false,
+        ) {
+            Ok(r) => r,
+            Err(e) => return tool_error(e),
+        };
+        req.stdin_file = None;
+        let spec = match self.resolve(req) {
+            Ok(mut s) => {
+                if let Some(text) = p.stdin {
+                    s.stdin.value = dsh_exec_core::spec::StdinSource::Text(text);
+                }
+                s
+            }
+            Err(e) => return tool_error(e),
+        };
+        let _one = self.spawn_lock.lock().await;
+        let started = Instant::now();
+        let prepared = match dsh_exec_core::prepare(&spec) {
+            Ok(p) => p,
+            Err(e) => return tool_error(format!("{e} ({})", e.code())),
+        };
+        let mut exec = match dsh_exec_core::start(&spec, prepared, started) {
+            Ok(Started::Running(exec)) => exec,
+            Ok(Started::NotRun(result)) => return result_response(&result),
+            Err(e) => return tool_error(format!("{e} ({})", e.code())),
+        };
+        let progress = ctx.meta.get_progress_token();
+        let mut aborts = Cancelled {
+            token: ctx.ct.clone(),
+            fired: false,
+        };
+        loop {
+            let until = progress.as_ref().map(|_| Instant::now() + PROGRESS_EVERY);
+            match exec.run_until(until, &mut aborts).await {
+                Ok(true) => break,
+                Ok(false) => {
+                    if let Some(token) = &progress {
+                        let (out, err) = exec.bytes_so_far();
+                        let elapsed = started.elapsed().as_millis();
+                        let _ = ctx
+                            .peer
+                            .notify_progress(
+                                ProgressNotificationParam::new(token.clone(), elapsed as f64)
+                                    .with_message(format!(
+                                        "{elapsed} ms, {out} bytes of stdout, {err} of stderr"
+                                    )),
+                            )
+                            .await;
+                    }
+                }
+                Err(e) => return tool_error(format!("{e} ({})", e.code())),
+            }
+        }
+        result_response(&exec.finish())
+    }
+
+    async fn start(&self, args: JsonObject) -> CallToolResponse {
+        let p: StartParams = match serde_json::from_value(args.into()) {
+            Ok(p) => p,
+            Err(e) => return tool_error(format!("bad arguments: {e}")),
+        };
+        let mut req = match self.request(
+            &p.command,
+            p.workdir.as_deref(),
+            p.timeout_ms,
+            (None, None),
+            p.sandbox.as_deref(),
+            true,
+        ) {
+            Ok(r) => r,
+            Err(e) => return tool_error(e),
+        };
+        req.stdin_file = None;
+        req.pty = p.pty;
+        req.stdin_pipe = p.stdin_pipe && !p.pty;
+        let spec = match self.resolve(req) {
+            Ok(s) => s,
+            Err(e) => return tool_error(e),
+        };
+        let _one = self.spawn_lock.lock().await;
+        let launched = match super::job::launch_spec(&spec) {
+            Ok(l) => l,
+            Err(e) => return tool_error(format!("{e} ({})", e.code())),
+        };
+        launched.reap_when_done();
+        if let Some(result) = launched.not_run {
+            jobs::discard(&launched.dir);
+            return result_response(&result);
+        }
+        if let Ok(mut jobs) = self.jobs.lock() {
+            jobs.push(Job {
+                id: launched.id.clone(),
+                dir: launched.dir.clone(),
+                command: spec.script.clone(),
+            });
+        }
+        json_response(
+            &format!("started job {}", launched.id),
+            &Started_ {
+                job_id: launched.id,
+                pid: launched.pid,
+                warnings: launched.warnings,
+            },
+        )
+    }
+
+    fn read(&self, args: JsonObject) -> CallToolResponse {
+        let p: JobParams = match serde_json::from_value(args.into()) {
+            Ok(p) => p,
+            Err(e) => return tool_error(format!("bad arguments: {e}")),
+        };
+        let dir = match self.job(&p.job_id) {
+            Ok(d) => d,
+            Err(e) => return tool_error(e),
+        };
+        let reply = jobs::read(&dir);
+        let mut text = reply.delta_stdout.clone();
+        if !reply.delta_stderr.is_empty() {
+            text.push_str("[stderr]\n");
+            text.push_str(&reply.delta_stderr);
+        }
+        match &reply.result {
+            Some(r) => text.push_str(&dsh_exec_core::render::render_status(r, false)),
+            None => text.push_str("[running]\n"),
+        }
+        json_response(&text, &reply)
+    }
+
+    fn write_stdin(&self, args: JsonObject) -> CallToolResponse {
+        let p: WriteParams = match serde_json::from_value(args.into()) {
+            Ok(p) => p,
+            Err(e) => return tool_error(format!("bad arguments: {e}")),
+        };
+        let dir = match self.job(&p.job_id) {
+            Ok(d) => d,
+            Err(e) => return tool_error(e),
+        };
+        let failed = |e: jobs::WriteFailed| {
+            tool_error(match e {
+                jobs::WriteFailed::NotRunning { written } => {
+                    format!("job {} is not running ({written} bytes written)", p.job_id)
+                }
+                jobs::WriteFailed::Refused { written, reason } => {
+                    format!("job {}: {reason} ({written} bytes written)", p.job_id)
+                }
+                jobs::WriteFailed::Stalled { written } => format!(
+                    "job {} did not read its stdin ({written} bytes written)",
+                    p.job_id
+                ),
+            })
+        };
+        let written = match jobs::write(&dir, p.data.as_bytes(), Duration::from_secs(10)) {
+            Ok(n) => n,
+            Err(e) => return failed(e),
+        };
+        if p.close
+            && let Err(e) = jobs::close_stdin(&dir)
+        {
+            return failed(e);
+        }
+        json_response(
+            &format!("{written} bytes written"),
+            &Written {
+                written,
+                closed: p.close,
+            },
+        )
+    }
+
+    async fn wait(&self, args: JsonObject) -> CallToolResponse {
+        let p: WaitParams = match serde_json::from_value(args.into()) {
+            Ok(p) => p,
+            Err(e) => return tool_error(format!("bad arguments: {e}")),
+        };
+        let dir = match self.job(&p.job_id) {
+            Ok(d) => d,
+            Err(e) => return tool_error(e),
+        };
+        let limit = p.timeout_ms.map_or(DEFAULT_WAIT, Duration::from_millis);
+        let waited = tokio::task::spawn_blocking(move || jobs::wait(&dir, Some(limit))).await;
+        let (status, result) = match waited {
+            Ok(jobs::Waited::Finished(r)) => ("finished", Some(*r)),
+            Ok(jobs::Waited::StillRunning) => ("running", None),
+            Ok(jobs::Waited::Lost) | Err(_) => ("lost", None),
+        };
+        let text = match &result {
+            Some(r) => dsh_exec_core::render::render_text(r, false),
+            None => format!(
+                "[{}]\n",
+                if status == "running" {
+                    "still running"
+                } else {
+                    "lost"
+                }
+            ),
+        };
+        json_response(
+            &text,
+            &WaitResult {
+                status: status.into(),
+                result,
+            },
+        )
+    }
+
+    async fn kill(&self, args: JsonObject) -> CallToolResponse {
+        let p: JobParams = match serde_json::from_value(args.into()) {
+            Ok(p) => p,
+            Err(e) => return tool_error(format!("bad arguments: {e}")),
+        };
+        let dir = match self.job(&p.job_id) {
+            Ok(d) => d,
+            Err(e) => return tool_error(e),
+        };
+        let killed = jobs::kill(&dir);
+        if killed {
+            let _ = tokio::task::spawn_blocking(move || {
+                jobs::wait(&dir, Some(Duration::from_secs(10)))
+            })
+            .await;
+        }
+        json_response(
+            if killed {
+                "killed"
+            } else {
+                "it had already ended"
+            },
+            &Killed { killed },
+        )
+    }
+
+    fn list(&self) -> CallToolResponse {
+        let listed = self
+            .jobs
+            .lock()
+            .map(|jobs| {
+                jobs.iter()
+                    .map(|j| ListedJob {
+                        job_id: j.id.clone(),
+                        status: serde_json::to_value(jobs::status(&j.dir))
+                            .ok()
+                            .and_then(|v| v.as_str().map(String::from))
+                            .unwrap_or_default(),
+                        command: j.command.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let listed = Listed { jobs: listed };
+        let text = listed
+            .jobs
+            .iter()
+            .map(|j| format!("{} {} {}\n", j.job_id, j.status, j.command))
+            .collect::<String>();
+        json_response(&text, &listed)
+    }
+
+    /// Kills every job this server started that still runs, and waits
+    /// (10 s at most each) for its supervisor to sweep its tree.
+    fn kill_jobs(&self) {
+        let dirs: Vec<PathBuf> = self
+            .jobs
+            .lock()
+            .map(|jobs| jobs.iter().map(|j| j.dir.clone()).collect())
+            .unwrap_or_default();
+        for dir in &dirs {
+            if jobs::kill(dir) {
+                let _ = jobs::wait(dir, Some(Duration::from_secs(10)));
+            }
+        }
+    }
+}
+
+/// The text (rendered result, marker last) as `content`, the result as
+/// `structuredContent`.
+fn result_response(result: &RunResult) -> CallToolResponse {
+    json_response(&dsh_exec_core::render::render_text(result, false), result)
+}
+
+fn json_response(text: &str, value: &impl Serialize) -> CallToolResponse {
+    let mut r = CallToolResult::success(vec![ContentBlock::text(text.to_string())]);
+    r.structured_content = serde_json::to_value(value).ok();
+    r.into()
+}
+
+/// The rmcp handler: the server, shared with the tasks of its calls.
+#[derive(Clone)]
+struct Handler(Arc<Server>);
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("dsh-exec", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Runs shell commands under this server's sandbox, deadline and budgets: run (to \
+                 the end), start (a background job), read, write_stdin, wait, kill, list. A call \
+                 may ask for less than the server allows, never for more.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![
+            tool::<RunParams, RunResult>(
+                "run",
+                "Run one shell command (bash -c) to its end under the server's policy; returns \
+                 the rendered result (output tail, notices, then the marker [exit code: N] or \
+                 [killed by signal: X]) and the result object.",
+            ),
+            tool::<StartParams, Started_>(
+                "start",
+                "Start a background job; returns its id. Use read for its output, write_stdin \
+                 for its input (with pty or stdin_pipe), wait and kill.",
+            ),
+            tool::<JobParams, jobs::ReadReply>(
+                "read",
+                "The job's output since the previous read (consuming), and its status.",
+            ),
+            tool::<WriteParams, Written>(
+                "write_stdin",
+                "Write text to a job's stdin (started with stdin_pipe) or type it on its \
+                 terminal (pty); close ends its stdin.",
+            ),
+            tool::<WaitParams, WaitResult>(
+                "wait",
+                "Wait for a job's end (at most timeout_ms) and return its result.",
+            ),
+            tool::<JobParams, Killed>("kill", "Kill a job's whole tree (SIGTERM, grace, SIGKILL)."),
+            tool::<NoParams, Listed>("list", "The jobs this server started."),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let server = &self.0;
+        Ok(match request.name.as_ref() {
+            "run" => server.run(args, &context).await,
+            "start" => server.start(args).await,
+            "read" => server.read(args),
+            "write_stdin" => server.write_stdin(args),
+            "wait" => server.wait(args).await,
+            "kill" => server.kill(args).await,
+            "list" => server.list(),
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool {other}"),
+                    None,
+                ));
+            }
+        })
+    }
+}
+
+/// `dsh-exec mcp`: serves until the client closes stdin, then kills the
+/// jobs it started unless `keep_jobs`.
+pub(crate) fn mcp(args: RunArgs, keep_jobs: bool) -> std::process::ExitCode {
+    use crate::output::{infrastructure_error, usage_error};
+    if !args.command.is_empty() {
+        return usage_error("dsh-exec mcp takes no command: the tool calls bring them");
+    }
+    if args.background || args.detach_after.is_some() || args.interactive || args.stream {
+        return usage_error(
+            "dsh-exec mcp: --background, --detach-after, -i and --stream are the calls' to choose",
+        );
+    }
+    let mut probe = args.clone();
+    probe.command = vec!["true".into()];
+    let (spec, _, _) = match super::resolve_args(probe.clone()) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let ambient = match Ambient::current(args.workdir.as_deref()) {
+        Ok(a) => a,
+        Err(e) => return usage_error(&format!("current directory: {e}")),
+    };
+    let mut base = match probe.into_request() {
+        Ok(r) => r,
+        Err(e) => return usage_error(&e),
+    };
+    base.config = spec.config_file.as_ref().and_then(|_| {
+        dsh_exec_core::request::config::load(&ambient.env)
+            .ok()
+            .flatten()
+    });
+    let root_dir = spec
+        .sandbox
+        .as_ref()
+        .map(|p| p.workspace_root.value.clone())
+        .unwrap_or_else(|| spec.workdir.value.clone());
+    let root = match std::fs::canonicalize(&root_dir) {
+        Ok(r) => r,
+        Err(e) => {
+            let err = dsh_exec_core::Error::WorkdirUnusable {
+                path: root_dir,
+                problem: dsh_exec_core::error::PathProblem::Io(e),
+            };
+            return infrastructure_error(&err, false);
+        }
+    };
+    let server = Arc::new(Server {
+        base,
+        spec,
+        ambient,
+        root,
+        spawn_lock: tokio::sync::Mutex::new(()),
+        jobs: Mutex::new(Vec::new()),
+    });
+    let runtime = match super::run::runtime() {
+        Ok(r) => r,
+        Err(e) => return infrastructure_error(&e, false),
+    };
+    let served = runtime.block_on(async {
+        let service = Handler(server.clone())
+            .serve(rmcp::transport::stdio())
+            .await?;
+        service.waiting().await?;
+        Ok::<(), Box<dyn std::error::Error>>(())
+    });
+    if !keep_jobs {
+        server.kill_jobs();
+    }
+    match served {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            crate::output::say!("dsh-exec: error: the MCP session failed: {e}");
+            std::process::ExitCode::from(dsh_exec_core::exit::INFRASTRUCTURE as u8)
+        }
+    }
+}

@@ -1,0 +1,409 @@
+//! `dsh-exec mcp`: the MCP server on stdio, driven by raw JSON-RPC lines
+//! (and, where the package can be had, by the official Python SDK): tools,
+//! the policy a call cannot widen, cancellation, progress, jobs on a
+//! terminal, and what closing stdin does.
+use crate::support::*;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+/// A server and a line-at-a-time JSON-RPC client of it.
+struct Mcp {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Value>,
+    /// Notifications seen while waiting for responses.
+    notes: Vec<Value>,
+    next_id: u64,
+    _runtime: tempfile::TempDir,
+}
+
+impl Mcp {
+    /// `dsh-exec mcp ARGS`, initialized.
+    fn start(args: &[&str]) -> Mcp {
+        let runtime = crate::jobs::runtime_dir();
+        let mut c = dsh();
+        crate::jobs::with_runtime(&mut c, runtime.path());
+        let mut child = c
+            .arg("mcp")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<Value>(&line)
+                    && tx.send(v).is_err()
+                {
+                    break;
+                }
+            }
+        });
+        let mut m = Mcp {
+            stdin: child.stdin.take(),
+            child,
+            lines: rx,
+            notes: Vec::new(),
+            next_id: 1,
+            _runtime: runtime,
+        };
+        let init = m.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "it", "version": "1"}}),
+        );
+        assert!(
+            init["result"]["capabilities"]["tools"].is_object(),
+            "{init}"
+        );
+        m.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        m
+    }
+
+    fn send(&mut self, v: Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Sends a request and returns its id.
+    fn send_request(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The response to `id`, within 20 s.
+    fn response(&mut self, id: u64) -> Value {
+        let end = Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            let v = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no response to {id}"));
+            if v["id"] == json!(id) {
+                return v;
+            }
+            self.notes.push(v);
+        }
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        self.response(id)
+    }
+
+    /// `tools/call` of `name`: the result object.
+    fn call(&mut self, name: &str, args: Value) -> Value {
+        let r = self.request("tools/call", json!({"name": name, "arguments": args}));
+        r["result"].clone()
+    }
+
+    /// Closes the server's stdin and waits (10 s at most) for it to exit.
+    fn close(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(Instant::now() < end, "the server did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn text(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn the_tools_are_listed_with_schemas_and_run_returns_text_and_the_result() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut m = Mcp::start(&[
+        "--sandbox",
+        "workspace-write",
+        "-C",
+        ws.path().to_str().unwrap(),
+    ]);
+    let tools = m.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "run",
+            "start",
+            "read",
+            "write_stdin",
+            "wait",
+            "kill",
+            "list"
+        ]
+    );
+    for t in tools["result"]["tools"].as_array().unwrap() {
+        assert_eq!(t["inputSchema"]["type"], "object", "{t}");
+        assert!(t["outputSchema"].is_object(), "{t}");
+    }
+    let r = m.call("run", json!({"command": "echo hi; exit 3"}));
+    assert_eq!(text(&r), "hi\n[exit code: 3]\n");
+    assert_eq!(r["structuredContent"]["exit_code"], 3);
+    assert_eq!(r["structuredContent"]["sandbox"]["mode"], "workspace-write");
+    let r = m.call("run", json!({"command": "cat", "stdin": "from the call\n"}));
+    assert_eq!(text(&r), "from the call\n[exit code: 0]\n");
+    assert!(m.close().success());
+}
+
+#[test]
+fn a_call_cannot_widen_the_servers_policy() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("sub")).unwrap();
+    let mut m = Mcp::start(&[
+        "--sandbox",
+        "workspace-write",
+        "--timeout",
+        "5s",
+        "-C",
+        ws.path().to_str().unwrap(),
+    ]);
+    let r = m.call("run", json!({"command": "pwd", "workdir": "/"}));
+    assert_eq!(r["isError"], true);
+    assert!(
+        text(&r).contains("outside the server's workspace root"),
+        "{r}"
+    );
+    let r = m.call("run", json!({"command": "pwd", "workdir": "../.."}));
+    assert_eq!(r["isError"], true, "{r}");
+    let r = m.call("run", json!({"command": "pwd", "workdir": "sub"}));
+    assert!(text(&r).ends_with("/sub\n[exit code: 0]\n"), "{r}");
+    let r = m.call("run", json!({"command": "true", "sandbox": "full-access"}));
+    assert_eq!(r["isError"], true);
+    assert_eq!(
+        text(&r),
+        "sandbox full-access is wider than the server's workspace-write"
+    );
+    let r = m.call("run", json!({"command": "touch x", "sandbox": "read-only"}));
+    assert_eq!(
+        r["structuredContent"]["sandbox"]["mode"], "read-only",
+        "{r}"
+    );
+    // A longer deadline than the server's is clamped, and says so.
+    let r = m.call("run", json!({"command": "true", "timeout_ms": 3_600_000}));
+    assert_eq!(r["structuredContent"]["timeout_ms"], 5000, "{r}");
+    assert_eq!(
+        r["structuredContent"]["capped"][0],
+        "timeout 1h capped at 5s by the server's flags"
+    );
+    assert!(
+        text(&r).contains("[timeout 1h capped at 5s by the server's flags]"),
+        "{r}"
+    );
+    let r = m.call("run", json!({"command": "true", "timeout_ms": 100}));
+    assert_eq!(r["structuredContent"]["timeout_ms"], 100);
+}
+
+#[test]
+fn bad_calls_get_errors_and_the_server_goes_on() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut m = Mcp::start(&["-C", ws.path().to_str().unwrap()]);
+    let r = m.request("tools/call", json!({"name": "nope", "arguments": {}}));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let r = m.call("run", json!({"command": 42}));
+    assert_eq!(r["isError"], true);
+    assert!(text(&r).starts_with("bad arguments: "), "{r}");
+    let r = m.call("run", json!({"command": "true", "unknown": 1}));
+    assert_eq!(r["isError"], true, "{r}");
+    let huge = "x".repeat(2 << 20);
+    let r = m.call("run", json!({"command": huge}));
+    assert_eq!(r["isError"], true);
+    assert!(text(&r).contains("at most 1048576"), "{r}");
+    let r = m.call("read", json!({"job_id": "jnotmine1"}));
+    assert_eq!(text(&r), "no job jnotmine1 was started by this server");
+    // Malformed messages: the SDK answers a line that is no JSON-RPC
+    // message with an Invalid Request error (and drops a request whose
+    // params are not an object); the server goes on either way.
+    m.send(json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": "garbage"}));
+    writeln!(m.stdin.as_mut().unwrap(), "not json at all").unwrap();
+    let r = m.call("run", json!({"command": "echo still here"}));
+    assert_eq!(text(&r), "still here\n[exit code: 0]\n");
+    assert!(
+        m.notes.iter().any(|n| n["error"]["code"] == -32600),
+        "{:?}",
+        m.notes
+    );
+}
+
+#[test]
+fn a_cancelled_run_is_aborted_at_once_and_the_next_run_answers() {
+    let ws = tempfile::tempdir().unwrap();
+    let marker = "31.4159";
+    let mut m = Mcp::start(&["-C", ws.path().to_str().unwrap()]);
+    let id = m.send_request(
+        "tools/call",
+        json!({"name": "run", "arguments": {"command": format!("sleep {marker}")}}),
+    );
+    assert!(
+        poll_until(Duration::from_secs(10), || (!processes_with(marker)
+            .is_empty())
+        .then_some(()))
+        .is_some(),
+        "the sleep did not start"
+    );
+    let cancelled = Instant::now();
+    m.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": id, "reason": "test"}}),
+    );
+    assert!(
+        poll_until(Duration::from_secs(5), || processes_with(marker)
+            .is_empty()
+            .then_some(()))
+        .is_some(),
+        "the sleep survived the cancellation"
+    );
+    assert!(
+        cancelled.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        cancelled.elapsed()
+    );
+    let r = m.call("run", json!({"command": "echo next"}));
+    assert_eq!(text(&r), "next\n[exit code: 0]\n");
+}
+
+/// Processes whose command line holds `needle`.
+fn processes_with(needle: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+                && alive(*pid)
+        })
+        .collect()
+}
+
+#[test]
+fn jobs_take_input_on_a_terminal_and_die_with_the_servers_stdin() {
+    let ws = tempfile::tempdir().unwrap();
+    let marker = "27.1828";
+    let mut m = Mcp::start(&["-C", ws.path().to_str().unwrap()]);
+    let r = m.call("start", json!({"command": "python3 -i -q", "pty": true}));
+    let job = r["structuredContent"]["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = m.call(
+        "write_stdin",
+        json!({"job_id": job, "data": "print(6*7)\n"}),
+    );
+    assert_eq!(r["structuredContent"]["written"], 11, "{r}");
+    let mut seen = String::new();
+    let got = poll_until(Duration::from_secs(10), || {
+        let r = m.call("read", json!({"job_id": job}));
+        seen.push_str(
+            r["structuredContent"]["delta_stdout"]
+                .as_str()
+                .unwrap_or_default(),
+        );
+        seen.contains("\n42\r\n").then_some(())
+    });
+    assert!(got.is_some(), "{seen:?}");
+    let r = m.call("start", json!({"command": format!("sleep {marker}")}));
+    let sleeper = r["structuredContent"]["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = m.call("list", json!({}));
+    let listed: Vec<&str> = r["structuredContent"]["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["job_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [job.as_str(), sleeper.as_str()]);
+    let r = m.call("wait", json!({"job_id": sleeper, "timeout_ms": 100}));
+    assert_eq!(r["structuredContent"]["status"], "running");
+    assert!(!processes_with(marker).is_empty());
+    assert!(m.close().success());
+    assert_eq!(processes_with(marker), Vec::<i32>::new(), "survivors");
+}
+
+#[test]
+fn a_long_run_reports_progress_when_asked() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut m = Mcp::start(&["-C", ws.path().to_str().unwrap()]);
+    let r = m.request(
+        "tools/call",
+        json!({"name": "run", "arguments": {"command": "echo a; sleep 2.2; echo b"},
+               "_meta": {"progressToken": "p1"}}),
+    );
+    assert_eq!(text(&r["result"]), "a\nb\n[exit code: 0]\n");
+    let progress: Vec<&Value> = m
+        .notes
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .collect();
+    assert!(progress.len() >= 2, "{:?}", m.notes);
+    assert_eq!(progress[0]["params"]["progressToken"], "p1");
+    assert!(
+        progress[0]["params"]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with(" ms, 2 bytes of stdout, 0 of stderr"),
+        "{:?}",
+        progress[0]
+    );
+}
+
+#[test]
+fn the_official_python_sdk_drives_the_server() {
+    let Some(python) = std::env::var_os("DSH_EXEC_MCP_PYTHON") else {
+        eprintln!(
+            "skipped: DSH_EXEC_MCP_PYTHON names no python with the mcp package \
+             (.ci/run makes one: a venv with pip install mcp)"
+        );
+        return;
+    };
+    let ws = tempfile::tempdir().unwrap();
+    let runtime = crate::jobs::runtime_dir();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/python_client.py");
+    let mut c = Command::new(python);
+    crate::jobs::with_runtime(&mut c, runtime.path());
+    let out = c
+        .arg(script)
+        .arg(bin())
+        .arg(ws.path())
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "tools: kill,list,read,run,start,wait,write_stdin\nrun: [exit code: 3]\npty: 42\n"
+    );
+}
