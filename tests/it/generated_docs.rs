@@ -60,7 +60,7 @@ fn bash_completes_subcommands_and_their_options() {
     };
     assert_eq!(
         complete("dsh-exec job ''", 2, "", "job"),
-        "-h --help read wait kill list prune"
+        "-h --help read wait write resize kill list prune"
     );
     assert_eq!(
         complete("dsh-exec explain --j", 2, "--j", "explain"),
