@@ -101,6 +101,11 @@ struct StartParams {
     /// A sandbox mode no wider than the server's.
     #[serde(default)]
     sandbox: Option<String>,
+    /// As `--detach-after`: wait this many milliseconds first; a command
+    /// that ends by then returns its result and leaves no job, one that
+    /// still runs returns its output so far and its job id.
+    #[serde(default)]
+    detach_after_ms: Option<u64>,
 }
 
 /// A job this server started.
@@ -144,12 +149,20 @@ struct NoParams {}
 /// What `start` returns.
 #[derive(Debug, Serialize, JsonSchema)]
 struct Started_ {
-    /// The job's id, for `read`, `write_stdin`, `wait` and `kill`.
-    job_id: String,
+    /// The job's id, for `read`, `write_stdin`, `wait` and `kill`; `null`
+    /// when the command ended within `detach_after_ms` (see `result`).
+    job_id: Option<String>,
     /// The command's pid (its `bash`), in the supervisor's PID namespace.
     pid: Option<i32>,
     /// Warnings of the preparation.
     warnings: Vec<String>,
+    /// With `detach_after_ms`: the output so far of a job left running
+    /// (as `read` gives it), else absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detached: Option<jobs::ReadReply>,
+    /// With `detach_after_ms`: the result of a command that ended in time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<RunResult>,
 }
 
 /// What `write_stdin` returns.
@@ -486,6 +499,28 @@ impl Server {
             jobs::discard(&launched.dir);
             return result_response(&result);
         }
+        drop(_one);
+        if let Some(ms) = p.detach_after_ms {
+            let dir = launched.dir.clone();
+            let limit = Duration::from_millis(ms);
+            let waited = tokio::task::spawn_blocking(move || jobs::wait(&dir, Some(limit))).await;
+            if let Ok(jobs::Waited::Finished(result)) = waited {
+                // As --detach-after: a run that ended in time is a
+                // foreground run, and leaves no job.
+                jobs::discard(&launched.dir);
+                let text = dsh_exec_core::render::render_text(&result, false);
+                return json_response(
+                    &text,
+                    &Started_ {
+                        job_id: None,
+                        pid: launched.pid,
+                        warnings: launched.warnings,
+                        detached: None,
+                        result: Some(*result),
+                    },
+                );
+            }
+        }
         if let Ok(mut jobs) = self.jobs.lock() {
             jobs.push(Job {
                 id: launched.id.clone(),
@@ -493,12 +528,23 @@ impl Server {
                 command: spec.script.clone(),
             });
         }
+        let detached = p.detach_after_ms.map(|_| jobs::read(&launched.dir));
+        let mut text = detached
+            .as_ref()
+            .map(|d| d.delta_stdout.clone())
+            .unwrap_or_default();
+        text.push_str(&match p.detach_after_ms {
+            Some(_) => format!("[detached as job {}]\n", launched.id),
+            None => format!("started job {}\n", launched.id),
+        });
         json_response(
-            &format!("started job {}", launched.id),
+            &text,
             &Started_ {
-                job_id: launched.id,
+                job_id: Some(launched.id),
                 pid: launched.pid,
                 warnings: launched.warnings,
+                detached,
+                result: None,
             },
         )
     }

@@ -407,3 +407,64 @@ fn the_official_python_sdk_drives_the_server() {
         "tools: kill,list,read,run,start,wait,write_stdin\nrun: [exit code: 3]\npty: 42\n"
     );
 }
+
+#[test]
+fn start_with_detach_after_returns_a_quick_result_or_a_running_job() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut m = Mcp::start(&["-C", ws.path().to_str().unwrap()]);
+    let r = m.call(
+        "start",
+        json!({"command": "echo quick", "detach_after_ms": 5000}),
+    );
+    assert_eq!(r["structuredContent"]["job_id"], Value::Null, "{r}");
+    assert_eq!(r["structuredContent"]["result"]["exit_code"], 0);
+    assert_eq!(text(&r), "quick\n[exit code: 0]\n");
+    let r = m.call(
+        "start",
+        json!({"command": "echo early; sleep 30", "detach_after_ms": 500}),
+    );
+    let job = r["structuredContent"]["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        r["structuredContent"]["detached"]["delta_stdout"],
+        "early\n"
+    );
+    assert_eq!(text(&r), format!("early\n[detached as job {job}]\n"));
+    let r = m.call("list", json!({}));
+    assert_eq!(
+        r["structuredContent"]["jobs"].as_array().unwrap().len(),
+        1,
+        "{r}"
+    );
+    let r = m.call("kill", json!({"job_id": job}));
+    assert_eq!(r["structuredContent"]["killed"], true);
+}
+
+#[test]
+fn keep_jobs_leaves_the_servers_jobs_running_after_it_ends() {
+    let ws = tempfile::tempdir().unwrap();
+    let marker = "16.1803";
+    let mut m = Mcp::start(&["--keep-jobs", "-C", ws.path().to_str().unwrap()]);
+    let r = m.call("start", json!({"command": format!("sleep {marker}")}));
+    let job = r["structuredContent"]["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let runtime = m._runtime.path().to_path_buf();
+    let mut kill = dsh();
+    crate::jobs::with_runtime(&mut kill, &runtime);
+    kill.args(["job", "kill", &job]);
+    // The runtime dir must outlive the server for the kill below.
+    let keep = std::mem::replace(&mut m._runtime, tempfile::tempdir().unwrap());
+    assert!(m.close().success());
+    assert!(
+        !processes_with(marker).is_empty(),
+        "the job died with the server"
+    );
+    let out = kill.output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(processes_with(marker), Vec::<i32>::new());
+    drop(keep);
+}
