@@ -788,8 +788,18 @@ impl ServerHandler for Handler {
         Ok(match request.name.as_ref() {
             "run" => server.run(args, &context).await,
             "start" => server.start(args).await,
-            "read" => server.read(args),
-            "write_stdin" => server.write_stdin(args),
+            // Socket round trips with their own timeouts (a write waits up
+            // to 10 s for a command that reads slowly): off the runtime's
+            // thread, which also drives an in-flight run's deadline.
+            "read" | "write_stdin" => {
+                let (server, name) = (Arc::clone(server), request.name.clone());
+                tokio::task::spawn_blocking(move || match name.as_ref() {
+                    "read" => server.read(args),
+                    _ => server.write_stdin(args),
+                })
+                .await
+                .unwrap_or_else(|_| tool_error("the call failed"))
+            }
             "wait" => server.wait(args).await,
             "kill" => server.kill(args).await,
             "list" => server.list(),
