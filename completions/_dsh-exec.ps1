@@ -72,7 +72,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Resolve and show the spec and child environment; run nothing')
             [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve the Model Context Protocol on stdio: tools run, start, read, write_stdin, wait, kill and list, under the policy these options fix (a call may ask for less, never for more)')
-            [CompletionResult]::new('job', 'job', [CompletionResultType]::ParameterValue, 'Read, wait for, kill, list or prune background jobs')
+            [CompletionResult]::new('job', 'job', [CompletionResultType]::ParameterValue, 'Read, write to, resize, wait for, kill, list or prune background jobs')
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Remove this user''s spill directories that nothing has changed for a while (a week unless --older-than says otherwise)')
             [CompletionResult]::new('parse-status', 'parse-status', [CompletionResultType]::ParameterValue, 'Read a rendered result (or a --json one) and print its status as JSON: exit_code, signal, and timed_out and aborted from the notices above the marker (exit 1 when the last line is no marker)')
             break

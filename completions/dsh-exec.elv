@@ -69,7 +69,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --version 'Print version'
             cand explain 'Resolve and show the spec and child environment; run nothing'
             cand mcp 'Serve the Model Context Protocol on stdio: tools run, start, read, write_stdin, wait, kill and list, under the policy these options fix (a call may ask for less, never for more)'
-            cand job 'Read, wait for, kill, list or prune background jobs'
+            cand job 'Read, write to, resize, wait for, kill, list or prune background jobs'
             cand prune 'Remove this user''s spill directories that nothing has changed for a while (a week unless --older-than says otherwise)'
             cand parse-status 'Read a rendered result (or a --json one) and print its status as JSON: exit_code, signal, and timed_out and aborted from the notices above the marker (exit 1 when the last line is no marker)'
         }

@@ -74,7 +74,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s h -l help -d 'Print h
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s V -l version -d 'Print version'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "explain" -d 'Resolve and show the spec and child environment; run nothing'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "mcp" -d 'Serve the Model Context Protocol on stdio: tools run, start, read, write_stdin, wait, kill and list, under the policy these options fix (a call may ask for less, never for more)'
-complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "job" -d 'Read, wait for, kill, list or prune background jobs'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "job" -d 'Read, write to, resize, wait for, kill, list or prune background jobs'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "prune" -d 'Remove this user\'s spill directories that nothing has changed for a while (a week unless --older-than says otherwise)'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "parse-status" -d 'Read a rendered result (or a --json one) and print its status as JSON: exit_code, signal, and timed_out and aborted from the notices above the marker (exit 1 when the last line is no marker)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s C -l workdir -d 'Working directory of the command [default: the current directory]' -r -F

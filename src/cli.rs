@@ -177,7 +177,7 @@ pub enum Sub {
     Explain(Box<RunArgs>),
     /// Serve the Model Context Protocol on stdio: tools run, start, read, write_stdin, wait, kill and list, under the policy these options fix (a call may ask for less, never for more).
     Mcp(Box<McpArgs>),
-    /// Read, wait for, kill, list or prune background jobs.
+    /// Read, write to, resize, wait for, kill, list or prune background jobs.
     #[command(subcommand, disable_help_subcommand = true)]
     Job(JobCmd),
     /// Remove this user's spill directories that nothing has changed for a

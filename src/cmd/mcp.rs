@@ -40,8 +40,10 @@ use crate::cli::RunArgs;
 /// The most bytes a call's command may hold: 1 MiB.
 const MAX_COMMAND_BYTES: usize = 1 << 20;
 
-/// The most bytes of `stdin` text a `run` call may carry: 16 MiB.
-const MAX_STDIN_BYTES: usize = 16 << 20;
+/// The most bytes of `stdin` text a `run` call may carry: 8 MiB (the SDK
+/// drops a message line over 16 MiB unanswered; JSON escapes can double
+/// the text).
+const MAX_STDIN_BYTES: usize = 8 << 20;
 
 /// How often a long `run` reports progress, when the client asked for it.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -156,6 +158,9 @@ struct Started_ {
     pid: Option<i32>,
     /// Warnings of the preparation.
     warnings: Vec<String>,
+    /// Values the server's policy lowered (`timeout 1h capped at 10m by
+    /// the server`), as the result's `capped`.
+    capped: Vec<String>,
     /// With `detach_after_ms`: the output so far of a job left running
     /// (as `read` gives it), else absent.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -358,17 +363,21 @@ impl Server {
             max_file_size: file.caps.max_file_size.or(s.file_size_max.value),
         };
         Config {
-            path: PathBuf::from("the server's flags"),
+            path: PathBuf::from("the server"),
             defaults: file.defaults,
             caps,
         }
     }
 
     /// A call's workdir: inside the server's root (its real path checked
-    /// after resolving symlinks), the root itself when absent.
+    /// after resolving symlinks); when absent, the server's own (`-C`) if
+    /// that is inside the root, else the root.
     fn workdir(&self, asked: Option<&str>) -> Result<PathBuf, String> {
         let Some(asked) = asked else {
-            return Ok(self.root.clone());
+            return Ok(std::fs::canonicalize(&self.spec.workdir.value)
+                .ok()
+                .filter(|w| w.starts_with(&self.root))
+                .unwrap_or_else(|| self.root.clone()));
         };
         let path = self.root.join(asked);
         let real =
@@ -515,6 +524,7 @@ impl Server {
                         job_id: None,
                         pid: launched.pid,
                         warnings: launched.warnings,
+                        capped: spec.capped_notes(),
                         detached: None,
                         result: Some(*result),
                     },
@@ -543,6 +553,7 @@ impl Server {
                 job_id: Some(launched.id),
                 pid: launched.pid,
                 warnings: launched.warnings,
+                capped: spec.capped_notes(),
                 detached,
                 result: None,
             },
@@ -702,16 +713,20 @@ impl Server {
 
     /// Kills every job this server started that still runs, and waits
     /// (10 s at most each) for its supervisor to sweep its tree.
+    /// All at once: each job's supervisor escalates on its own (SIGTERM,
+    /// grace, SIGKILL), so the whole takes one grace period, not one per
+    /// job (an MCP client gives a closing server a couple of seconds).
     fn kill_jobs(&self) {
         let dirs: Vec<PathBuf> = self
             .jobs
             .lock()
             .map(|jobs| jobs.iter().map(|j| j.dir.clone()).collect())
             .unwrap_or_default();
-        for dir in &dirs {
-            if jobs::kill(dir) {
-                let _ = jobs::wait(dir, Some(Duration::from_secs(10)));
-            }
+        let killed: Vec<&PathBuf> = dirs.iter().filter(|d| jobs::kill(d)).collect();
+        let end = Instant::now() + Duration::from_secs(10);
+        for dir in killed {
+            let left = end.saturating_duration_since(Instant::now());
+            let _ = jobs::wait(dir, Some(left));
         }
     }
 }
@@ -820,9 +835,18 @@ pub(crate) fn mcp(args: RunArgs, keep_jobs: bool) -> std::process::ExitCode {
     if !args.command.is_empty() {
         return usage_error("dsh-exec mcp takes no command: the tool calls bring them");
     }
-    if args.background || args.detach_after.is_some() || args.interactive || args.stream {
+    if args.background
+        || args.detach_after.is_some()
+        || args.interactive
+        || args.stream
+        || args.pty
+        || args.stdin.is_some()
+        || args.stdin_file.is_some()
+    {
         return usage_error(
-            "dsh-exec mcp: --background, --detach-after, -i and --stream are the calls' to choose",
+            "dsh-exec mcp: a call chooses its stdin and whether it runs in the background \
+             (run's stdin; start's pty, stdin_pipe, detach_after_ms): no --background, \
+             --detach-after, -i, --stream, --pty, --stdin or --stdin-file",
         );
     }
     let mut probe = args.clone();
@@ -871,18 +895,30 @@ pub(crate) fn mcp(args: RunArgs, keep_jobs: bool) -> std::process::ExitCode {
         Ok(r) => r,
         Err(e) => return infrastructure_error(&e, false),
     };
+    // The session ends when the client closes stdin, or when a signal
+    // that would end dsh-exec arrives (SIGINT, SIGTERM, SIGHUP, ...): then
+    // the runtime is dropped with the calls in flight, and a run's
+    // Execution, dropped, kills its tree; the jobs go as below.
     let served = runtime.block_on(async {
+        let mut signals = dsh_exec_core::AbortSignals::install()?;
         let service = Handler(server.clone())
             .serve(rmcp::transport::stdio())
             .await?;
-        service.waiting().await?;
-        Ok::<(), Box<dyn std::error::Error>>(())
+        tokio::select! {
+            done = service.waiting() => { done?; Ok(None) }
+            sig = signals.next() => Ok(Some(sig)),
+        }
     });
+    drop(runtime);
     if !keep_jobs {
         server.kill_jobs();
     }
+    let served: Result<Option<Signal>, Box<dyn std::error::Error>> = served;
     match served {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(None) => std::process::ExitCode::SUCCESS,
+        Ok(Some(sig)) => std::process::ExitCode::from(
+            (dsh_exec_core::exit::SIGNAL_BASE + sig.number()).min(255) as u8,
+        ),
         Err(e) => {
             crate::output::say!("dsh-exec: error: the MCP session failed: {e}");
             std::process::ExitCode::from(dsh_exec_core::exit::INFRASTRUCTURE as u8)

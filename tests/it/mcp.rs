@@ -214,10 +214,10 @@ fn a_call_cannot_widen_the_servers_policy() {
     assert_eq!(r["structuredContent"]["timeout_ms"], 5000, "{r}");
     assert_eq!(
         r["structuredContent"]["capped"][0],
-        "timeout 1h capped at 5s by the server's flags"
+        "timeout 1h capped at 5s by the server"
     );
     assert!(
-        text(&r).contains("[timeout 1h capped at 5s by the server's flags]"),
+        text(&r).contains("[timeout 1h capped at 5s by the server]"),
         "{r}"
     );
     let r = m.call("run", json!({"command": "true", "timeout_ms": 100}));
@@ -467,4 +467,52 @@ fn keep_jobs_leaves_the_servers_jobs_running_after_it_ends() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(processes_with(marker), Vec::<i32>::new());
     drop(keep);
+}
+
+#[test]
+fn sigterm_to_the_server_ends_its_run_and_its_jobs() {
+    let ws = tempfile::tempdir().unwrap();
+    let (job_marker, run_marker) = ("14.1421", "17.3205");
+    let mut m = Mcp::start(&["-C", ws.path().to_str().unwrap()]);
+    for cmd in [
+        format!("trap '' TERM; sleep {job_marker} & wait"),
+        format!("sleep {job_marker}"),
+    ] {
+        let r = m.call("start", json!({ "command": cmd }));
+        assert!(r["structuredContent"]["job_id"].is_string(), "{r}");
+    }
+    m.send_request(
+        "tools/call",
+        json!({"name": "run", "arguments": {"command": format!("sleep {run_marker}")}}),
+    );
+    let all_up = poll_until(Duration::from_secs(10), || {
+        (processes_with(job_marker).len() >= 2 && !processes_with(run_marker).is_empty())
+            .then_some(())
+    });
+    assert!(all_up.is_some(), "the processes did not start");
+    let started = Instant::now();
+    let _ = Command::new("kill")
+        .args(["-TERM", &m.child.id().to_string()])
+        .status();
+    let status = m.close();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::into_raw(status) >> 8,
+        143
+    );
+    // One grace period for all the jobs, not one each.
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        processes_with(run_marker),
+        Vec::<i32>::new(),
+        "the run survived"
+    );
+    assert_eq!(
+        processes_with(job_marker),
+        Vec::<i32>::new(),
+        "jobs survived"
+    );
 }
