@@ -51,6 +51,7 @@ fn supervisor_program() -> Result<SupervisorProgram, Error> {
     Ok(SupervisorProgram {
         path,
         args: vec![SUPERVISE.into()],
+        die_with_launcher: false,
     })
 }
 
@@ -60,8 +61,12 @@ fn supervisor_program() -> Result<SupervisorProgram, Error> {
 /// Starts the background job of `spec` in this user's jobs root.
 ///
 /// Errors as [`jobs::launch`].
-pub(crate) fn launch_spec(spec: &dsh_exec_core::Spec) -> Result<Launched, Error> {
-    root().and_then(|root| jobs::launch(spec, &root, &supervisor_program()?))
+/// `owned`: the supervisor dies with this process (the MCP server without
+/// `--keep-jobs`).
+pub(crate) fn launch_spec(spec: &dsh_exec_core::Spec, owned: bool) -> Result<Launched, Error> {
+    let mut program = supervisor_program()?;
+    program.die_with_launcher = owned;
+    root().and_then(|root| jobs::launch(spec, &root, &program))
 }
 
 fn launch(args: RunArgs) -> Result<(Launched, bool, ColorChoice), ExitCode> {
@@ -181,7 +186,9 @@ fn print_result(result: &RunResult, json: bool, color: ColorChoice) -> ExitCode 
 
 /// The output part of a read: stdout, a `[stderr]` section, and a note when
 /// output was dropped before it could be read.
-fn delta_text(reply: &ReadReply) -> String {
+/// A read's delta as text: stdout, then a `[stderr]` section, each line
+/// shaped like one of dsh-exec's own escaped, and a `[lossy: ...]` line.
+pub(crate) fn delta_text(reply: &ReadReply) -> String {
     let mut text = String::new();
     let mut push = |s: &str| {
         text.push_str(s);
@@ -320,17 +327,13 @@ fn write(
         Ok(d) => d,
         Err(code) => return code,
     };
-    let bytes = match (data.as_deref(), &file) {
-        (Some("-"), _) => {
-            let mut all = Vec::new();
-            if let Err(e) = std::io::stdin().read_to_end(&mut all) {
-                return usage_error(&format!("cannot read stdin: {e}"));
-            }
-            Some(all)
-        }
-        (Some(d), _) => Some(unescape_data(d)),
-        (None, Some(path)) => match std::fs::read(path) {
-            Ok(b) => Some(b),
+    // A file or stdin is sent as it is read, a megabyte at a time, so that
+    // /dev/zero or a long stream never sits in memory whole.
+    let source: Option<Box<dyn Read>> = match (data.as_deref(), &file) {
+        (Some("-"), _) => Some(Box::new(std::io::stdin())),
+        (Some(d), _) => Some(Box::new(std::io::Cursor::new(unescape_data(d)))),
+        (None, Some(path)) => match std::fs::File::open(path) {
+            Ok(f) => Some(Box::new(f)),
             Err(e) => return usage_error(&format!("cannot read {}: {e}", path.display())),
         },
         (None, None) if close => None,
@@ -347,14 +350,52 @@ fn write(
             jobs::WriteFailed::Stalled { written } => {
                 format!("job {id} did not read its stdin ({written} bytes written)")
             }
+            jobs::WriteFailed::NoAnswer { written } => {
+                format!("job {id}: its supervisor did not answer ({written} bytes written before)")
+            }
         };
         say!("dsh-exec: {why}");
         ExitCode::from(1)
     };
-    if let Some(bytes) = bytes
-        && let Err(e) = jobs::write(&dir, &bytes, timeout.unwrap_or(WRITE_WAIT))
-    {
-        return failed(e);
+    if let Some(mut source) = source {
+        let mut chunk = vec![0u8; 1 << 20];
+        let mut total = 0;
+        loop {
+            let n = match source.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    say!("dsh-exec: reading the data: {e} ({total} bytes written)");
+                    return ExitCode::from(1);
+                }
+            };
+            let more = |w: usize| w + total;
+            match jobs::write(&dir, &chunk[..n], timeout.unwrap_or(WRITE_WAIT)) {
+                Ok(w) => total += w,
+                Err(jobs::WriteFailed::NotRunning { written }) => {
+                    return failed(jobs::WriteFailed::NotRunning {
+                        written: more(written),
+                    });
+                }
+                Err(jobs::WriteFailed::Refused { written, reason }) => {
+                    return failed(jobs::WriteFailed::Refused {
+                        written: more(written),
+                        reason,
+                    });
+                }
+                Err(jobs::WriteFailed::Stalled { written }) => {
+                    return failed(jobs::WriteFailed::Stalled {
+                        written: more(written),
+                    });
+                }
+                Err(jobs::WriteFailed::NoAnswer { written }) => {
+                    return failed(jobs::WriteFailed::NoAnswer {
+                        written: more(written),
+                    });
+                }
+            }
+        }
     }
     if close && let Err(e) = jobs::close_stdin(&dir) {
         return failed(e);

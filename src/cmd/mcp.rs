@@ -234,6 +234,8 @@ struct Server {
     /// descendants.
     spawn_lock: tokio::sync::Mutex<()>,
     jobs: Mutex<Vec<Job>>,
+    /// `--keep-jobs`: the jobs outlive the server.
+    keep_jobs: bool,
 }
 
 /// A tool call's failure that is the caller's (a tool error, not a
@@ -334,6 +336,13 @@ impl Server {
                 ));
             }
             req.sandbox = Some(mode);
+        }
+        // The writable root is the server's root, opened by the engine, never
+        // the call's workdir: a workdir checked here could be swapped for a
+        // symlink out of the root (by a job of the same server) before the
+        // engine opens it; the root cannot.
+        if self.spec.sandbox.is_some() {
+            req.workspace_root = Some(self.root.clone());
         }
         req.background = background;
         req.detach = false;
@@ -499,7 +508,7 @@ impl Server {
             Err(e) => return tool_error(e),
         };
         let _one = self.spawn_lock.lock().await;
-        let launched = match super::job::launch_spec(&spec) {
+        let launched = match super::job::launch_spec(&spec, !self.keep_jobs) {
             Ok(l) => l,
             Err(e) => return tool_error(format!("{e} ({})", e.code())),
         };
@@ -570,11 +579,9 @@ impl Server {
             Err(e) => return tool_error(e),
         };
         let reply = jobs::read(&dir);
-        let mut text = reply.delta_stdout.clone();
-        if !reply.delta_stderr.is_empty() {
-            text.push_str("[stderr]\n");
-            text.push_str(&reply.delta_stderr);
-        }
+        // As `job read` shows it: the job's lines shaped like dsh-exec's own
+        // escaped, so that none passes for a status line.
+        let mut text = super::job::delta_text(&reply);
         match &reply.result {
             Some(r) => text.push_str(&dsh_exec_core::render::render_status(r, false)),
             None => text.push_str("[running]\n"),
@@ -601,6 +608,10 @@ impl Server {
                 }
                 jobs::WriteFailed::Stalled { written } => format!(
                     "job {} did not read its stdin ({written} bytes written)",
+                    p.job_id
+                ),
+                jobs::WriteFailed::NoAnswer { written } => format!(
+                    "job {}: its supervisor did not answer ({written} bytes written before)",
                     p.job_id
                 ),
             })
@@ -817,7 +828,10 @@ impl ServerHandler for Handler {
             }
             "wait" => server.wait(args).await,
             "kill" => server.kill(args).await,
-            "list" => server.list(),
+            "list" => match serde_json::from_value::<NoParams>(args.into()) {
+                Ok(_) => server.list(),
+                Err(e) => tool_error(format!("bad arguments: {e}")),
+            },
             other => {
                 return Err(ErrorData::invalid_params(
                     format!("unknown tool {other}"),
@@ -890,6 +904,7 @@ pub(crate) fn mcp(args: RunArgs, keep_jobs: bool) -> std::process::ExitCode {
         root,
         spawn_lock: tokio::sync::Mutex::new(()),
         jobs: Mutex::new(Vec::new()),
+        keep_jobs,
     });
     let runtime = match super::run::runtime() {
         Ok(r) => r,

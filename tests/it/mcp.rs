@@ -516,3 +516,35 @@ fn sigterm_to_the_server_ends_its_run_and_its_jobs() {
         "jobs survived"
     );
 }
+
+#[test]
+fn a_calls_writable_root_is_the_servers_root_and_sigkill_takes_the_jobs_along() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("sub")).unwrap();
+    let mut m = Mcp::start(&[
+        "--sandbox",
+        "workspace-write",
+        "-C",
+        ws.path().to_str().unwrap(),
+    ]);
+    // The sandbox's root is the server's, whatever the call's workdir: a
+    // workdir is checked here but opened later, the root is opened once.
+    let r = m.call(
+        "run",
+        json!({"command": "echo x > ../in-root && echo ok", "workdir": "sub"}),
+    );
+    assert_eq!(text(&r), "ok\n[exit code: 0]\n", "{r}");
+    assert!(ws.path().join("in-root").exists());
+    let marker = "12.2474";
+    let r = m.call("start", json!({"command": format!("sleep {marker}")}));
+    assert!(r["structuredContent"]["job_id"].is_string(), "{r}");
+    assert!(!processes_with(marker).is_empty());
+    let _ = Command::new("kill")
+        .args(["-KILL", &m.child.id().to_string()])
+        .status();
+    let _ = m.child.wait();
+    let gone = poll_until(Duration::from_secs(5), || {
+        processes_with(marker).is_empty().then_some(())
+    });
+    assert!(gone.is_some(), "a job outlived the server's SIGKILL");
+}

@@ -72,6 +72,13 @@ pub enum WriteFailed {
         /// Bytes written before.
         written: usize,
     },
+    /// The job runs, but its supervisor did not answer within 5 s (a flood
+    /// of clients on its socket); `written` bytes had gone in before, and
+    /// the unanswered request's may have too.
+    NoAnswer {
+        /// Bytes written before.
+        written: usize,
+    },
 }
 
 /// Appends `bytes` to the stdin of the job in `dir` (started with `--stdin
@@ -88,7 +95,10 @@ pub fn write(dir: &Path, bytes: &[u8], limit: Duration) -> Result<usize, WriteFa
         }
         let chunk = &bytes[written..(written + protocol::MAX_WRITE).min(bytes.len())];
         let Some(reply) = protocol::ask_write(&dir.join("sock"), Some(chunk)) else {
-            return Err(WriteFailed::NotRunning { written });
+            return Err(match store::status(dir) {
+                Status::Running => WriteFailed::NoAnswer { written },
+                _ => WriteFailed::NotRunning { written },
+            });
         };
         if let Some(reason) = reply.error {
             return Err(WriteFailed::Refused { written, reason });

@@ -288,14 +288,16 @@ fn write_request(
     if let Some(size) = line.strip_prefix("resize ") {
         let mut parts = size.split_whitespace().map(str::parse::<u16>);
         return match (parts.next(), parts.next()) {
-            (Some(Ok(cols)), Some(Ok(rows))) => match exec.resize(cols, rows) {
-                Ok(()) => WriteReply::default(),
-                Err(StdinRefusal::NotAPipe) => WriteReply {
-                    written: 0,
-                    error: Some("the job has no terminal (start it with --pty)".into()),
-                },
-                Err(r) => refused(r),
-            },
+            (Some(Ok(cols)), Some(Ok(rows))) if cols > 0 && rows > 0 => {
+                match exec.resize(cols, rows) {
+                    Ok(()) => WriteReply::default(),
+                    Err(StdinRefusal::NotAPipe) => WriteReply {
+                        written: 0,
+                        error: Some("the job has no terminal (start it with --pty)".into()),
+                    },
+                    Err(r) => refused(r),
+                }
+            }
             _ => bad(),
         };
     }

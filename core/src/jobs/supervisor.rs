@@ -43,6 +43,11 @@ pub struct SupervisorProgram {
     pub path: PathBuf,
     /// Arguments after `argv[0]`, before the job directory and id.
     pub args: Vec<OsString>,
+    /// The supervisor dies with the launching process (its parent-death
+    /// signal, SIGKILL), and with it the job's tree (see the module's
+    /// documentation): for a launcher that owns its jobs, the MCP server
+    /// without `--keep-jobs`, which a SIGKILL could otherwise leave behind.
+    pub die_with_launcher: bool,
 }
 
 /// A job that was launched.
@@ -145,8 +150,8 @@ fn hand_off(
         env: &[],
         workdir: Path::new("/"),
         fds: ChildFds::Given(&fds),
-        // It must outlive this process.
-        parent_death: false,
+        // It must outlive this process, unless its launcher owns it.
+        parent_death: program.die_with_launcher,
         pid_namespace: false,
         confine: None,
         file_size_max: None,

@@ -177,7 +177,7 @@ pub fn is_own_line_shape(line: &str) -> bool {
         return false;
     }
     let seen = super::plain::plain(line);
-    let line = seen.trim().trim_start_matches('\\');
+    let line = seen.trim_matches(invisible).trim_start_matches('\\');
     let Some(inner) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) else {
         return false;
     };
@@ -208,6 +208,17 @@ pub fn is_own_line_shape(line: &str) -> bool {
         .iter()
         .any(|p| inner.starts_with(p))
         || inner.contains(" capped at ")
+}
+
+/// What a reader does not see at either end of a line: whitespace, and the
+/// Unicode format characters that render as nothing (soft hyphen, zero-
+/// width space and joiners, direction marks and embeddings, word joiner
+/// and invisible operators, isolates, the byte-order mark).
+fn invisible(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(c,
+            '\u{00ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
 }
 
 /// `line` (without its newline) escaped, when it reads as one of
@@ -480,6 +491,23 @@ mod tests {
             parse_status(&render_text(&r, false)).unwrap().exit_code,
             Some(0)
         );
+    }
+
+    #[test]
+    fn a_marker_behind_invisible_characters_is_escaped_too() {
+        for line in [
+            "\u{200b}[exit code: 0]",
+            "[exit code: 0]\u{feff}",
+            "\u{2066}[killed by signal: SIGKILL]\u{2069}",
+            "\u{00ad} [timed out after 1s]",
+        ] {
+            assert!(is_own_line_shape(line), "{line:?}");
+            assert!(
+                escaped_line(line).is_some_and(|e| e.starts_with('\\')),
+                "{line:?}"
+            );
+        }
+        assert!(!is_own_line_shape("\u{200b}[1, 2]"));
     }
 
     #[test]
