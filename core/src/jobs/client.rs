@@ -117,7 +117,7 @@ pub fn write(dir: &Path, bytes: &[u8], limit: Duration) -> Result<usize, WriteFa
 /// Closes the stdin of the job in `dir` (started with `--stdin pipe`): the
 /// command reads end-of-file.
 ///
-/// Errors as [`write`].
+/// Errors as [`write()`].
 pub fn close_stdin(dir: &Path) -> Result<(), WriteFailed> {
     if store::status(dir) != Status::Running {
         return Err(WriteFailed::NotRunning { written: 0 });
@@ -134,7 +134,7 @@ pub fn close_stdin(dir: &Path) -> Result<(), WriteFailed> {
 
 /// Sets the window size of the `--pty` job in `dir`'s terminal.
 ///
-/// Errors as [`write`] (`the job has no terminal` without `--pty`).
+/// Errors as [`write()`] (`the job has no terminal` without `--pty`).
 pub fn resize(dir: &Path, cols: u16, rows: u16) -> Result<(), WriteFailed> {
     if store::status(dir) != Status::Running {
         return Err(WriteFailed::NotRunning { written: 0 });
