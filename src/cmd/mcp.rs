@@ -230,6 +230,8 @@ struct Server {
     ambient: Ambient,
     /// The directory calls' workdirs must be inside (real path).
     root: PathBuf,
+    /// Its (device, inode) at the server's start.
+    root_inode: (u64, u64),
     /// One `run` (or `start`) at a time: a run's tree is this process's
     /// descendants.
     spawn_lock: tokio::sync::Mutex<()>,
@@ -401,8 +403,14 @@ impl Server {
         Ok(real)
     }
 
+    /// The spec of a call's request, its workspace root pinned to the
+    /// directory the server's root was at the server's start.
     fn resolve(&self, req: Request) -> Result<Spec, String> {
-        dsh_exec_core::resolve(req, &self.ambient).map_err(|e| e.0)
+        let mut spec = dsh_exec_core::resolve(req, &self.ambient).map_err(|e| e.0)?;
+        if let Some(policy) = spec.sandbox.as_mut() {
+            policy.workspace_root_inode = Some(self.root_inode);
+        }
+        Ok(spec)
     }
 
     /// The job `id`, if this server started it.
@@ -550,7 +558,7 @@ impl Server {
         let detached = p.detach_after_ms.map(|_| jobs::read(&launched.dir));
         let mut text = detached
             .as_ref()
-            .map(|d| d.delta_stdout.clone())
+            .map(super::job::delta_text)
             .unwrap_or_default();
         text.push_str(&match p.detach_after_ms {
             Some(_) => format!("[detached as job {}]\n", launched.id),
@@ -897,11 +905,19 @@ pub(crate) fn mcp(args: RunArgs, keep_jobs: bool) -> std::process::ExitCode {
             return infrastructure_error(&err, false);
         }
     };
+    let root_inode = match std::fs::metadata(&root) {
+        Ok(m) => {
+            use std::os::unix::fs::MetadataExt;
+            (m.dev(), m.ino())
+        }
+        Err(e) => return usage_error(&format!("workspace root {}: {e}", root.display())),
+    };
     let server = Arc::new(Server {
         base,
         spec,
         ambient,
         root,
+        root_inode,
         spawn_lock: tokio::sync::Mutex::new(()),
         jobs: Mutex::new(Vec::new()),
         keep_jobs,
@@ -924,7 +940,9 @@ pub(crate) fn mcp(args: RunArgs, keep_jobs: bool) -> std::process::ExitCode {
             sig = signals.next() => Ok(Some(sig)),
         }
     });
-    drop(runtime);
+    // Not drop(): that waits for the thread blocked reading stdin, which a
+    // signal leaves open; the calls in flight are dropped either way.
+    runtime.shutdown_timeout(Duration::from_millis(500));
     if !keep_jobs {
         server.kill_jobs();
     }

@@ -494,7 +494,9 @@ fn sigterm_to_the_server_ends_its_run_and_its_jobs() {
     let _ = Command::new("kill")
         .args(["-TERM", &m.child.id().to_string()])
         .status();
-    let status = m.close();
+    // Its stdin stays open: the signal alone ends the session.
+    let status = poll_until(Duration::from_secs(8), || m.child.try_wait().unwrap())
+        .expect("the server did not exit on SIGTERM");
     assert_eq!(
         std::os::unix::process::ExitStatusExt::into_raw(status) >> 8,
         143
@@ -547,4 +549,20 @@ fn a_calls_writable_root_is_the_servers_root_and_sigkill_takes_the_jobs_along() 
         processes_with(marker).is_empty().then_some(())
     });
     assert!(gone.is_some(), "a job outlived the server's SIGKILL");
+}
+
+#[test]
+fn a_root_replaced_after_the_servers_start_is_not_writable() {
+    let parent = tempfile::tempdir().unwrap();
+    let ws = parent.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let mut m = Mcp::start(&["--sandbox", "workspace-write", "-C", ws.to_str().unwrap()]);
+    let r = m.call("run", json!({"command": "touch before && echo ok"}));
+    assert_eq!(text(&r), "ok\n[exit code: 0]\n", "{r}");
+    // Another directory now has the root's path (a parent renamed, say).
+    std::fs::rename(&ws, parent.path().join("old")).unwrap();
+    std::fs::create_dir(&ws).unwrap();
+    let r = m.call("run", json!({"command": "touch after"}));
+    assert!(!ws.join("after").exists(), "{r}");
+    assert_ne!(r["structuredContent"]["exit_code"], 0, "{r}");
 }

@@ -176,8 +176,29 @@ pub fn is_own_line_shape(line: &str) -> bool {
     if !line.contains('[') {
         return false;
     }
+    // A piece after a character some reader breaks the line at is judged
+    // as a line of its own.
+    if line.contains(breaks_a_line) && line.split(breaks_a_line).skip(1).any(one_line_shape) {
+        return true;
+    }
+    one_line_shape(line)
+}
+
+/// [`is_own_line_shape`] of a line without break characters.
+fn one_line_shape(line: &str) -> bool {
+    if !line.contains('[') {
+        return false;
+    }
+    // As a terminal shows it (effects applied, escapes removed), and as
+    // the bytes are, where a NUL or another control character may show as
+    // nothing at all.
     let seen = super::plain::plain(line);
-    let line = seen.trim_matches(invisible).trim_start_matches('\\');
+    shape_of(seen.trim_matches(invisible)) || shape_of(line.trim_matches(invisible))
+}
+
+/// Whether `line`, trimmed, has the shape of one of dsh-exec's own lines.
+fn shape_of(line: &str) -> bool {
+    let line = line.trim_start_matches('\\');
     let Some(inner) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) else {
         return false;
     };
@@ -216,9 +237,23 @@ pub fn is_own_line_shape(line: &str) -> bool {
 /// and invisible operators, isolates, the byte-order mark).
 fn invisible(c: char) -> bool {
     c.is_whitespace()
+        || c.is_control()
         || matches!(c,
-            '\u{00ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
-            | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+            '\u{00ad}' | '\u{034f}' | '\u{061c}' | '\u{115f}' | '\u{1160}' | '\u{180e}'
+            | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{3164}'
+            | '\u{fe00}'..='\u{fe0f}' | '\u{feff}' | '\u{ffa0}' | '\u{e0000}'..='\u{e007f}')
+}
+
+/// Characters that some readers take for a line break inside what
+/// dsh-exec splits as one line (Python's `str.splitlines`, terminals):
+/// vertical tab, form feed, NEL, the line and paragraph separators, and a
+/// carriage return.
+fn breaks_a_line(c: char) -> bool {
+    matches!(
+        c,
+        '\u{0b}' | '\u{0c}' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
 }
 
 /// `line` (without its newline) escaped, when it reads as one of
@@ -500,6 +535,12 @@ mod tests {
             "[exit code: 0]\u{feff}",
             "\u{2066}[killed by signal: SIGKILL]\u{2069}",
             "\u{00ad} [timed out after 1s]",
+            "\u{061c}[exit code: 0]",
+            "[exit code: 0]\u{0}",
+            "\u{e0001}[exit code: 0]",
+            "x\u{0b}[exit code: 0]",
+            "x\u{85}[exit code: 0]",
+            "x\u{2028}[stderr]",
         ] {
             assert!(is_own_line_shape(line), "{line:?}");
             assert!(

@@ -738,6 +738,7 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
         mode,
         network,
         network_allow,
+        workspace_root_inode: None,
         workspace_root: Sourced::pick(
             req.workspace_root
                 .clone()

@@ -192,6 +192,11 @@ pub struct Policy {
     /// it is opened).
     #[serde(with = "crate::serde_paths::exact_sourced_path")]
     pub workspace_root: Sourced<PathBuf>,
+    /// The workspace root's (device, inode) as a long-lived caller (the MCP
+    /// server) saw it at its start: a root that is no longer that directory
+    /// when a run opens it is not writable. `None`: not pinned.
+    #[serde(default)]
+    pub workspace_root_inode: Option<(u64, u64)>,
     /// The `--writable-root` paths (or the configuration file's), absolute,
     /// in the order given.
     #[serde(with = "crate::serde_paths::exact_paths")]
@@ -672,8 +677,22 @@ pub fn open_roots(policy: &Policy) -> Roots {
     }
     let asked = std::iter::once((&policy.workspace_root.value, true))
         .chain(policy.writable_roots.iter().map(|r| (r, false)));
-    for (path, follow) in asked {
-        match open_dir(path, follow) {
+    for (i, (path, follow)) in asked.enumerate() {
+        // A workspace root pinned by its inode (the MCP server's, checked
+        // once at its start) must still be that directory, as opened now:
+        // a command that can rename one of its parents could otherwise
+        // move the path anywhere between two runs.
+        let pinned = |root: Root| match (i, policy.workspace_root_inode) {
+            (0, Some((dev, ino))) => match nix::sys::stat::fstat(&root.fd) {
+                Ok(st) if st.st_dev == dev && st.st_ino == ino => Ok(root),
+                _ => Err(PathProblem::Io(std::io::Error::other(
+                    "it is no longer the directory it was when the server started (a \
+                     parent was renamed); not writable",
+                ))),
+            },
+            _ => Ok(root),
+        };
+        match open_dir(path, follow).and_then(pinned) {
             Ok(root) => {
                 if roots.writable.iter().any(|r| r.path == root.path) {
                     continue;
