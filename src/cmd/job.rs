@@ -340,20 +340,7 @@ fn write(
         (None, None) => return usage_error("job write needs DATA, --file FILE or --close"),
     };
     let failed = |e: jobs::WriteFailed| {
-        let why = match e {
-            jobs::WriteFailed::NotRunning { written } => {
-                format!("job {id} is not running ({written} bytes written)")
-            }
-            jobs::WriteFailed::Refused { written, reason } => {
-                format!("job {id}: {reason} ({written} bytes written)")
-            }
-            jobs::WriteFailed::Stalled { written } => {
-                format!("job {id} did not read its stdin ({written} bytes written)")
-            }
-            jobs::WriteFailed::NoAnswer { written } => {
-                format!("job {id}: its supervisor did not answer ({written} bytes written before)")
-            }
-        };
+        let why = e.message(id);
         say!("dsh-exec: {why}");
         ExitCode::from(1)
     };
@@ -370,30 +357,9 @@ fn write(
                     return ExitCode::from(1);
                 }
             };
-            let more = |w: usize| w + total;
             match jobs::write(&dir, &chunk[..n], timeout.unwrap_or(WRITE_WAIT)) {
                 Ok(w) => total += w,
-                Err(jobs::WriteFailed::NotRunning { written }) => {
-                    return failed(jobs::WriteFailed::NotRunning {
-                        written: more(written),
-                    });
-                }
-                Err(jobs::WriteFailed::Refused { written, reason }) => {
-                    return failed(jobs::WriteFailed::Refused {
-                        written: more(written),
-                        reason,
-                    });
-                }
-                Err(jobs::WriteFailed::Stalled { written }) => {
-                    return failed(jobs::WriteFailed::Stalled {
-                        written: more(written),
-                    });
-                }
-                Err(jobs::WriteFailed::NoAnswer { written }) => {
-                    return failed(jobs::WriteFailed::NoAnswer {
-                        written: more(written),
-                    });
-                }
+                Err(e) => return failed(e.after(total)),
             }
         }
     }

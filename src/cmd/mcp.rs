@@ -246,6 +246,11 @@ fn tool_error(message: impl Into<String>) -> CallToolResponse {
     CallToolResult::error(vec![ContentBlock::text(message.into())]).into()
 }
 
+/// A call's arguments as `T`, or what is wrong with them.
+fn arguments<T: serde::de::DeserializeOwned>(args: JsonObject) -> Result<T, String> {
+    serde_json::from_value(args.into()).map_err(|e| format!("bad arguments: {e}"))
+}
+
 /// The JSON Schema of `T` as a JSON object.
 fn schema<T: JsonSchema>() -> Arc<JsonObject> {
     let value = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
@@ -423,14 +428,14 @@ impl Server {
     }
 
     async fn run(&self, args: JsonObject, ctx: &RequestContext<RoleServer>) -> CallToolResponse {
-        let p: RunParams = match serde_json::from_value(args.into()) {
+        let p: RunParams = match arguments(args) {
             Ok(p) => p,
-            Err(e) => return tool_error(format!("bad arguments: {e}")),
+            Err(e) => return tool_error(e),
         };
         if p.stdin.as_ref().is_some_and(|s| s.len() > MAX_STDIN_BYTES) {
             return tool_error(format!("stdin is larger than {MAX_STDIN_BYTES} bytes"));
         }
-        let mut req = match self.request(
+        let req = match self.request(
             &p.command,
             p.workdir.as_deref(),
             p.timeout_ms,
@@ -441,7 +446,6 @@ impl Server {
             Ok(r) => r,
             Err(e) => return tool_error(e),
         };
-        req.stdin_file = None;
         let spec = match self.resolve(req) {
             Ok(mut s) => {
                 if let Some(text) = p.stdin {
@@ -493,9 +497,9 @@ impl Server {
     }
 
     async fn start(&self, args: JsonObject) -> CallToolResponse {
-        let p: StartParams = match serde_json::from_value(args.into()) {
+        let p: StartParams = match arguments(args) {
             Ok(p) => p,
-            Err(e) => return tool_error(format!("bad arguments: {e}")),
+            Err(e) => return tool_error(e),
         };
         let mut req = match self.request(
             &p.command,
@@ -508,7 +512,6 @@ impl Server {
             Ok(r) => r,
             Err(e) => return tool_error(e),
         };
-        req.stdin_file = None;
         req.pty = p.pty;
         req.stdin_pipe = p.stdin_pipe && !p.pty;
         let spec = match self.resolve(req) {
@@ -578,9 +581,9 @@ impl Server {
     }
 
     fn read(&self, args: JsonObject) -> CallToolResponse {
-        let p: JobParams = match serde_json::from_value(args.into()) {
+        let p: JobParams = match arguments(args) {
             Ok(p) => p,
-            Err(e) => return tool_error(format!("bad arguments: {e}")),
+            Err(e) => return tool_error(e),
         };
         let dir = match self.job(&p.job_id) {
             Ok(d) => d,
@@ -598,32 +601,15 @@ impl Server {
     }
 
     fn write_stdin(&self, args: JsonObject) -> CallToolResponse {
-        let p: WriteParams = match serde_json::from_value(args.into()) {
+        let p: WriteParams = match arguments(args) {
             Ok(p) => p,
-            Err(e) => return tool_error(format!("bad arguments: {e}")),
+            Err(e) => return tool_error(e),
         };
         let dir = match self.job(&p.job_id) {
             Ok(d) => d,
             Err(e) => return tool_error(e),
         };
-        let failed = |e: jobs::WriteFailed| {
-            tool_error(match e {
-                jobs::WriteFailed::NotRunning { written } => {
-                    format!("job {} is not running ({written} bytes written)", p.job_id)
-                }
-                jobs::WriteFailed::Refused { written, reason } => {
-                    format!("job {}: {reason} ({written} bytes written)", p.job_id)
-                }
-                jobs::WriteFailed::Stalled { written } => format!(
-                    "job {} did not read its stdin ({written} bytes written)",
-                    p.job_id
-                ),
-                jobs::WriteFailed::NoAnswer { written } => format!(
-                    "job {}: its supervisor did not answer ({written} bytes written before)",
-                    p.job_id
-                ),
-            })
-        };
+        let failed = |e: jobs::WriteFailed| tool_error(e.message(&p.job_id));
         let written = match jobs::write(&dir, p.data.as_bytes(), Duration::from_secs(10)) {
             Ok(n) => n,
             Err(e) => return failed(e),
@@ -643,9 +629,9 @@ impl Server {
     }
 
     async fn wait(&self, args: JsonObject) -> CallToolResponse {
-        let p: WaitParams = match serde_json::from_value(args.into()) {
+        let p: WaitParams = match arguments(args) {
             Ok(p) => p,
-            Err(e) => return tool_error(format!("bad arguments: {e}")),
+            Err(e) => return tool_error(e),
         };
         let dir = match self.job(&p.job_id) {
             Ok(d) => d,
@@ -679,9 +665,9 @@ impl Server {
     }
 
     async fn kill(&self, args: JsonObject) -> CallToolResponse {
-        let p: JobParams = match serde_json::from_value(args.into()) {
+        let p: JobParams = match arguments(args) {
             Ok(p) => p,
-            Err(e) => return tool_error(format!("bad arguments: {e}")),
+            Err(e) => return tool_error(e),
         };
         let dir = match self.job(&p.job_id) {
             Ok(d) => d,
@@ -836,9 +822,9 @@ impl ServerHandler for Handler {
             }
             "wait" => server.wait(args).await,
             "kill" => server.kill(args).await,
-            "list" => match serde_json::from_value::<NoParams>(args.into()) {
+            "list" => match arguments::<NoParams>(args) {
                 Ok(_) => server.list(),
-                Err(e) => tool_error(format!("bad arguments: {e}")),
+                Err(e) => tool_error(e),
             },
             other => {
                 return Err(ErrorData::invalid_params(

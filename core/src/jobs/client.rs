@@ -81,6 +81,47 @@ pub enum WriteFailed {
     },
 }
 
+impl WriteFailed {
+    /// The same failure, with `earlier` more bytes counted as written
+    /// before it (a write sent in several pieces).
+    pub fn after(self, earlier: usize) -> WriteFailed {
+        match self {
+            WriteFailed::NotRunning { written } => WriteFailed::NotRunning {
+                written: written + earlier,
+            },
+            WriteFailed::Refused { written, reason } => WriteFailed::Refused {
+                written: written + earlier,
+                reason,
+            },
+            WriteFailed::Stalled { written } => WriteFailed::Stalled {
+                written: written + earlier,
+            },
+            WriteFailed::NoAnswer { written } => WriteFailed::NoAnswer {
+                written: written + earlier,
+            },
+        }
+    }
+
+    /// One line for a user, about the job `id`: `job ID is not running (N
+    /// bytes written)` and its kin.
+    pub fn message(&self, id: &str) -> String {
+        match self {
+            WriteFailed::NotRunning { written } => {
+                format!("job {id} is not running ({written} bytes written)")
+            }
+            WriteFailed::Refused { written, reason } => {
+                format!("job {id}: {reason} ({written} bytes written)")
+            }
+            WriteFailed::Stalled { written } => {
+                format!("job {id} did not read its stdin ({written} bytes written)")
+            }
+            WriteFailed::NoAnswer { written } => {
+                format!("job {id}: its supervisor did not answer ({written} bytes written before)")
+            }
+        }
+    }
+}
+
 /// Appends `bytes` to the stdin of the job in `dir` (started with `--stdin
 /// pipe`), waiting up to `limit` for a command that reads slowly; returns
 /// the number of bytes written, all of them on success.

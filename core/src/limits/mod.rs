@@ -362,8 +362,6 @@ pub(crate) struct Limiter {
     /// Online CPUs: the most CPU time the tree gains per second of wall time.
     cpus: u32,
     not_enforced: Vec<NotEnforced>,
-    /// A v1 memory cgroup: OOM kills are polled for ([`OOM_POLL`]).
-    watch_oom: bool,
     /// `pids.peak` is missing: `pids.current` is sampled.
     sample_pids: bool,
     /// When the next check is due, once [`Limiter::next_check`] set it.
@@ -480,9 +478,6 @@ impl Limiter {
                 LimitKind::FileSize => {}
             }
         }
-        let watch_oom = leaves
-            .iter()
-            .any(|l| l.version == Version::V1 && l.controllers.contains(&"memory"));
         let sample_pids = leaves
             .iter()
             .any(|l| l.controllers.contains(&"pids") && !l.dir.join("pids.peak").exists());
@@ -497,7 +492,6 @@ impl Limiter {
             cpu_used: 0,
             cpus: u32::try_from(online).unwrap_or(1).max(1),
             not_enforced,
-            watch_oom,
             sample_pids,
             due: None,
         }))
@@ -546,10 +540,14 @@ impl Limiter {
             self.cpu = cpu_moved.or(self.cpu.filter(|c| *c == CpuSource::Walk));
         }
         self.leaves = kept;
-        self.watch_oom = self
-            .leaves
+    }
+
+    /// A v1 memory cgroup: its OOM kills are polled for ([`OOM_POLL`]); v2
+    /// kills the whole cgroup itself.
+    fn watch_oom(&self) -> bool {
+        self.leaves
             .iter()
-            .any(|l| l.version == Version::V1 && l.controllers.contains(&"memory"));
+            .any(|l| l.version == Version::V1 && l.controllers.contains(&"memory"))
     }
 
     /// The `cgroup.procs` descriptors the child writes itself into, the
@@ -601,7 +599,7 @@ impl Limiter {
                 let left = max.saturating_sub(Duration::from_micros(self.cpu_used));
                 (left / self.cpus).clamp(CPU_POLL_MIN, CPU_POLL_MAX)
             });
-            let oom = (self.watch_oom || self.sample_pids).then_some(OOM_POLL);
+            let oom = (self.watch_oom() || self.sample_pids).then_some(OOM_POLL);
             self.due = [cpu, oom].into_iter().flatten().min().map(|d| now + d);
         }
         self.due
