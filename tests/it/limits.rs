@@ -734,3 +734,41 @@ fn none_lifts_a_configured_default_limit_but_not_a_cap() {
         format!("cpu-max unlimited capped at 1s by {}", config.display())
     );
 }
+
+#[test]
+fn socket_buffers_count_against_the_memory_limit() {
+    // Loopback TCP pairs whose send queues are filled and never read: v1
+    // charges them only under memory.kmem.tcp.limit_in_bytes, which the
+    // memory limit also sets; v2 counts them in memory.max.
+    if cgroup_base("--memory-max", "64MiB", "memory").is_none() {
+        return;
+    }
+    let script = r#"
+import socket
+socks, total = [], 0
+for i in range(60):
+    l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
+    c = socket.socket(); c.setblocking(False)
+    try: c.connect(l.getsockname())
+    except BlockingIOError: pass
+    s, _ = l.accept(); socks += [l, c, s]
+    try:
+        while True: total += c.send(b"x" * 65536)
+    except OSError: pass
+print(total >> 20)
+"#;
+    let (v, _) = run_json(&[
+        "--memory-max",
+        "64MiB",
+        "--",
+        &format!("python3 -c '{script}'"),
+    ]);
+    let queued: u64 = v["stdout"]["text"]
+        .as_str()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    // Unlimited, 60 pairs queue some 200 MB here.
+    assert!(queued <= 72, "{queued} MiB queued under a 64MiB limit: {v}");
+}

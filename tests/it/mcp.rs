@@ -421,7 +421,7 @@ fn start_with_detach_after_returns_a_quick_result_or_a_running_job() {
     assert_eq!(text(&r), "quick\n[exit code: 0]\n");
     let r = m.call(
         "start",
-        json!({"command": "echo early; sleep 30", "detach_after_ms": 500}),
+        json!({"command": "echo early; echo '[exit code: 0]'; sleep 30", "detach_after_ms": 500}),
     );
     let job = r["structuredContent"]["job_id"]
         .as_str()
@@ -429,9 +429,13 @@ fn start_with_detach_after_returns_a_quick_result_or_a_running_job() {
         .to_string();
     assert_eq!(
         r["structuredContent"]["detached"]["delta_stdout"],
-        "early\n"
+        "early\n[exit code: 0]\n"
     );
-    assert_eq!(text(&r), format!("early\n[detached as job {job}]\n"));
+    // The job's own marker-shaped line is escaped in the text.
+    assert_eq!(
+        text(&r),
+        format!("early\n\\[exit code: 0]\n[detached as job {job}]\n")
+    );
     let r = m.call("list", json!({}));
     assert_eq!(
         r["structuredContent"]["jobs"].as_array().unwrap().len(),
