@@ -15,9 +15,9 @@ use dsh_exec_core::limits::LimitMode;
 use dsh_exec_core::net::rules::HostRule;
 use dsh_exec_core::render::plain::Render;
 use dsh_exec_core::request::env::{EnvArg, EnvPolicy, parse_env_arg, parse_managed_arg};
-use dsh_exec_core::request::units::{parse_budget, parse_duration, parse_timeout};
 use dsh_exec_core::sandbox::{Mode, Network};
 use dsh_exec_core::spec::LiveOutput;
+use dsh_exec_core::units::{parse_budget, parse_duration, parse_timeout};
 use dsh_exec_core::{Keep, Request, Signal};
 
 const AFTER_HELP: &str = "\
@@ -314,7 +314,7 @@ impl ValueEnum for ModeArg {
 
 /// Parses `--spill-max-bytes`.
 fn parse_size_arg(s: &str) -> Result<u64, String> {
-    dsh_exec_core::request::units::parse_size(s)
+    dsh_exec_core::units::parse_size(s)
 }
 
 /// A limit's value: `None` is `none` (unlimited).
@@ -331,17 +331,17 @@ fn limit_or_none<T>(s: &str, parse: fn(&str) -> Result<T, String>) -> Result<Lim
 
 /// Parses `--memory-max`.
 fn parse_memory_arg(s: &str) -> Result<Limit<u64>, String> {
-    limit_or_none(s, dsh_exec_core::request::units::parse_memory_max)
+    limit_or_none(s, dsh_exec_core::units::parse_memory_max)
 }
 
 /// Parses `--pids-max`.
 fn parse_pids_arg(s: &str) -> Result<Limit<u64>, String> {
-    limit_or_none(s, dsh_exec_core::request::units::parse_pids_max)
+    limit_or_none(s, dsh_exec_core::units::parse_pids_max)
 }
 
 /// Parses `--cpu-max`.
 fn parse_cpu_arg(s: &str) -> Result<Limit<Duration>, String> {
-    limit_or_none(s, dsh_exec_core::request::units::parse_cpu_max)
+    limit_or_none(s, dsh_exec_core::units::parse_cpu_max)
 }
 
 /// Parses `--limits`.

@@ -26,18 +26,26 @@
 
 #![deny(missing_docs)]
 
+// In layer order: each module uses only those above it
+// (`tests/layering.rs` checks this; `docs/layout.md` explains it).
 mod capture;
 pub mod error;
 mod exec;
+pub mod exit;
 pub mod jobs;
 pub mod limits;
 pub mod net;
+pub mod origin;
+mod proctree;
 pub mod render;
 pub mod request;
 pub mod result;
 pub mod sandbox;
 mod serde_paths;
+pub mod signal;
 pub mod spec;
+mod sys;
+pub mod units;
 
 pub use capture::{CollectedOutput, Delta, Keep, Pruned, prune_spill_dirs};
 pub use error::{Error, ErrorCode};
@@ -46,5 +54,6 @@ pub use exec::{
     StdinRefusal, init_process, prepare, run, start, stdin_holds_data, wipe_scrubbed_environ,
 };
 pub use request::{Ambient, Request, UsageError, resolve};
-pub use result::{RunResult, Signal, exit};
+pub use result::RunResult;
+pub use signal::Signal;
 pub use spec::Spec;

@@ -11,57 +11,43 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::request::env::EnvPlan;
 use crate::sandbox::Policy;
+use std::ffi::OsString;
 
-/// Where a resolved value came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Origin {
-    /// A command-line flag (or a library caller's explicit value).
-    Flag,
-    /// The configuration file (its path is [`Spec::config_file`]).
-    Config,
-    /// A built-in default.
-    Default,
+pub use crate::origin::{Origin, Sourced};
+
+/// How the result's text fields are rendered (`--render`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Render {
+    /// The bytes as the command wrote them (invalid UTF-8 replaced).
+    #[default]
+    Raw,
+    /// Terminal effects applied, escape sequences removed (`render::plain`).
+    Plain,
 }
 
-impl Origin {
-    /// `flag`, `config` or `default`.
+impl Render {
+    /// `raw` or `plain`.
     pub fn as_str(self) -> &'static str {
         match self {
-            Origin::Flag => "flag",
-            Origin::Config => "config",
-            Origin::Default => "default",
+            Render::Raw => "raw",
+            Render::Plain => "plain",
         }
     }
 }
 
-/// A resolved value and its origin.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sourced<T> {
-    /// The value.
-    pub value: T,
-    /// Where it came from.
-    pub origin: Origin,
-    /// Set when a cap of the configuration file lowered the value: what was
-    /// asked for and which cap applied, e.g. `2h capped at 1h`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capped: Option<String>,
-}
+impl std::str::FromStr for Render {
+    type Err = String;
 
-impl<T> Sourced<T> {
-    /// Flag over config file over built-in default.
-    pub(crate) fn pick(flag: Option<T>, config: Option<T>, default: impl FnOnce() -> T) -> Self {
-        let (value, origin) = match (flag, config) {
-            (Some(v), _) => (v, Origin::Flag),
-            (None, Some(v)) => (v, Origin::Config),
-            (None, None) => (default(), Origin::Default),
-        };
-        Sourced {
-            value,
-            origin,
-            capped: None,
+    /// Parses `raw` or `plain`; errors with a message naming them.
+    fn from_str(s: &str) -> Result<Render, String> {
+        match s {
+            "raw" => Ok(Render::Raw),
+            "plain" => Ok(Render::Plain),
+            _ => Err(format!("invalid render '{s}' (raw or plain)")),
         }
     }
 }
@@ -115,7 +101,7 @@ pub struct Spec {
     pub prune_spill_after: Option<Duration>,
     /// The first signal of the escalation (`--signal`; SIGTERM).
     #[serde(default = "default_signal")]
-    pub signal: Sourced<crate::result::Signal>,
+    pub signal: Sourced<crate::signal::Signal>,
     /// RLIMIT_FSIZE of the command, in bytes (`--file-size-max`); `None`:
     /// as inherited.
     #[serde(default = "default_file_size")]
@@ -141,7 +127,7 @@ pub struct Spec {
     pub keep: Sourced<crate::capture::Keep>,
     /// How the result's text fields are rendered (`--render`).
     #[serde(default = "default_render")]
-    pub render: Sourced<crate::render::plain::Render>,
+    pub render: Sourced<Render>,
     /// Where stdin comes from.
     pub stdin: Sourced<StdinSource>,
     /// Parent directory of the run's private spill directory (absolute).
@@ -175,6 +161,24 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// The limits this spec sets, as [`crate::limits`] takes them.
+    pub(crate) fn limits_asked(&self) -> crate::limits::Wanted {
+        crate::limits::Wanted {
+            tree: crate::limits::Asked {
+                memory_max: self.memory_max.value,
+                pids_max: self.pids_max.value,
+                cpu_max: self.cpu_max.value,
+            },
+            file_size_max: self.file_size_max.value,
+            best_effort: self.limits.value == crate::limits::LimitMode::BestEffort,
+            capped: [
+                self.memory_max.capped.is_some(),
+                self.pids_max.capped.is_some(),
+                self.cpu_max.capped.is_some(),
+            ],
+        }
+    }
+
     /// The names scrubbed from the command's environment, sorted (the
     /// result's `env_scrubbed`).
     /// A name passed back with `-e NAME` is not listed: the command got it.
@@ -183,7 +187,7 @@ impl Spec {
             self.env
                 .settings
                 .iter()
-                .any(|s| s.layer == crate::request::env::Layer::Explicit && n == s.name.as_str())
+                .any(|s| s.layer == Layer::Explicit && n == s.name.as_str())
         };
         self.env
             .scrubbed
@@ -246,16 +250,16 @@ fn default_keep() -> Sourced<crate::capture::Keep> {
     Sourced::pick(None, None, crate::capture::Keep::default)
 }
 
-fn default_render() -> Sourced<crate::render::plain::Render> {
-    Sourced::pick(None, None, crate::render::plain::Render::default)
+fn default_render() -> Sourced<Render> {
+    Sourced::pick(None, None, Render::default)
 }
 
-fn default_signal() -> Sourced<crate::result::Signal> {
-    Sourced::pick(None, None, || crate::result::Signal::SIGTERM)
+fn default_signal() -> Sourced<crate::signal::Signal> {
+    Sourced::pick(None, None, || crate::signal::Signal::SIGTERM)
 }
 
 fn default_spill_max() -> Sourced<u64> {
-    Sourced::pick(None, None, || crate::request::DEFAULT_SPILL_MAX_BYTES)
+    Sourced::pick(None, None, || DEFAULT_SPILL_MAX_BYTES)
 }
 
 fn default_file_size() -> Sourced<Option<u64>> {
@@ -268,4 +272,72 @@ fn default_unlimited<T>() -> Sourced<Option<T>> {
 
 fn default_limits() -> Sourced<crate::limits::LimitMode> {
     Sourced::pick(None, None, Default::default)
+}
+
+/// Lowers a budget to its cap, noting it.
+/// The cap per spill file when nothing sets one: 4 GiB. A command cannot
+/// make `dsh-exec` fill the disk; past the cap the spill file stops
+/// growing, the tail goes on, and the result says how much was dropped.
+pub const DEFAULT_SPILL_MAX_BYTES: u64 = 4 << 30;
+
+/// Which ambient variables reach the child (`--env-policy`, config key
+/// `env_policy`), as Codex's `shell_environment_policy` has it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EnvPolicy {
+    /// Everything but what [`scrub_rule`](crate::request::env::scrub_rule) catches (the default).
+    #[default]
+    Inherit,
+    /// Only [`CORE_NAMES`](crate::request::env::CORE_NAMES) and `LC_*`.
+    Core,
+    /// Nothing ambient.
+    None,
+}
+
+/// Which layer set a variable in the child environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// Layer 2, a non-interactive override.
+    Override,
+    /// Layer 3, an explicit `--env` entry.
+    Explicit,
+    /// Layer 4, a managed `--dsh-env` entry.
+    Managed,
+}
+
+/// A variable that one of layers 2 to 4 sets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvSetting {
+    /// The variable name.
+    pub name: String,
+    /// Its value.
+    pub value: OsString,
+    /// The layer that sets it.
+    pub layer: Layer,
+}
+
+/// The resolved plan for the child environment: what is inherited, what was
+/// scrubbed, and what each later layer sets.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvPlan {
+    /// Layer 1: ambient variables that survive the scrub, in ambient order.
+    pub inherited: Vec<(OsString, OsString)>,
+    /// Ambient names removed by the scrub (credential-shaped or `DSH_*`), sorted.
+    pub scrubbed: Vec<OsString>,
+    /// The rule that caught each of `scrubbed`, in the same order
+    /// ([`scrub_rule`](crate::request::env::scrub_rule); `control socket` for [`CONTROL_SOCKETS`](crate::request::env::CONTROL_SOCKETS)).
+    #[serde(default)]
+    pub scrub_rules: Vec<String>,
+    /// The policy (`--env-policy`).
+    #[serde(default)]
+    pub policy: EnvPolicy,
+    /// How many ambient variables the policy left out (`core`, `none`),
+    /// besides the scrub.
+    #[serde(default)]
+    pub policy_dropped: usize,
+    /// Layers 2 to 4 in merge order; a later entry for the same name wins.
+    pub settings: Vec<EnvSetting>,
+    /// `--env KEY` names that had no ambient value and so set nothing.
+    pub missing_pass_through: Vec<String>,
 }

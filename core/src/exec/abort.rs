@@ -8,7 +8,7 @@ use std::io;
 
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::result::Signal;
+use crate::signal::Signal;
 
 /// A source of abort requests; each names the signal that asked for it.
 pub trait AbortSource {

@@ -4,76 +4,41 @@
 //! [`start`] spawns `bash -c -- SCRIPT` as the leader of a new session
 //! ([`spawn`], with the child's steps in [`child`]) and returns the
 //! [`Execution`] handle ([`supervise`]), whose loop drives the phase
-//! machine ([`phases`]) over the command's processes ([`proctree`]), its
+//! machine ([`phases`]) over the command's processes ([`procs`], [`crate::proctree`]), its
 //! pipes ([`streams`]) and abort requests ([`abort`]).
 //!
 //! [`prepare.rs`]: prepare
 
 pub(crate) mod abort;
-pub(crate) mod child;
 pub(crate) mod phases;
 pub(crate) mod prepare;
-pub(crate) mod proctree;
-pub(crate) mod spawn;
+pub(crate) mod procs;
 pub(crate) mod streams;
 pub(crate) mod supervise;
 
 use std::fs::File;
-use std::io;
 use std::os::fd::AsFd;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use tokio::signal::unix::{SignalKind, signal};
 
 pub use self::abort::{AbortSignals, AbortSource, NoAbort};
-pub(crate) use self::child::MAX_TREE_ROOTS;
 pub use self::phases::{DRAIN, FINAL_READ};
-pub use self::prepare::{Prepared, find_shell, prepare, stdin_holds_data};
-pub(crate) use self::spawn::{Confinement, MountPlan};
+pub use self::prepare::{Prepared, prepare, stdin_holds_data};
 pub use self::supervise::{Execution, StdinRefusal};
 
 use self::phases::Phases;
-use self::proctree::{CommandProcs, Tree};
-use self::spawn::{ChildFds, Program, spawn};
+use self::procs::CommandProcs;
 use self::streams::Streams;
 use self::supervise::Report;
 use crate::capture::StreamCapture;
 use crate::error::Error;
+use crate::proctree::Tree;
 use crate::result::RunResult;
 use crate::sandbox;
 use crate::sandbox::gate::Gate;
 use crate::spec::Spec;
-
-/// CAP_SETPCAP (capabilities(7)): needed to drop from the bounding set.
-pub(crate) const CAP_SETPCAP: u32 = 8;
-/// CAP_SYS_ADMIN (capabilities(7)): needed for new namespaces.
-pub(crate) const CAP_SYS_ADMIN: u32 = 21;
-
-/// This process's effective capability set, one bit per capability number:
-/// capget(2) with the version 3 header (`_LINUX_CAPABILITY_VERSION_3`, two
-/// 32-bit halves). One system call, where `/proc/self/status` would cost a
-/// file to be generated and parsed on every run.
-fn effective_capabilities() -> Option<u64> {
-    let header: [u32; 2] = [0x2008_0522, 0];
-    let mut data = [0u32; 6];
-    // SAFETY: capget fills the two __user_cap_data_struct (3 u32 each) we own.
-    let rc =
-        unsafe { nix::libc::syscall(nix::libc::SYS_capget, header.as_ptr(), data.as_mut_ptr()) };
-    (rc == 0).then(|| u64::from(data[0]) | (u64::from(data[3]) << 32))
-}
-
-/// True when this process's effective set holds capability `cap` (a failed
-/// capget counts as not holding it).
-pub(crate) fn holds_capability(cap: u32) -> bool {
-    effective_capabilities().is_some_and(|caps| caps & (1 << cap) != 0)
-}
-
-/// The path an open descriptor names (`/proc/self/fd/N`, proc(5)).
-pub(crate) fn fd_path(fd: &impl AsFd) -> io::Result<PathBuf> {
-    use std::os::fd::AsRawFd;
-    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd()))
-}
+use crate::sys::spawn::{ChildFds, Program, spawn};
 
 /// Sets up this process for supervising commands; the `dsh-exec` binary
 /// calls it first thing.
@@ -95,7 +60,7 @@ pub fn init_process() {
     }
     let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
     let _ = nix::sys::prctl::set_dumpable(false);
-    let _ = proctree::become_subreaper();
+    let _ = crate::proctree::become_subreaper();
 }
 
 /// Overwrites, in this process's initial environment block, the values of
@@ -219,7 +184,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         return Ok(Started::NotRun(Box::new(result)));
     }
     let tree = Tree::before_spawn();
-    let usage_before = crate::result::children_usage();
+    let usage_before = crate::limits::usage::children_usage();
     let runtime = |source| Error::Runtime {
         what: "the SIGCHLD handler",
         source,

@@ -15,7 +15,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::result::Signal;
+use crate::signal::Signal;
 
 /// How long the pipes are still read after the direct child exited, for
 /// output of processes it left behind (a `tee` in a process substitution),

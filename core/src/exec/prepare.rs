@@ -9,7 +9,6 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
@@ -21,25 +20,7 @@ use crate::error::{Error, PathProblem};
 use crate::sandbox;
 use crate::spec::{Spec, StdinSource};
 
-/// Used to find `bash` when the child environment has no `PATH`.
-pub const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-
-/// The first executable `bash` on the child environment's `PATH` (else
-/// [`FALLBACK_PATH`]). Relative entries are skipped: they would be checked
-/// here from this process's directory and executed from the workdir.
-pub fn find_shell(env: &[(OsString, OsString)]) -> Option<PathBuf> {
-    let path = env
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.clone())
-        .unwrap_or_else(|| FALLBACK_PATH.into());
-    path.as_bytes()
-        .split(|b| *b == b':')
-        .filter(|dir| dir.first() == Some(&b'/'))
-        .map(|dir| Path::new(std::ffi::OsStr::from_bytes(dir)).join("bash"))
-        .find(|p| p.is_file() && access(p, AccessFlags::X_OK).is_ok())
-}
+use crate::request::shell::find_shell;
 
 /// A run made ready to spawn ([`prepare`]).
 pub struct Prepared {
@@ -153,7 +134,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
     }
     let mut env = spec.env.child_env();
     let shell = find_shell(&env).ok_or(Error::ShellNotFound)?;
-    let limiter = crate::limits::Limiter::prepare(spec)?;
+    let limiter = crate::limits::Limiter::prepare(&spec.limits_asked())?;
     let stdin = match &spec.stdin.value {
         StdinSource::Closed | StdinSource::Pipe => None,
         StdinSource::File(path) => Some(open_stdin_file(path)?),

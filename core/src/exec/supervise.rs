@@ -17,7 +17,7 @@ use tokio::time::sleep_until;
 
 use super::abort::AbortSource;
 use super::phases::{Cause, Effect, Phases, Processes};
-use super::proctree::{CommandProcs, Exit};
+use super::procs::{CommandProcs, Exit};
 use super::streams::Streams;
 use crate::capture::Delta;
 use crate::error::Error;
@@ -32,7 +32,7 @@ pub(crate) struct Report {
     pub(crate) usage_before: (u64, u64, u64),
     /// How the text fields are rendered (after the denials are read from
     /// the raw text).
-    pub(crate) render: crate::render::plain::Render,
+    pub(crate) render: crate::spec::Render,
     pub(crate) command: String,
     pub(crate) workdir: PathBuf,
     pub(crate) started: Instant,
@@ -238,7 +238,7 @@ impl Execution {
         let reached = limiter.check(|| {
             // SAFETY: sysconf reads a system value.
             let hz = unsafe { nix::libc::sysconf(nix::libc::_SC_CLK_TCK) }.max(1) as u64;
-            let reaped = crate::result::children_usage();
+            let reaped = crate::limits::usage::children_usage();
             tree.cpu_ticks() * 1_000_000 / hz
                 + reaped.0.saturating_sub(before.0)
                 + reaped.1.saturating_sub(before.1)
@@ -318,7 +318,7 @@ impl Execution {
             Some(Cause::Limit(kind)) => Some(kind),
             _ => None,
         };
-        let mut resources = crate::result::Resources::since(self.report.usage_before);
+        let mut resources = crate::limits::Resources::since(self.report.usage_before);
         if let Some(l) = &self.limiter {
             l.account(&mut resources);
         }

@@ -246,12 +246,12 @@ pub fn kill(dir: &Path) -> bool {
     expected.push(0);
     expected.extend_from_slice(id.as_bytes());
     expected.push(0);
-    let seen = crate::exec::proctree::Seen {
+    let seen = crate::proctree::Seen {
         pid: s.pid,
         start_time: s.start,
         pgrp: 0,
     };
-    crate::exec::proctree::signal_verified(seen, nix::sys::signal::Signal::SIGTERM, |cmdline| {
+    crate::proctree::signal_verified(seen, nix::sys::signal::Signal::SIGTERM, |cmdline| {
         cmdline.ends_with(&expected)
     })
 }

@@ -196,7 +196,7 @@ pub fn supervisor(dir: &Path) -> Option<SupervisorRecord> {
 pub(crate) fn record_supervisor(dir: &Path, pid: i32) -> std::io::Result<()> {
     let record = SupervisorRecord {
         pid,
-        start: crate::exec::proctree::live_start_time(pid).unwrap_or(0),
+        start: crate::proctree::live_start_time(pid).unwrap_or(0),
     };
     write_json(&dir.join("supervisor.json"), &record)
 }
@@ -213,7 +213,7 @@ pub fn status(dir: &Path) -> Status {
     // command with write access to the directory could forge) does not end
     // a job whose supervisor still runs.
     if let Some(s) = record
-        && crate::exec::proctree::live_start_time(s.pid) == Some(s.start)
+        && crate::proctree::live_start_time(s.pid) == Some(s.start)
     {
         return Status::Running;
     }

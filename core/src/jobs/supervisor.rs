@@ -24,10 +24,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use super::protocol::{Carry, HANDOFF_FD, Handoff, MAX_SPEC_BYTES, ReadReply, delta_reply, serve};
 use super::store::{self, JobMeta, Status};
 use crate::error::{Error, ErrorCode, PathProblem};
-use crate::exec::spawn::{ChildFds, Program, spawn};
 use crate::exec::{AbortSignals, Started, prepare, start};
 use crate::result::RunResult;
 use crate::spec::{Spec, StdinSource};
+use crate::sys::spawn::{ChildFds, Program, spawn};
 
 /// How long [`launch`] waits for the supervisor to start the command.
 const START_WAIT: Duration = Duration::from_secs(10);

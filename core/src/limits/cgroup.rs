@@ -99,21 +99,11 @@ pub(crate) fn hierarchies() -> Vec<Hierarchy> {
 /// `/proc/self/mountinfo`.
 pub(crate) fn parse_hierarchies(cgroup: &str, mountinfo: &str) -> Vec<Hierarchy> {
     let mut out: Vec<Hierarchy> = Vec::new();
-    for line in mountinfo.lines() {
-        // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER
-        let Some((left, right)) = line.split_once(" - ") else {
-            continue;
-        };
-        let left: Vec<&str> = left.split(' ').collect();
-        let right: Vec<&str> = right.split(' ').collect();
-        let (Some(root), Some(mount), Some(fstype)) = (left.get(3), left.get(4), right.first())
-        else {
-            continue;
-        };
-        let (version, controllers) = match *fstype {
-            "cgroup2" => (Version::V2, Vec::new()),
-            "cgroup" => {
-                let supers = right.get(2).copied().unwrap_or_default();
+    for m in crate::sys::procfs::parse_mountinfo(mountinfo.as_bytes()) {
+        let (version, controllers) = match m.fstype.as_slice() {
+            b"cgroup2" => (Version::V2, Vec::new()),
+            b"cgroup" => {
+                let supers = String::from_utf8_lossy(&m.super_options);
                 let known = ["memory", "pids", "cpuacct", "cpu", "freezer"];
                 let c: Vec<String> = supers
                     .split(',')
@@ -141,7 +131,7 @@ pub(crate) fn parse_hierarchies(cgroup: &str, mountinfo: &str) -> Vec<Hierarchy>
             matches.then_some(path)
         });
         let Some(path) = path else { continue };
-        let (root, mount) = (unescape(root), unescape(mount));
+        let (root, mount) = (m.root, m.mount_point);
         // The mount shows the subtree `root`: our cgroup must be inside it.
         let Some(rel) = Path::new(path).strip_prefix(&root).ok() else {
             continue;
@@ -160,29 +150,11 @@ pub(crate) fn parse_hierarchies(cgroup: &str, mountinfo: &str) -> Vec<Hierarchy>
         out.push(Hierarchy {
             version,
             own,
-            mount: PathBuf::from(mount),
+            mount,
             controllers,
         });
     }
     out
-}
-
-/// Undoes mountinfo's octal escapes (`\040` for a space).
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(u8::is_ascii_digit) {
-            let n = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
-            out.push(n);
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The directory under which a run's cgroups are made, in one hierarchy,
@@ -353,10 +325,7 @@ fn identity() -> (i32, u64) {
         .ok()
         .and_then(|p| p.to_str()?.parse().ok())
         .unwrap_or_else(|| std::process::id() as i32);
-    (
-        pid,
-        crate::exec::proctree::live_start_time(pid).unwrap_or(0),
-    )
+    (pid, crate::proctree::live_start_time(pid).unwrap_or(0))
 }
 
 /// Removes `dir` and the cgroups below it (a nested run's `dsh-exec`
@@ -395,7 +364,7 @@ fn prune_stale(base: &Path, me: (i32, u64)) {
         ) else {
             continue;
         };
-        let alive = crate::exec::proctree::live_start_time(pid) == Some(start);
+        let alive = crate::proctree::live_start_time(pid) == Some(start);
         if (pid, start) != me && !alive {
             let _ = remove_tree(&e.path(), 8);
         }
@@ -700,13 +669,6 @@ mod tests {
         assert_eq!(hs.len(), 1);
         assert_eq!(hs[0].own, Path::new("/sys/fs/cgroup/app"));
         assert_eq!(hs[0].mount, Path::new("/sys/fs/cgroup"));
-    }
-
-    #[test]
-    fn mountinfo_escapes_are_undone() {
-        assert_eq!(unescape(r"/mnt/a\040b"), "/mnt/a b");
-        assert_eq!(unescape(r"/plain"), "/plain");
-        assert_eq!(unescape(r"/trailing\04"), r"/trailing\04");
     }
 
     #[test]

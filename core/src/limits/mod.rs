@@ -34,6 +34,9 @@
 //! can.
 
 pub(crate) mod cgroup;
+pub(crate) mod usage;
+
+pub use self::usage::Resources;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -42,7 +45,7 @@ use serde::{Deserialize, Serialize};
 
 use self::cgroup::{Leaf, Place, Settings, Version};
 use crate::error::Error;
-use crate::request::units::{format_duration, format_size};
+use crate::units::{format_duration, format_size};
 
 /// A limit a run can reach (`limit_exceeded`).
 #[derive(
@@ -114,6 +117,21 @@ impl std::str::FromStr for LimitMode {
             )),
         }
     }
+}
+
+/// Every limit a spec sets, and how strictly (built by
+/// [`Spec::limits_asked`](crate::spec::Spec::limits_asked)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Wanted {
+    /// The tree limits.
+    pub(crate) tree: Asked,
+    /// RLIMIT_FSIZE, in bytes (`--file-size-max`).
+    pub(crate) file_size_max: Option<u64>,
+    /// `--limits best-effort`.
+    pub(crate) best_effort: bool,
+    /// Which of memory, pids and cpu a cap of the configuration file set
+    /// (never downgraded by best-effort).
+    pub(crate) capped: [bool; 3],
 }
 
 /// The tree limits a spec asks for.
@@ -284,14 +302,8 @@ fn plan_with(
 /// The tree limits of `spec`, for `explain`: (kind, value as written,
 /// mechanism name, one line on the mechanism), in the order memory, pids,
 /// cpu. Probes the hierarchies; makes nothing.
-pub(crate) fn explained(
-    spec: &crate::spec::Spec,
-) -> Vec<(LimitKind, String, &'static str, String)> {
-    let asked = Asked {
-        memory_max: spec.memory_max.value,
-        pids_max: spec.pids_max.value,
-        cpu_max: spec.cpu_max.value,
-    };
+pub(crate) fn explained(wanted: &Wanted) -> Vec<(LimitKind, String, &'static str, String)> {
+    let asked = wanted.tree;
     plan(asked)
         .each()
         .map(|(kind, m)| (kind, asked.shown(kind), m.name(), m.describe()))
@@ -369,29 +381,25 @@ pub(crate) struct Limiter {
 }
 
 impl Limiter {
-    /// The limits of `spec`: makes the run's cgroups. `None` when the spec
+    /// The limits a spec sets (`spec`): makes the run's cgroups. `None` when the spec
     /// sets no tree limit and no file size limit.
     ///
     /// Errors with [`Error::LimitUnavailable`] when a limit cannot be
     /// enforced (no mechanism, or its cgroup cannot be made) and the mode
     /// is strict; in best-effort mode such a limit is listed in
     /// `not_enforced` instead.
-    pub(crate) fn prepare(spec: &crate::spec::Spec) -> Result<Option<Limiter>, Error> {
-        let asked = Asked {
-            memory_max: spec.memory_max.value,
-            pids_max: spec.pids_max.value,
-            cpu_max: spec.cpu_max.value,
-        };
-        if !asked.any() && spec.file_size_max.value.is_none() {
+    pub(crate) fn prepare(spec: &Wanted) -> Result<Option<Limiter>, Error> {
+        let asked = spec.tree;
+        if !asked.any() && spec.file_size_max.is_none() {
             return Ok(None);
         }
         // A limit an operator's cap imposed is never downgraded: best-effort
         // is for the limits the caller asked for.
-        let best_effort = spec.limits.value == LimitMode::BestEffort;
+        let best_effort = spec.best_effort;
         let capped = |kind: LimitKind| match kind {
-            LimitKind::Memory => spec.memory_max.capped.is_some(),
-            LimitKind::Pids => spec.pids_max.capped.is_some(),
-            LimitKind::Cpu => spec.cpu_max.capped.is_some(),
+            LimitKind::Memory => spec.capped[0],
+            LimitKind::Pids => spec.capped[1],
+            LimitKind::Cpu => spec.capped[2],
             LimitKind::FileSize => false,
         };
         let plan = plan(asked);
@@ -485,7 +493,7 @@ impl Limiter {
         let online = unsafe { nix::libc::sysconf(nix::libc::_SC_NPROCESSORS_ONLN) };
         Ok(Some(Limiter {
             asked,
-            file_size_max: spec.file_size_max.value,
+            file_size_max: spec.file_size_max,
             plan,
             leaves,
             cpu,
@@ -643,7 +651,7 @@ impl Limiter {
     pub(crate) fn exceeded(
         &self,
         cause: Option<LimitKind>,
-        signal: Option<crate::result::Signal>,
+        signal: Option<crate::signal::Signal>,
         stderr: &str,
         tree_cpu_us: u64,
     ) -> Option<LimitKind> {
@@ -699,7 +707,7 @@ impl Limiter {
     /// Replaces the figures of `r` that a cgroup counts better: CPU time
     /// (any cgroup that counts it), the tree's peak memory (memory), the
     /// most processes at once (pids). Call once the tree is gone.
-    pub(crate) fn account(&self, r: &mut crate::result::Resources) {
+    pub(crate) fn account(&self, r: &mut Resources) {
         let mut from = Vec::new();
         if let Some((leaf, (user, system))) = self
             .leaves

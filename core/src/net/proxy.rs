@@ -197,7 +197,7 @@ struct Shared {
     own_addrs: Vec<IpAddr>,
     /// The run's processes, once it is spawned: only a connection whose
     /// client socket one of them holds is served.
-    tree: Mutex<Option<crate::exec::proctree::Tree>>,
+    tree: Mutex<Option<crate::proctree::Tree>>,
     /// This proxy's port.
     port: u16,
     stats: Mutex<NetworkStats>,
@@ -284,7 +284,7 @@ impl Proxy {
     }
 
     /// Serves the processes of `tree` from now on (none before).
-    pub(crate) fn admit(&self, tree: crate::exec::proctree::Tree) {
+    pub(crate) fn admit(&self, tree: crate::proctree::Tree) {
         if let Ok(mut t) = self.shared.tree.lock() {
             *t = Some(tree);
         }
@@ -386,7 +386,7 @@ fn from_the_run(shared: &Shared, peer: SocketAddr) -> bool {
             }
         }
     }
-    crate::sandbox::gate::tree_holds(tree, &inodes)
+    crate::proctree::tree_holds(tree, &inodes)
 }
 
 /// Compares two byte strings in time that depends on their lengths alone.

@@ -6,10 +6,10 @@
 use owo_colors::OwoColorize;
 use serde_json::{Value, json};
 
-use crate::exec::find_shell;
 use crate::request::env::{Layer, display_value};
-use crate::request::units::{format_duration, format_size};
+use crate::request::shell::find_shell;
 use crate::sandbox::landlock::enforcement;
+use crate::units::{format_duration, format_size};
 use std::path::PathBuf;
 
 use crate::sandbox::protect::Protection;
@@ -452,7 +452,7 @@ pub fn explain_json(spec: &Spec) -> Value {
         "pids_max": sourced_json(&spec.pids_max, json!(spec.pids_max.value)),
         "cpu_max_ms": sourced_json(&spec.cpu_max, json!(spec.cpu_max.value.map(|d| d.as_millis() as u64))),
         "limits": sourced_json(&spec.limits, json!(spec.limits.value.as_str())),
-        "limit_mechanisms": crate::limits::explained(spec).into_iter()
+        "limit_mechanisms": crate::limits::explained(&spec.limits_asked()).into_iter()
             .map(|(kind, _, name, line)| (kind.as_str().to_string(), json!({"mechanism": name, "detail": line})))
             .collect::<serde_json::Map<String, Value>>(),
         "spill_max_bytes": sourced_json(&spec.spill_max_bytes, json!(spec.spill_max_bytes.value)),
@@ -554,7 +554,7 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
             note(&spec.file_size_max),
         );
     }
-    let limits = crate::limits::explained(spec);
+    let limits = crate::limits::explained(&spec.limits_asked());
     for (kind, value, _, line) in &limits {
         let origin = match kind {
             crate::limits::LimitKind::Memory => note(&spec.memory_max),

@@ -4,7 +4,8 @@
 
 use serde::Serialize;
 
-use crate::result::{RunResult, Signal};
+use crate::result::RunResult;
+use crate::signal::Signal;
 
 /// The final marker line of a result, without its newline.
 ///

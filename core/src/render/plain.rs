@@ -19,41 +19,7 @@
 
 use vte::{Params, Parser, Perform};
 
-/// How the result's text fields are rendered (`--render`).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Render {
-    /// The bytes as the command wrote them (invalid UTF-8 replaced).
-    #[default]
-    Raw,
-    /// Terminal effects applied, escape sequences removed ([`plain`]).
-    Plain,
-}
-
-impl Render {
-    /// `raw` or `plain`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Render::Raw => "raw",
-            Render::Plain => "plain",
-        }
-    }
-}
-
-impl std::str::FromStr for Render {
-    type Err = String;
-
-    /// Parses `raw` or `plain`; errors with a message naming them.
-    fn from_str(s: &str) -> Result<Render, String> {
-        match s {
-            "raw" => Ok(Render::Raw),
-            "plain" => Ok(Render::Plain),
-            _ => Err(format!("invalid render '{s}' (raw or plain)")),
-        }
-    }
-}
+pub use crate::spec::Render;
 
 /// Renders the text fields of `out` (the kept text and head) as `render`
 /// says; the byte counts and the spill file are left as they are.

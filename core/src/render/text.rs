@@ -28,8 +28,8 @@ use owo_colors::OwoColorize;
 
 use super::marker::marker;
 use crate::capture::{CollectedOutput, Keep};
-use crate::request::units::format_duration;
 use crate::result::RunResult;
+use crate::units::format_duration;
 
 /// The notice lines that precede the marker, each without its newline.
 pub fn notices(result: &RunResult) -> Vec<String> {
@@ -472,7 +472,7 @@ pub fn render_text(result: &RunResult, color: bool) -> String {
 mod tests {
     use super::*;
     use crate::render::marker::parse_status;
-    use crate::result::Signal;
+    use crate::signal::Signal;
 
     fn result(stdout: &str, stderr: &str) -> RunResult {
         let out = |t: &str| CollectedOutput {

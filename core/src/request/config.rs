@@ -50,9 +50,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
-use super::units::{parse_budget, parse_duration, parse_timeout};
 use crate::error::{ConfigProblem, Error};
 use crate::sandbox::Mode;
+use crate::units::{parse_budget, parse_duration, parse_timeout};
 
 /// A loaded configuration file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -106,7 +106,7 @@ pub struct Defaults {
     pub keep: Option<crate::capture::Keep>,
     /// How the text is rendered (`--render`): `raw` or `plain`.
     #[serde(default, deserialize_with = "parsed")]
-    pub render: Option<crate::render::plain::Render>,
+    pub render: Option<crate::spec::Render>,
     /// Parent of the private spill directories.
     pub spill_dir: Option<PathBuf>,
     /// Sandbox mode.
@@ -275,28 +275,28 @@ fn prune_age<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Err
 /// A byte size as on the command line (`512MiB`), or a number of bytes.
 fn size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     let text = Text::deserialize(d)?.into_string();
-    super::units::parse_size(&text)
+    crate::units::parse_size(&text)
         .map(Some)
         .map_err(serde::de::Error::custom)
 }
 
 fn memory<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     let text = Text::deserialize(d)?.into_string();
-    super::units::parse_memory_max(&text)
+    crate::units::parse_memory_max(&text)
         .map(Some)
         .map_err(serde::de::Error::custom)
 }
 
 fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     let text = Text::deserialize(d)?.into_string();
-    super::units::parse_pids_max(&text)
+    crate::units::parse_pids_max(&text)
         .map(Some)
         .map_err(serde::de::Error::custom)
 }
 
 fn cpu_time<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     let text = Text::deserialize(d)?.into_string();
-    super::units::parse_cpu_max(&text)
+    crate::units::parse_cpu_max(&text)
         .map(Some)
         .map_err(serde::de::Error::custom)
 }

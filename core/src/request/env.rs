@@ -12,7 +12,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+pub use crate::spec::{EnvPlan, EnvPolicy, EnvSetting, Layer};
 
 /// The `_`-separated words of a name (compared in upper case) that make a
 /// variable a secret: `MY_API_KEY`, `MYSQL_PWD`, `GH_PAT`, `BW_SESSION`.
@@ -375,20 +375,6 @@ pub fn is_credential_shaped(name: &OsStr) -> bool {
     scrub_rule(name, OsStr::new("")).is_some_and(|r| !r.starts_with("managed"))
 }
 
-/// Which ambient variables reach the child (`--env-policy`, config key
-/// `env_policy`), as Codex's `shell_environment_policy` has it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EnvPolicy {
-    /// Everything but what [`scrub_rule`] catches (the default).
-    #[default]
-    Inherit,
-    /// Only [`CORE_NAMES`] and `LC_*`.
-    Core,
-    /// Nothing ambient.
-    None,
-}
-
 /// What `--env-policy core` passes.
 pub const CORE_NAMES: [&str; 10] = [
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ", "TMPDIR", "TERM", "LC_ALL",
@@ -484,54 +470,6 @@ fn check_name(key: &str) -> Result<(), String> {
         return Err("environment name contains a NUL byte".into());
     }
     Ok(())
-}
-
-/// Which layer set a variable in the child environment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Layer {
-    /// Layer 2, a non-interactive override.
-    Override,
-    /// Layer 3, an explicit `--env` entry.
-    Explicit,
-    /// Layer 4, a managed `--dsh-env` entry.
-    Managed,
-}
-
-/// A variable that one of layers 2 to 4 sets.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EnvSetting {
-    /// The variable name.
-    pub name: String,
-    /// Its value.
-    pub value: OsString,
-    /// The layer that sets it.
-    pub layer: Layer,
-}
-
-/// The resolved plan for the child environment: what is inherited, what was
-/// scrubbed, and what each later layer sets.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EnvPlan {
-    /// Layer 1: ambient variables that survive the scrub, in ambient order.
-    pub inherited: Vec<(OsString, OsString)>,
-    /// Ambient names removed by the scrub (credential-shaped or `DSH_*`), sorted.
-    pub scrubbed: Vec<OsString>,
-    /// The rule that caught each of `scrubbed`, in the same order
-    /// ([`scrub_rule`]; `control socket` for [`CONTROL_SOCKETS`]).
-    #[serde(default)]
-    pub scrub_rules: Vec<String>,
-    /// The policy (`--env-policy`).
-    #[serde(default)]
-    pub policy: EnvPolicy,
-    /// How many ambient variables the policy left out (`core`, `none`),
-    /// besides the scrub.
-    #[serde(default)]
-    pub policy_dropped: usize,
-    /// Layers 2 to 4 in merge order; a later entry for the same name wins.
-    pub settings: Vec<EnvSetting>,
-    /// `--env KEY` names that had no ambient value and so set nothing.
-    pub missing_pass_through: Vec<String>,
 }
 
 impl EnvPlan {

@@ -9,7 +9,8 @@
 
 pub mod config;
 pub mod env;
-pub mod units;
+pub mod shell;
+pub use crate::units;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -17,9 +18,9 @@ use std::time::Duration;
 
 use self::config::Config;
 use self::env::{EnvArg, EnvPlan};
-use self::units::{format_duration, format_size};
 use crate::sandbox::{Mode, Network, Policy};
 use crate::spec::{LiveOutput, Origin, Sourced, Spec, StdinSource};
+use crate::units::{format_duration, format_size};
 
 /// Default deadline of a foreground run: 10 minutes.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -46,7 +47,7 @@ pub struct Request {
     pub stderr_max_bytes: Option<u64>,
     /// `--signal`: the first signal of the deadline's and an abort's
     /// escalation (SIGKILL follows after the grace period).
-    pub signal: Option<crate::result::Signal>,
+    pub signal: Option<crate::signal::Signal>,
     /// `--file-size-max`: RLIMIT_FSIZE for the command, in bytes.
     pub file_size_max: Option<u64>,
     /// `--spill-max-bytes`: the cap per spill file, in bytes.
@@ -64,7 +65,7 @@ pub struct Request {
     /// `--keep`: which part of an outgrown stream the result keeps.
     pub keep: Option<crate::capture::Keep>,
     /// `--render`: how the result's text fields are rendered.
-    pub render: Option<crate::render::plain::Render>,
+    pub render: Option<crate::spec::Render>,
     /// `--stdin pipe`: a background job's stdin stays open for `job write`.
     pub stdin_pipe: bool,
     /// `--pty`: a background job runs on a new pseudo-terminal.
@@ -228,14 +229,14 @@ impl Ambient {
             state_dir: state_dir(&env, &temp_dir),
             env,
             temp_dir,
-            can_create_pid_namespace: crate::exec::holds_capability(crate::exec::CAP_SYS_ADMIN),
+            can_create_pid_namespace: crate::sys::caps::holds(crate::sys::caps::CAP_SYS_ADMIN),
             home,
         })
     }
 }
 
 /// A request that cannot be resolved: a usage error
-/// ([`crate::result::exit::USAGE`]).
+/// ([`crate::exit::USAGE`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct UsageError(pub String);
@@ -268,11 +269,7 @@ fn absolute(base: &Path, p: PathBuf) -> PathBuf {
     if p.is_absolute() { p } else { base.join(p) }
 }
 
-/// Lowers a budget to its cap, noting it.
-/// The cap per spill file when nothing sets one: 4 GiB. A command cannot
-/// make `dsh-exec` fill the disk; past the cap the spill file stops
-/// growing, the tail goes on, and the result says how much was dropped.
-pub const DEFAULT_SPILL_MAX_BYTES: u64 = 4 << 30;
+pub use crate::spec::DEFAULT_SPILL_MAX_BYTES;
 
 fn cap_budget(s: &mut Sourced<u64>, cap: Option<u64>) {
     if let Some(max) = cap
@@ -444,7 +441,7 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         pids_max,
         cpu_max,
         limits: Sourced::pick(req.limits, defaults.limits, Default::default),
-        signal: Sourced::pick(req.signal, None, || crate::result::Signal::SIGTERM),
+        signal: Sourced::pick(req.signal, None, || crate::signal::Signal::SIGTERM),
         prune_spill_after: defaults.prune_spill_after,
         render: Sourced::pick(req.render, defaults.render, Default::default),
         stdin: Sourced::pick(stdin, None, || StdinSource::Closed),
@@ -470,131 +467,9 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
     })
 }
 
-/// The package caches `--allow-caches` makes writable, as each tool finds
-/// its own, from the caller's environment `env` and home, each with the
-/// programs that use it:
-///
-/// | tool | directory |
-/// |---|---|
-/// | cargo | `$CARGO_HOME/registry` and `$CARGO_HOME/git` (`~/.cargo`) |
-/// | npm | `$npm_config_cache` (`~/.npm`) |
-/// | yarn | `$YARN_CACHE_FOLDER` (`$XDG_CACHE_HOME/yarn`) |
-/// | pip | `$PIP_CACHE_DIR` (`$XDG_CACHE_HOME/pip`) |
-/// | uv | `$UV_CACHE_DIR` (`$XDG_CACHE_HOME/uv`) |
-/// | go | `$GOMODCACHE` (`$GOPATH/pkg/mod`, `~/go/pkg/mod`) and `$GOCACHE` (`$XDG_CACHE_HOME/go-build`) |
-/// | gradle | `$GRADLE_USER_HOME/caches` and `/wrapper` (`~/.gradle`) |
-/// | maven | `~/.m2/repository` |
-///
-/// `$XDG_CACHE_HOME` defaults to `~/.cache`. Only caches: not the tools'
-/// configs (`~/.cargo/config.toml`, `~/.npmrc`), nor their `bin`
-/// directories. Relative values are ignored, as the tools ignore them.
-pub fn cache_dirs(
-    env: &[(OsString, OsString)],
-    home: Option<&Path>,
-) -> Vec<(PathBuf, &'static [&'static str])> {
-    let get = |name: &str| {
-        env.iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| PathBuf::from(v))
-            .filter(|p| p.is_absolute())
-    };
-    let Some(home) = home else {
-        return Vec::new();
-    };
-    let xdg_cache = get("XDG_CACHE_HOME").unwrap_or_else(|| home.join(".cache"));
-    let cargo = get("CARGO_HOME").unwrap_or_else(|| home.join(".cargo"));
-    let gradle = get("GRADLE_USER_HOME").unwrap_or_else(|| home.join(".gradle"));
-    let gopath = get("GOPATH").unwrap_or_else(|| home.join("go"));
-    const CARGO: &[&str] = &["cargo"];
-    const NPM: &[&str] = &["npm", "npx"];
-    const PIP: &[&str] = &["pip", "pip3"];
-    const GO: &[&str] = &["go"];
-    const GRADLE: &[&str] = &["gradle"];
-    vec![
-        (cargo.join("registry"), CARGO),
-        (cargo.join("git"), CARGO),
-        (
-            get("npm_config_cache")
-                .or_else(|| get("NPM_CONFIG_CACHE"))
-                .unwrap_or_else(|| home.join(".npm")),
-            NPM,
-        ),
-        (
-            get("YARN_CACHE_FOLDER").unwrap_or_else(|| xdg_cache.join("yarn")),
-            &["yarn"],
-        ),
-        (
-            get("PIP_CACHE_DIR").unwrap_or_else(|| xdg_cache.join("pip")),
-            PIP,
-        ),
-        (
-            get("UV_CACHE_DIR").unwrap_or_else(|| xdg_cache.join("uv")),
-            &["uv"],
-        ),
-        (
-            get("GOMODCACHE").unwrap_or_else(|| gopath.join("pkg").join("mod")),
-            GO,
-        ),
-        (
-            get("GOCACHE").unwrap_or_else(|| xdg_cache.join("go-build")),
-            GO,
-        ),
-        (gradle.join("caches"), GRADLE),
-        (gradle.join("wrapper"), GRADLE),
-        (home.join(".m2").join("repository"), &["mvn"]),
-    ]
-}
-
-/// The paths unreadable in every confining mode unless lifted with
-/// `--allow-read`, for a home `home` (the invoking user's; as root `/root`
-/// too): credentials and keys of ssh, gpg, the clouds (AWS, Azure, Google
-/// Cloud), Kubernetes, Docker, netrc, git, GitHub's CLI, npm, PyPI, cargo
-/// and pass.
-pub const READ_DENIED_IN_HOME: &[&str] = &[
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".azure",
-    ".config/gcloud",
-    ".kube",
-    ".docker/config.json",
-    ".netrc",
-    ".git-credentials",
-    ".config/gh",
-    ".npmrc",
-    ".pypirc",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".password-store",
-];
-
-/// What a process needs to run, readable under `--read-root` besides the
-/// roots given: the system's programs and libraries, its configuration
-/// (`/etc`, less the deny list), the kernel's interfaces (`/proc`: other
-/// processes' private files are still guarded by ptrace access checks;
-/// `/sys`), and the devices of [`READABLE_DEVICES`].
-pub const SYSTEM_READ_ROOTS: [&str; 10] = [
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/sys",
-];
-
-/// What stays readable in `/dev`, which is on the read deny list: a
-/// root command could otherwise read raw disks (`/dev/sda`, and every
-/// secret on them), the kernel log, and the user's other terminals. The
-/// command's own terminal (`-i`) and the ones it makes (a private devpts)
-/// are granted on their own; `--allow-read /dev` lifts the entry.
-pub const READABLE_DEVICES: [&str; 10] = [
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/random",
-    "/dev/urandom",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/shm",
-    "/dev/mqueue",
-    "/dev/hugepages",
-];
+pub use crate::sandbox::defaults::{
+    READ_DENIED_IN_HOME, READABLE_DEVICES, SYSTEM_READ_ROOTS, cache_dirs,
+};
 
 /// `path` with a leading `~/` taken from `home`.
 fn tilde(path: &Path, home: Option<&Path>) -> PathBuf {
@@ -977,8 +852,8 @@ mod tests {
             pids_max: Some(Some(32)),
             cpu_max: Some(Some(Duration::from_millis(2500))),
             limits: Some(crate::limits::LimitMode::BestEffort),
-            signal: Some(crate::result::Signal::SIGINT),
-            render: Some(crate::render::plain::Render::Plain),
+            signal: Some(crate::signal::Signal::SIGINT),
+            render: Some(crate::spec::Render::Plain),
             stdin_file: Some(odd()),
             stdin_pipe: false,
             pty: false,

@@ -41,9 +41,9 @@ use nix::libc;
 use nix::sys::stat::Mode;
 use serde::Serialize;
 
+use super::{EnforcementLevel, NetworkEnforcement};
 use super::{Network, Policy, Roots, WRITABLE_DEVICES};
 use crate::error::SandboxProblem;
-use crate::result::{EnforcementLevel, NetworkEnforcement};
 
 /// The kernel's Landlock ABI version (landlock_create_ruleset(2) with
 /// `LANDLOCK_CREATE_RULESET_VERSION`).

@@ -15,7 +15,9 @@
 //! load seccomp filters (`seccomp.rs`); the child-side steps are in
 //! `exec::child`.
 
+pub mod defaults;
 pub(crate) mod denial;
+mod facts;
 pub(crate) mod gate;
 pub(crate) mod gitcheck;
 pub(crate) mod landlock;
@@ -34,10 +36,10 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, PathProblem};
-use crate::exec::Confinement;
-use crate::result::{EnforcementLevel, NetworkEnforcement, SandboxFacts};
-use crate::spec::Sourced;
+use crate::origin::Sourced;
+use crate::sys::spawn::{Confinement, MountPlan};
 
+pub use self::facts::{EnforcementLevel, NetworkEnforcement, ProtectedChangeFact, SandboxFacts};
 pub use self::landlock::{Enforcement, Unenforced, kernel_abi};
 
 /// `Display` (the name) and `FromStr` (from the name, or an error listing
@@ -348,7 +350,7 @@ fn open_dir(path: &Path, follow: bool) -> Result<Root, PathProblem> {
             _ => PathProblem::Io(e),
         })?
     };
-    let real = crate::exec::fd_path(&fd).map_err(PathProblem::Io)?;
+    let real = crate::sys::fd_path(&fd).map_err(PathProblem::Io)?;
     Ok(Root { path: real, fd })
 }
 
@@ -398,60 +400,37 @@ struct Mount {
     layers: Vec<PathBuf>,
 }
 
-/// The mounts of a `/proc/self/mountinfo` table; lines that do not parse
-/// are skipped. Fields 3, 4 and 5 are the device (`major:minor`), the root
-/// and the mount point, with space, tab, newline and backslash written as
-/// octal escapes (`\040`).
+/// The mounts of a `/proc/self/mountinfo` table ([`procfs::parse_mountinfo`]),
+/// with an overlayfs's `lowerdir` and `upperdir` layers read from its
+/// super options (several lower layers are `:`-separated).
 fn parse_mountinfo(table: &[u8]) -> Vec<Mount> {
-    use std::os::unix::ffi::OsStringExt;
-    let unescape = |field: &[u8]| {
-        let mut out = Vec::with_capacity(field.len());
-        let mut i = 0;
-        while i < field.len() {
-            let octal = field
-                .get(i + 1..i + 4)
-                .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
-            match (field[i], octal) {
-                (b'\\', Some(d)) => {
-                    out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
-                    i += 4;
-                }
-                (c, _) => {
-                    out.push(c);
-                    i += 1;
-                }
-            }
-        }
-        PathBuf::from(std::ffi::OsString::from_vec(out))
-    };
-    table
-        .split(|&b| b == b'\n')
-        .filter_map(|line| {
-            let mut fields = line.split(|&b| b == b' ');
-            let dev = fields.nth(2)?.to_vec();
-            let root = unescape(fields.next()?);
-            let mount_point = unescape(fields.next()?);
-            // After the optional fields and `-`: type, source, options.
-            let mut rest = fields.skip_while(|f| *f != b"-").skip(1);
-            let layers = match (rest.next(), rest.nth(1)) {
-                (Some(b"overlay"), Some(options)) => options
+    use crate::sys::procfs;
+    procfs::parse_mountinfo(table)
+        .into_iter()
+        .map(|m| {
+            let layers = match m.fstype.as_slice() {
+                b"overlay" => m
+                    .super_options
                     .split(|&b| b == b',')
                     .filter_map(|o| {
                         o.strip_prefix(b"lowerdir=")
                             .or_else(|| o.strip_prefix(b"upperdir="))
                     })
-                    // Several lower layers are `:`-separated (`\:` in a name).
-                    .flat_map(|dirs| dirs.split(|&b| b == b':').map(unescape).collect::<Vec<_>>())
+                    .flat_map(|dirs| {
+                        dirs.split(|&b| b == b':')
+                            .map(procfs::unescape)
+                            .collect::<Vec<_>>()
+                    })
                     .filter(|d| d.is_absolute())
                     .collect(),
                 _ => Vec::new(),
             };
-            Some(Mount {
-                dev,
-                root,
-                mount_point,
+            Mount {
+                dev: m.dev,
+                root: m.root,
+                mount_point: m.mount_point,
                 layers,
-            })
+            }
         })
         .collect()
 }
@@ -631,7 +610,7 @@ pub fn open_roots(policy: &Policy) -> Roots {
         }
         roots.read_exceptions = real(&policy.read_exceptions);
         if !policy.read_roots.is_empty() {
-            let system = crate::request::SYSTEM_READ_ROOTS.iter().map(PathBuf::from);
+            let system = defaults::SYSTEM_READ_ROOTS.iter().map(PathBuf::from);
             let all: Vec<PathBuf> = policy
                 .read_roots
                 .iter()
@@ -922,7 +901,7 @@ pub fn spill_parent(policy: &Policy, roots: &Roots, asked: &Path) -> (PathBuf, b
 /// (CAP_SYS_ADMIN): protected paths are then read-only binds and the
 /// command gets a private devpts; otherwise they are restored after the run.
 pub fn has_mount_namespace() -> bool {
-    crate::exec::holds_capability(crate::exec::CAP_SYS_ADMIN)
+    crate::sys::caps::holds(crate::sys::caps::CAP_SYS_ADMIN)
 }
 
 /// CAP_NET_BIND_SERVICE, CAP_NET_BROADCAST, CAP_NET_ADMIN, CAP_NET_RAW
@@ -1241,7 +1220,7 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
             )),
         ));
     }
-    let mounts = (privileged && (confining || run.pid_namespace)).then(|| crate::exec::MountPlan {
+    let mounts = (privileged && (confining || run.pid_namespace)).then(|| MountPlan {
         hides: hidden
             .iter()
             .filter_map(|d| {
@@ -1276,11 +1255,11 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         .as_ref()
         .and_then(|m| m.tree_roots.as_ref())
         .map(Vec::len)
-        .filter(|n| *n > crate::exec::MAX_TREE_ROOTS)
+        .filter(|n| *n > crate::sys::child::MAX_TREE_ROOTS)
     {
         return Err(unavailable(format!(
             "{n} separate writable roots; a read-only mount tree takes at most {}",
-            crate::exec::MAX_TREE_ROOTS
+            crate::sys::child::MAX_TREE_ROOTS
         )));
     }
     let keep_capabilities = if confining {
@@ -1325,7 +1304,7 @@ impl Prepared {
                 .map(|p| p.path.clone())
                 .chain(self.protection.absent.iter().cloned())
                 .collect(),
-            caches: crate::request::cache_dirs(&env, policy.home.as_deref())
+            caches: defaults::cache_dirs(&env, policy.home.as_deref())
                 .into_iter()
                 .map(|(dir, _)| dir)
                 .collect(),
@@ -1344,10 +1323,7 @@ impl Prepared {
 
     /// What the gate of the run allows, with `tree` the run's processes;
     /// `None` when the run has no gate.
-    pub(crate) fn gate_policy(
-        &self,
-        tree: crate::exec::proctree::Tree,
-    ) -> Option<gate::GatePolicy> {
+    pub(crate) fn gate_policy(&self, tree: crate::proctree::Tree) -> Option<gate::GatePolicy> {
         let confinement = self.confinement.as_ref()?;
         confinement.gate.as_ref()?;
         let mut policy = gate::GatePolicy::new(

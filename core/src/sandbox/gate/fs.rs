@@ -27,9 +27,9 @@ use std::path::PathBuf;
 
 use nix::libc;
 
-use super::notif::{PATH_MAX, read_bytes, read_cstring};
 use super::task::{Task, errno, pin_path, real_path, stat};
 use super::{GatePolicy, Outcome, Refusal};
+use crate::sys::notif::{PATH_MAX, read_bytes, read_cstring};
 
 /// How the target of a metadata call is named.
 enum Target {

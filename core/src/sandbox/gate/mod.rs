@@ -19,10 +19,8 @@
 //! path. A refusal is recorded ([`Denial`]) with the operation, the path
 //! and the errno, for the run's facts.
 
-pub(crate) mod diag;
 pub(crate) mod fs;
 pub(crate) mod net;
-pub(crate) mod notif;
 pub(crate) mod task;
 
 use std::io;
@@ -32,9 +30,9 @@ use std::sync::{Arc, Mutex};
 
 use nix::libc;
 
-use self::notif::{Abi, Notification};
 use self::task::Task;
-use crate::exec::proctree::Tree;
+use crate::proctree::Tree;
+use crate::sys::notif::{Abi, Notification};
 
 /// `setxattrat` and `removexattrat` (Linux 6.13, the same number on every
 /// architecture), which the libc crate may not name yet.
@@ -242,8 +240,8 @@ impl GatePolicy {
     /// whoever made the file, and wherever it lies: a socket an outside
     /// server listens on in a writable root such as /tmp is not the run's).
     pub(crate) fn socket_file_reachable(&self, id: (u64, u64)) -> Reach {
-        let held = || match diag::bound_unix_sockets() {
-            Ok(all) => self.run_holds(&diag::bound_to_file(&all, id)),
+        let held = || match crate::sys::sockdiag::bound_unix_sockets() {
+            Ok(all) => self.run_holds(&crate::sys::sockdiag::bound_to_file(&all, id)),
             Err(_) => false,
         };
         if self.sockets.iter().any(|(s, _)| *s == id) {
@@ -263,8 +261,8 @@ impl GatePolicy {
     /// namespace, which is the command's (it cannot make another: no user
     /// namespaces, no CAP_SYS_ADMIN).
     pub(crate) fn abstract_held_by_run(&self, name: &[u8]) -> bool {
-        match diag::bound_unix_sockets() {
-            Ok(all) => self.run_holds(&diag::bound_to_name(&all, name)),
+        match crate::sys::sockdiag::bound_unix_sockets() {
+            Ok(all) => self.run_holds(&crate::sys::sockdiag::bound_to_name(&all, name)),
             Err(_) => false,
         }
     }
@@ -273,7 +271,7 @@ impl GatePolicy {
     /// open (`/proc/PID/fd/N` reading `socket:[INODE]`).
     fn run_holds(&self, inodes: &[u32]) -> bool {
         let inodes: Vec<u64> = inodes.iter().map(|i| u64::from(*i)).collect();
-        tree_holds(&self.tree, &inodes)
+        crate::proctree::tree_holds(&self.tree, &inodes)
     }
 
     /// A check for the peer of a connected abstract socket: false when the
@@ -281,27 +279,10 @@ impl GatePolicy {
     pub(crate) fn peer_check(&self) -> impl Fn(i32) -> bool + Send + 'static {
         let tree = self.tree.clone();
         move |pid| {
-            let live = crate::exec::proctree::live_start_time(pid).is_some();
+            let live = crate::proctree::live_start_time(pid).is_some();
             !live || tree.live().iter().any(|p| p.pid == pid)
         }
     }
-}
-
-/// Whether a live process of `tree` has one of the sockets `inodes` open
-/// (`/proc/PID/fd/N` reading `socket:[INODE]`, proc(5)).
-pub(crate) fn tree_holds(tree: &Tree, inodes: &[u64]) -> bool {
-    if inodes.is_empty() {
-        return false;
-    }
-    let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
-    tree.live().iter().any(|p| {
-        std::fs::read_dir(format!("/proc/{}/fd", p.pid))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| std::fs::read_link(e.path()).ok())
-            .any(|link| wanted.iter().any(|w| link.as_os_str() == w.as_str()))
-    })
 }
 
 /// What a handler decided.
@@ -321,12 +302,6 @@ pub(crate) enum Outcome {
 /// the filter is gone: POLLHUP).
 const GATE_POLL: libc::c_int = 100;
 
-/// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (Linux 6.6): the notifying task and
-/// the thread waiting on the listener wake each other on the current CPU,
-/// which spares two cross-CPU wake-ups per call: a gate answering tens of
-/// thousands of `chmod`s (tar) spends most of its time in them otherwise.
-const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: u64 = 1;
-
 /// The gate of one run: a thread of its own that waits on the listener
 /// (poll(2), not the runtime's epoll, so that the synchronous wake-up
 /// applies), answers each notification, and hands calls that may block to
@@ -345,15 +320,7 @@ impl Gate {
     pub(crate) fn start(listener: OwnedFd, policy: GatePolicy) -> io::Result<Gate> {
         let abi = Arc::new(Abi::new()?);
         let listener = Arc::new(listener);
-        // SAFETY: the flags are the ioctl's argument itself; a kernel
-        // without it says EINVAL, and the gate works as well, only slower.
-        unsafe {
-            libc::ioctl(
-                listener.as_raw_fd(),
-                libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS,
-                SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
-            );
-        }
+        crate::sys::notif::sync_wake_up(listener.as_raw_fd());
         let policy = Arc::new(policy);
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (p, s) = (policy.clone(), stop.clone());
@@ -361,7 +328,7 @@ impl Gate {
         std::thread::Builder::new()
             .name("sandbox-gate".into())
             .spawn(move || {
-                limit_capabilities(keep);
+                crate::sys::caps::limit_thread(keep);
                 serve(&listener, &abi, &p, &s)
             })?;
         Ok(Gate { policy, stop })
@@ -392,27 +359,6 @@ impl Drop for Gate {
 /// (CAP_NET_ADMIN's SO_MARK, CAP_NET_RAW, ...) than the task's own would.
 pub(crate) const GATE_CAPABILITIES: u64 = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 3) | (1 << 4);
 
-/// Limits the calling thread's effective and permitted capabilities to
-/// `keep` and clears its inheritable ones (capset(2) acts on the calling
-/// thread alone; the gate's call threads, started from it, inherit its
-/// sets). Best effort: an unprivileged dsh-exec has none to drop.
-fn limit_capabilities(keep: u64) {
-    // struct __user_cap_header_struct (version 3, this thread) and
-    // __user_cap_data_struct[2] (capget(2)).
-    let header: [u32; 2] = [0x2008_0522, 0];
-    let mut data = [0u32; 6];
-    // SAFETY: capget and capset with the arrays above.
-    unsafe {
-        if libc::syscall(libc::SYS_capget, header.as_ptr(), data.as_mut_ptr()) != 0 {
-            return;
-        }
-        let (lo, hi) = (keep as u32, (keep >> 32) as u32);
-        // effective, permitted, inheritable; low then high halves
-        let limited = [data[0] & lo, data[1] & lo, 0, data[3] & hi, data[4] & hi, 0];
-        libc::syscall(libc::SYS_capset, header.as_ptr(), limited.as_ptr());
-    }
-}
-
 /// The gate's thread: waits, drains, answers, until the run is over.
 fn serve(
     listener: &Arc<OwnedFd>,
@@ -425,17 +371,11 @@ fn serve(
     // capabilities (capset(2) acts on the calling thread; clone(2) copies).
     let pool = Arc::new(CallPool::default());
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        let mut p = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one pollfd we own.
-        let n = unsafe { libc::poll(&mut p, 1, GATE_POLL) };
+        let (n, revents) = crate::sys::poll_one(fd, libc::POLLIN, GATE_POLL);
         if n <= 0 {
             continue;
         }
-        if p.revents & libc::POLLIN == 0 {
+        if revents & libc::POLLIN == 0 {
             // POLLHUP: every task using the filter is gone.
             return;
         }

@@ -47,11 +47,12 @@ use std::path::PathBuf;
 
 use nix::libc;
 
-use super::notif::read_bytes;
-use super::task::{Task, errno, pin_path, stat};
+use super::task::{Task, pin_path, stat};
 use super::{GatePolicy, Outcome, Reach, Refusal};
 use crate::net::addr::{Inet, is_loopback, is_unspecified, loopback_for};
 use crate::sandbox::Network;
+use crate::sys::notif::read_bytes;
+use crate::sys::sock;
 
 /// `NETLINK_AUDIT` (linux/netlink.h).
 const NETLINK_AUDIT: i32 = 9;
@@ -139,19 +140,7 @@ fn family(addr: &[u8]) -> Option<i32> {
 
 /// An int-valued socket option of `sock` (getsockopt(2)), or the errno.
 fn int_opt(sock: &impl AsRawFd, level: i32, name: i32) -> Result<i32, i32> {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt fills the int we own.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            level,
-            name,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if rc == 0 { Ok(v) } else { Err(errno()) }
+    sock::get_int(sock, level, name)
 }
 
 /// The `SO_DOMAIN` of a socket.
@@ -260,27 +249,7 @@ fn judge(
 
 /// The pid of a connected Unix socket's peer (`SO_PEERCRED`).
 fn peer_pid(sock: &impl AsRawFd) -> Option<i32> {
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: getsockopt fills the ucred we own.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0 && cred.pid > 0).then_some(cred.pid)
-}
-
-fn syscall_result(rc: isize) -> Result<i64, i32> {
-    if rc < 0 { Err(errno()) } else { Ok(rc as i64) }
+    sock::peer_pid(sock)
 }
 
 /// Decides and performs one socket call; `None` when `nr` is not one.
@@ -361,31 +330,18 @@ fn type_name(kind: i32, protocol: i32) -> String {
 /// are refused to their sender (socket(7)). Errors where the kernel lacks
 /// the option.
 fn refuse_passed_rights(sock: &OwnedFd) -> Result<(), i32> {
-    let off: libc::c_int = 0;
-    // SAFETY: setsockopt reads the int we own.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            crate::sandbox::seccomp::SO_PASSRIGHTS,
-            (&off as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 { Ok(()) } else { Err(errno()) }
+    sock::set_int(
+        sock,
+        libc::SOL_SOCKET,
+        crate::sandbox::seccomp::SO_PASSRIGHTS,
+        0,
+    )
 }
 
 /// The address `sock` is bound to (getsockname(2)); `None` for a socket of
 /// another family.
 fn bound(sock: &OwnedFd) -> Option<Inet> {
-    let mut storage = [0u8; SOCKADDR_MAX];
-    let mut len = SOCKADDR_MAX as libc::socklen_t;
-    // SAFETY: getsockname fills at most `len` bytes of our buffer.
-    let rc = unsafe { libc::getsockname(sock.as_raw_fd(), storage.as_mut_ptr().cast(), &mut len) };
-    if rc != 0 {
-        return None;
-    }
-    Inet::parse(&storage[..(len as usize).min(SOCKADDR_MAX)])
+    Inet::parse(&sock::local_address(sock, SOCKADDR_MAX)?)
 }
 
 /// Whether an IPv6 socket takes IPv6 alone (`IPV6_V6ONLY`, ipv6(7)).
@@ -417,15 +373,7 @@ fn loopback_bind(sock: &OwnedFd, dom: i32, port: u16) -> Vec<u8> {
 }
 
 fn bind_to(sock: &OwnedFd, bytes: &[u8]) -> Result<i64, i32> {
-    // SAFETY: our duplicate of the task's socket and our address bytes.
-    let rc = unsafe {
-        libc::bind(
-            sock.as_raw_fd(),
-            bytes.as_ptr().cast(),
-            bytes.len() as libc::socklen_t,
-        )
-    };
-    syscall_result(rc as isize)
+    sock::bind(sock, bytes)
 }
 
 /// Judges the destination `addr` of an IPv4/IPv6 socket under `loopback`
@@ -565,9 +513,7 @@ fn listen(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32
         }
     }
     task.check()?;
-    // SAFETY: listen on our duplicate of the task's socket.
-    let rc = unsafe { libc::listen(sock.as_raw_fd(), a[1] as i32) };
-    Ok(Outcome::Done(syscall_result(rc as isize)))
+    Ok(Outcome::Done(sock::listen(&sock, a[1] as i32)))
 }
 
 fn read_addr(task: &Task, addr: u64, len: u64) -> Result<Vec<u8>, i32> {
@@ -594,21 +540,12 @@ fn connect(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i3
         // The whole Dest moves in, its pin with it (a closure would
         // otherwise capture only the fields it names).
         let dest = dest;
-        // SAFETY: our duplicate of the task's socket and our copy of the address.
-        let rc = unsafe {
-            libc::connect(
-                sock.as_raw_fd(),
-                dest.bytes.as_ptr().cast(),
-                dest.bytes.len() as libc::socklen_t,
-            )
-        };
-        let result = syscall_result(rc as isize);
+        let result = sock::connect(&sock, &dest.bytes);
         if result.is_ok() && dest.abstract_unix {
             // The listener may have changed hands between the check and the
             // connect: the peer must still be one of the run's processes.
             if !peer_pid(&sock).is_some_and(&check) {
-                // SAFETY: shuts down our duplicate (the same socket).
-                unsafe { libc::shutdown(sock.as_raw_fd(), libc::SHUT_RDWR) };
+                sock::shutdown(sock.as_raw_fd());
                 return Err(libc::ECONNREFUSED);
             }
         }
@@ -627,36 +564,12 @@ const INLINE_CONNECT: libc::timeval = libc::timeval {
     tv_usec: 5_000,
 };
 
+/// The socket's send timeout (`get` = `None`), or sets it to `get`.
 fn timeout_opt(sock: &OwnedFd, get: Option<libc::timeval>) -> Option<libc::timeval> {
-    let size = std::mem::size_of::<libc::timeval>() as libc::socklen_t;
-    let mut tv = libc::timeval {
-        tv_sec: 0,
-        tv_usec: 0,
-    };
-    let mut len = size;
-    // SAFETY: get- and setsockopt on our duplicate, with a timeval we own.
-    let rc = unsafe {
-        match get {
-            None => libc::getsockopt(
-                sock.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_SNDTIMEO,
-                (&mut tv as *mut libc::timeval).cast(),
-                &mut len,
-            ),
-            Some(set) => {
-                tv = set;
-                libc::setsockopt(
-                    sock.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_SNDTIMEO,
-                    (&tv as *const libc::timeval).cast(),
-                    size,
-                )
-            }
-        }
-    };
-    (rc == 0).then_some(tv)
+    match get {
+        None => sock::send_timeout(sock),
+        Some(set) => sock::set_send_timeout(sock, set).then_some(set),
+    }
 }
 
 /// Connects an IPv4/IPv6 socket to the loopback address `bytes` (judged
@@ -669,19 +582,8 @@ fn timeout_opt(sock: &OwnedFd, get: Option<libc::timeval>) -> Option<libc::timev
 /// own timeout says (none: until it completes), and answers as the
 /// kernel's connect would have.
 fn connect_inet(sock: OwnedFd, bytes: Vec<u8>) -> Outcome {
-    let raw_connect = |sock: &OwnedFd| {
-        // SAFETY: our duplicate of the task's socket and our copy of the address.
-        let rc = unsafe {
-            libc::connect(
-                sock.as_raw_fd(),
-                bytes.as_ptr().cast(),
-                bytes.len() as libc::socklen_t,
-            )
-        };
-        syscall_result(rc as isize)
-    };
-    // SAFETY: F_GETFL on our duplicate.
-    let flags = unsafe { libc::fcntl(sock.as_raw_fd(), libc::F_GETFL) };
+    let raw_connect = |s: &OwnedFd| sock::connect(s, &bytes);
+    let flags = sock::status_flags(&sock);
     if flags < 0 || flags & libc::O_NONBLOCK != 0 || !is_stream(&sock) {
         return Outcome::Done(raw_connect(&sock));
     }
@@ -699,19 +601,12 @@ fn connect_inet(sock: OwnedFd, bytes: Vec<u8>) -> Outcome {
         return Outcome::Done(first);
     }
     Outcome::Blocking(Box::new(move || {
-        let mut p = libc::pollfd {
-            fd: sock.as_raw_fd(),
-            events: libc::POLLOUT,
-            revents: 0,
-        };
         let ms = if own.tv_sec == 0 && own.tv_usec == 0 {
             -1
         } else {
             (own.tv_sec * 1000 + own.tv_usec / 1000).max(1) as libc::c_int
         };
-        // SAFETY: one pollfd we own.
-        let n = unsafe { libc::poll(&mut p, 1, ms) };
-        if n == 0 {
+        if crate::sys::poll_one(sock.as_raw_fd(), libc::POLLOUT, ms).0 == 0 {
             return Err(libc::EINPROGRESS);
         }
         match int_opt(&sock, libc::SOL_SOCKET, libc::SO_ERROR)? {
@@ -757,18 +652,7 @@ fn sendto(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32
     let inline = inline_send(&sock, policy);
     let work = move || {
         let (dest, _held) = (dest, held);
-        // SAFETY: our duplicate of the socket, our copies of data and address.
-        let rc = unsafe {
-            libc::sendto(
-                sock.as_raw_fd(),
-                data.as_ptr().cast(),
-                data.len(),
-                flags,
-                dest.bytes.as_ptr().cast(),
-                dest.bytes.len() as libc::socklen_t,
-            )
-        };
-        syscall_result(rc)
+        sock::send_to(&sock, &data, flags, &dest.bytes)
     };
     Ok(if inline {
         Outcome::Done(work())
@@ -910,8 +794,10 @@ fn rewrite_control(task: &Task, control: &mut [u8], inet_gated: bool) -> Result<
                 )
             };
             let own = task.tgid().map(|p| p as u32);
-            // SAFETY: getuid and getgid take no arguments.
-            let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+            let (uid, gid) = (
+                nix::unistd::getuid().as_raw(),
+                nix::unistd::getgid().as_raw(),
+            );
             if Some(field(0)) != own || field(1) != uid || field(2) != gid {
                 return Err(libc::EPERM);
             }
@@ -940,27 +826,8 @@ const INET_CONTROL_KEPT: [(i32, i32); 5] = [
 
 /// Sends one copied message on `sock`.
 fn send_message(sock: &OwnedFd, m: &mut Message, flags: i32) -> Result<i64, i32> {
-    let mut iov = libc::iovec {
-        iov_base: m.data.as_mut_ptr().cast(),
-        iov_len: m.data.len(),
-    };
-    // SAFETY: a zeroed msghdr filled with pointers into `m`, which outlives
-    // the call.
-    let rc = unsafe {
-        let mut h: libc::msghdr = std::mem::zeroed();
-        if let Some(d) = &m.dest {
-            h.msg_name = d.bytes.as_ptr() as *mut libc::c_void;
-            h.msg_namelen = d.bytes.len() as libc::socklen_t;
-        }
-        h.msg_iov = &mut iov;
-        h.msg_iovlen = 1;
-        if !m.control.is_empty() {
-            h.msg_control = m.control.as_mut_ptr().cast();
-            h.msg_controllen = m.control.len();
-        }
-        libc::sendmsg(sock.as_raw_fd(), &h, flags)
-    };
-    syscall_result(rc)
+    let addr = m.dest.as_ref().map(|d| d.bytes.as_slice());
+    sock::send_message(sock, &mut m.data, addr, &mut m.control, flags)
 }
 
 fn sendmsg(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32> {

@@ -29,10 +29,7 @@ use std::path::PathBuf;
 
 use nix::libc;
 
-use super::notif::{Notification, still_valid};
-
-/// `PIDFD_THREAD` (Linux 6.9): a pidfd for a thread rather than a process.
-const PIDFD_THREAD: libc::c_uint = libc::O_EXCL as libc::c_uint;
+use crate::sys::notif::{Notification, still_valid};
 
 /// How many thread pidfds the gate keeps.
 const PIDFD_CACHE: usize = 256;
@@ -56,13 +53,10 @@ fn task_mounts(tid: i32) -> Result<Option<MountIds>, i32> {
     if let Some(known) = TASK_MOUNTS.with(|c| c.borrow().get(&theirs).cloned()) {
         return Ok(Some(known));
     }
-    let table = std::fs::read(format!("/proc/{tid}/mountinfo")).map_err(|_| libc::ELOOP)?;
-    let ids: std::collections::HashSet<u64> = table
-        .split(|b| *b == b'\n')
-        .filter_map(|line| {
-            let id = line.split(|b| *b == b' ').next()?;
-            std::str::from_utf8(id).ok()?.parse().ok()
-        })
+    let ids: std::collections::HashSet<u64> = crate::sys::procfs::mountinfo(&tid.to_string())
+        .map_err(|_| libc::ELOOP)?
+        .into_iter()
+        .map(|m| m.id)
         .collect();
     let ids = std::rc::Rc::new(ids);
     TASK_MOUNTS.with(|c| c.borrow_mut().insert(theirs, ids.clone()));
@@ -193,13 +187,7 @@ impl Task {
     pub(crate) fn take_fd(&self, fd: u64) -> Result<OwnedFd, i32> {
         let fd = i32::try_from(fd).map_err(|_| libc::EBADF)?;
         let getfd = |pidfd: RawFd| {
-            // SAFETY: pidfd_getfd returns a new descriptor in this process.
-            let dup = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd, fd, 0) };
-            if dup < 0 {
-                return Err(errno());
-            }
-            // SAFETY: a fresh descriptor we own from here on.
-            Ok(unsafe { OwnedFd::from_raw_fd(dup as i32) })
+            crate::sys::pidfd::get_fd(pidfd, fd).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
         };
         let mapped = |e: i32| if e == libc::EPERM { libc::EACCES } else { e };
         // A pidfd per thread, kept while the thread lives: a pidfd never
@@ -212,13 +200,8 @@ impl Task {
             }
             PIDFDS.with(|c| c.borrow_mut().remove(&self.tid));
         }
-        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
-        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, self.tid, PIDFD_THREAD) };
-        if pidfd < 0 {
-            return Err(errno());
-        }
-        // SAFETY: a fresh descriptor we own from here on.
-        let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
+        let pidfd = crate::sys::pidfd::open_thread(self.tid)
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
         let dup = getfd(pidfd.as_raw_fd()).map_err(mapped)?;
         PIDFDS.with(|c| {
             let mut c = c.borrow_mut();

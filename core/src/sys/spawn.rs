@@ -212,30 +212,6 @@ fn cap_last() -> libc::c_int {
         .unwrap_or(40)
 }
 
-/// This process's capability sets (capget(2), version 3), masked with
-/// `keep`, as capset(2) takes them.
-fn masked_capabilities(keep: u64) -> [u32; 6] {
-    let header: [u32; 2] = [0x2008_0522, 0];
-    let mut data = [0u32; 6];
-    if keep == 0 {
-        return data;
-    }
-    // SAFETY: capget fills the two __user_cap_data_struct we own.
-    let rc = unsafe { libc::syscall(libc::SYS_capget, header.as_ptr(), data.as_mut_ptr()) };
-    if rc != 0 {
-        return [0; 6];
-    }
-    let (lo, hi) = (keep as u32, (keep >> 32) as u32);
-    [
-        data[0] & lo,
-        data[1] & lo,
-        data[2] & lo,
-        data[3] & hi,
-        data[4] & hi,
-        data[5] & hi,
-    ]
-}
-
 fn child_mounts(
     plan: Option<&MountPlan>,
     entries: &[ChildMount],
@@ -308,11 +284,11 @@ fn child_confine(
         drop_capabilities: c.drop_capabilities,
         keep_capabilities: c.keep_capabilities,
         ipc_namespace: c.ipc_namespace,
-        cap_data: masked_capabilities(c.keep_capabilities),
+        cap_data: super::caps::masked(c.keep_capabilities),
         mounts: child_mounts(c.mounts.as_ref(), mounts, roots),
         // Dropping from the bounding set needs CAP_SETPCAP; without it the
         // bounding set stays, which no-new-privileges makes harmless.
-        privileged: c.drop_capabilities && super::holds_capability(super::CAP_SETPCAP),
+        privileged: c.drop_capabilities && crate::sys::caps::holds(crate::sys::caps::CAP_SETPCAP),
         cap_last: cap_last(),
         ruleset_fd: c.ruleset.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
         filters: std::array::from_fn(|i| match c.filters.get(i) {

@@ -258,3 +258,23 @@ pub(crate) fn read_cstring(tid: i32, addr: u64, max: usize) -> Result<Vec<u8>, i
         at += chunk as u64;
     }
 }
+
+/// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (Linux 6.6): the notifying task and
+/// the thread waiting on the listener wake each other on the current CPU,
+/// which spares two cross-CPU wake-ups per call: a gate answering tens of
+/// thousands of `chmod`s (tar) spends most of its time in them otherwise.
+const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: u64 = 1;
+
+/// Asks for synchronous wake-ups on `listener` (`SECCOMP_IOCTL_NOTIF_SET_FLAGS`
+/// with [`SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP`]). A kernel without it says
+/// EINVAL, and the gate works as well, only slower: the result is ignored.
+pub(crate) fn sync_wake_up(listener: RawFd) {
+    // SAFETY: the flags are the ioctl's argument itself, no pointer.
+    unsafe {
+        libc::ioctl(
+            listener,
+            libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+            SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
+        );
+    }
+}

@@ -1,0 +1,220 @@
+//! Socket calls on raw address bytes, for the gate, which performs a
+//! confined task's socket calls on its own duplicate of the task's socket
+//! with the address it copied and judged (socket(7), ip(7), unix(7)).
+//!
+//! Addresses stay the bytes of a `struct sockaddr_*` as the task passed
+//! them, so that what was judged is exactly what is used. Each call
+//! returns the kernel's result, or the errno to answer the task with.
+
+use std::os::fd::{AsRawFd, RawFd};
+
+use nix::libc;
+
+/// The current errno (EIO if there is none).
+pub(crate) fn errno() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// A system call's return value, or the errno when it is negative.
+pub(crate) fn result(rc: isize) -> Result<i64, i32> {
+    if rc < 0 { Err(errno()) } else { Ok(rc as i64) }
+}
+
+/// An int-valued socket option (getsockopt(2)), or the errno.
+pub(crate) fn get_int(sock: &impl AsRawFd, level: i32, name: i32) -> Result<i32, i32> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt fills at most `len` bytes of the int we own.
+    let rc =
+        unsafe { libc::getsockopt(sock.as_raw_fd(), level, name, (&raw mut v).cast(), &mut len) };
+    if rc == 0 { Ok(v) } else { Err(errno()) }
+}
+
+/// Sets an int-valued socket option (setsockopt(2)), or the errno.
+pub(crate) fn set_int(sock: &impl AsRawFd, level: i32, name: i32, v: i32) -> Result<(), i32> {
+    // SAFETY: setsockopt reads the int we own.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            level,
+            name,
+            (&raw const v).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 { Ok(()) } else { Err(errno()) }
+}
+
+/// The send timeout of a socket (`SO_SNDTIMEO`, socket(7)), or `None`.
+pub(crate) fn send_timeout(sock: &impl AsRawFd) -> Option<libc::timeval> {
+    let mut tv = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    };
+    let mut len = std::mem::size_of::<libc::timeval>() as libc::socklen_t;
+    // SAFETY: getsockopt fills at most `len` bytes of the timeval we own.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDTIMEO,
+            (&raw mut tv).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(tv)
+}
+
+/// Sets the send timeout of a socket; false when it could not be set.
+pub(crate) fn set_send_timeout(sock: &impl AsRawFd, tv: libc::timeval) -> bool {
+    // SAFETY: setsockopt reads the timeval we own.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDTIMEO,
+            (&raw const tv).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    rc == 0
+}
+
+/// The pid of a connected Unix socket's peer (`SO_PEERCRED`, unix(7)), as
+/// it was when the connection was made.
+pub(crate) fn peer_pid(sock: &impl AsRawFd) -> Option<i32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt fills at most `len` bytes of the ucred we own.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0 && cred.pid > 0).then_some(cred.pid)
+}
+
+/// The address a socket is bound to (getsockname(2)), at most `max` bytes.
+pub(crate) fn local_address(sock: &impl AsRawFd, max: usize) -> Option<Vec<u8>> {
+    let mut storage = vec![0u8; max];
+    let mut len = max as libc::socklen_t;
+    // SAFETY: getsockname writes at most `len` bytes into our buffer.
+    let rc = unsafe { libc::getsockname(sock.as_raw_fd(), storage.as_mut_ptr().cast(), &mut len) };
+    if rc != 0 {
+        return None;
+    }
+    storage.truncate((len as usize).min(max));
+    Some(storage)
+}
+
+/// bind(2) to the address `addr`.
+pub(crate) fn bind(sock: &impl AsRawFd, addr: &[u8]) -> Result<i64, i32> {
+    // SAFETY: the kernel reads `addr.len()` bytes of our buffer.
+    let rc = unsafe {
+        libc::bind(
+            sock.as_raw_fd(),
+            addr.as_ptr().cast(),
+            addr.len() as libc::socklen_t,
+        )
+    };
+    result(rc as isize)
+}
+
+/// connect(2) to the address `addr`.
+pub(crate) fn connect(sock: &impl AsRawFd, addr: &[u8]) -> Result<i64, i32> {
+    // SAFETY: the kernel reads `addr.len()` bytes of our buffer.
+    let rc = unsafe {
+        libc::connect(
+            sock.as_raw_fd(),
+            addr.as_ptr().cast(),
+            addr.len() as libc::socklen_t,
+        )
+    };
+    result(rc as isize)
+}
+
+/// listen(2).
+pub(crate) fn listen(sock: &impl AsRawFd, backlog: i32) -> Result<i64, i32> {
+    // SAFETY: integer arguments only.
+    let rc = unsafe { libc::listen(sock.as_raw_fd(), backlog) };
+    result(rc as isize)
+}
+
+/// shutdown(2) both ways; errors are ignored (the socket may be gone).
+/// A listening socket shut down wakes its accept(2) with EINVAL.
+pub(crate) fn shutdown(sock: RawFd) {
+    // SAFETY: integer arguments only; a closed descriptor gives EBADF.
+    unsafe { libc::shutdown(sock, libc::SHUT_RDWR) };
+}
+
+/// sendto(2) of `data` to `addr` (a non-null pointer even when empty, as
+/// the task passed it).
+pub(crate) fn send_to(
+    sock: &impl AsRawFd,
+    data: &[u8],
+    flags: i32,
+    addr: &[u8],
+) -> Result<i64, i32> {
+    let (name, len) = (addr.as_ptr(), addr.len() as libc::socklen_t);
+    // SAFETY: the kernel reads `data` and `addr`, buffers we own.
+    let rc = unsafe {
+        libc::sendto(
+            sock.as_raw_fd(),
+            data.as_ptr().cast(),
+            data.len(),
+            flags,
+            name.cast(),
+            len,
+        )
+    };
+    result(rc)
+}
+
+/// sendmsg(2) of one buffer, with the address `addr` (`None`: none) and the
+/// ancillary data `control` (empty: none), its bytes as the task laid them
+/// out (cmsg(3)).
+pub(crate) fn send_message(
+    sock: &impl AsRawFd,
+    data: &mut [u8],
+    addr: Option<&[u8]>,
+    control: &mut [u8],
+    flags: i32,
+) -> Result<i64, i32> {
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: data.len(),
+    };
+    // SAFETY: a zeroed msghdr whose pointers go into buffers we own, all of
+    // which outlive the call.
+    let rc = unsafe {
+        let mut h: libc::msghdr = std::mem::zeroed();
+        if let Some(addr) = addr {
+            h.msg_name = addr.as_ptr() as *mut libc::c_void;
+            h.msg_namelen = addr.len() as libc::socklen_t;
+        }
+        h.msg_iov = &mut iov;
+        h.msg_iovlen = 1;
+        if !control.is_empty() {
+            h.msg_control = control.as_mut_ptr().cast();
+            h.msg_controllen = control.len();
+        }
+        libc::sendmsg(sock.as_raw_fd(), &h, flags)
+    };
+    result(rc)
+}
+
+/// The file status flags of a descriptor (fcntl(2) `F_GETFL`), or -1.
+pub(crate) fn status_flags(fd: &impl AsRawFd) -> i32 {
+    // SAFETY: F_GETFL takes no pointer.
+    unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) }
+}
