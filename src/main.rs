@@ -2,6 +2,8 @@
 //! print, exit with the mapped status. Everything else lives in
 //! `dsh-exec-core`.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 mod cmd;
 mod output;

@@ -25,6 +25,8 @@
 //! exit, a timeout or an abort is a result, never an error.
 
 #![deny(missing_docs)]
+// Only `sys` talks to the kernel directly; it alone allows `unsafe`.
+#![deny(unsafe_code)]
 
 // In layer order: each module uses only those above it
 // (`tests/layering.rs` checks this; `docs/layout.md` explains it).
@@ -44,6 +46,7 @@ pub mod sandbox;
 mod serde_paths;
 pub mod signal;
 pub mod spec;
+#[allow(unsafe_code)]
 mod sys;
 pub mod units;
 

@@ -154,9 +154,7 @@ impl SpillDir {
 /// Eight random characters from `[a-z0-9]` (getrandom(2)).
 pub fn random_suffix() -> String {
     let mut bytes = [0u8; 8];
-    // SAFETY: getrandom fills the buffer we own.
-    let n = unsafe { nix::libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if n != bytes.len() as isize {
+    if crate::sys::random_bytes(&mut bytes).is_err() {
         // Unreachable on Linux 3.17+; the pid still makes a usable name.
         bytes = (std::process::id() as u64).to_le_bytes();
     }

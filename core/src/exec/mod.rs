@@ -53,11 +53,8 @@ use crate::sys::spawn::{ChildFds, Program, spawn};
 /// - A child subreaper (`PR_SET_CHILD_SUBREAPER`): orphans of the command
 ///   become this process's children, so the sweep finds them.
 pub fn init_process() {
-    use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, sigprocmask};
-    // SAFETY: restoring the default disposition installs no handler code.
-    unsafe {
-        let _ = nix::sys::signal::signal(Signal::SIGCHLD, SigHandler::SigDfl);
-    }
+    use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
+    crate::sys::default_sigchld();
     let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
     let _ = nix::sys::prctl::set_dumpable(false);
     let _ = crate::proctree::become_subreaper();
@@ -76,48 +73,7 @@ pub fn init_process() {
 /// gives an empty string. Errors when `/proc/self/stat` cannot be read or
 /// parsed; nothing is overwritten then.
 pub fn wipe_scrubbed_environ(names: &[std::ffi::OsString]) -> std::io::Result<usize> {
-    use std::os::unix::ffi::OsStrExt;
-    if names.is_empty() {
-        return Ok(0);
-    }
-    let stat = std::fs::read_to_string("/proc/self/stat")?;
-    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "/proc/self/stat");
-    // Fields after the command name, which may hold spaces and parentheses:
-    // the last `)` ends it; field 3 (state) comes next.
-    let rest = &stat[stat.rfind(')').ok_or_else(bad)? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |n: usize| -> std::io::Result<usize> {
-        fields
-            .get(n - 3)
-            .and_then(|f| f.parse().ok())
-            .ok_or_else(bad)
-    };
-    let (start, end) = (field(50)?, field(51)?);
-    if end <= start {
-        return Ok(0);
-    }
-    // SAFETY: [env_start, env_end) is this process's own initial stack
-    // area, mapped readable and writable for its whole life (execve(2)
-    // copies the environment strings there); nothing frees it. Values
-    // overwritten in place keep every pointer into it valid.
-    let block = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, end - start) };
-    let mut wiped = 0;
-    let mut at = 0;
-    while at < block.len() {
-        let len = block[at..]
-            .iter()
-            .position(|b| *b == 0)
-            .unwrap_or(block.len() - at);
-        let entry = &mut block[at..at + len];
-        if let Some(eq) = entry.iter().position(|b| *b == b'=')
-            && names.iter().any(|n| n.as_bytes() == &entry[..eq])
-        {
-            entry[eq + 1..].fill(0);
-            wiped += 1;
-        }
-        at += len + 1;
-    }
-    Ok(wiped)
+    crate::sys::environ::wipe_values(names)
 }
 
 /// Either a started command, or the result of a run whose command never

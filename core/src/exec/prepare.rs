@@ -8,7 +8,7 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
@@ -409,21 +409,13 @@ fn start_feeder(feed: StdinFeed) -> Result<std::sync::mpsc::SyncSender<File>, Er
 /// past its offset. A terminal, `/dev/null` or an empty pipe does not.
 pub fn stdin_holds_data() -> bool {
     let stdin = io::stdin();
-    let fd = stdin.as_fd().as_raw_fd();
     let Ok(meta) = nix::sys::stat::fstat(stdin.as_fd()) else {
         return false;
     };
     match meta.st_mode & libc::S_IFMT {
-        libc::S_IFIFO | libc::S_IFSOCK => {
-            let mut n: libc::c_int = 0;
-            // SAFETY: FIONREAD writes the int we own.
-            unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) == 0 && n > 0 }
-        }
-        libc::S_IFREG => {
-            // SAFETY: lseek on our own stdin, asking for the offset only.
-            let at = unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) };
-            at >= 0 && meta.st_size > at
-        }
+        libc::S_IFIFO | libc::S_IFSOCK => crate::sys::bytes_readable(&stdin).is_some_and(|n| n > 0),
+        libc::S_IFREG => nix::unistd::lseek(stdin.as_fd(), 0, nix::unistd::Whence::SeekCur)
+            .is_ok_and(|at| meta.st_size > at),
         _ => false,
     }
 }

@@ -191,20 +191,13 @@ impl Execution {
     ///
     /// Errors with [`StdinRefusal::NotAPipe`] when the run has no terminal.
     pub fn resize(&mut self, cols: u16, rows: u16) -> Result<(), StdinRefusal> {
-        use std::os::fd::AsRawFd;
         let Some(master) = &self.pty else {
             return Err(StdinRefusal::NotAPipe);
         };
-        let size = nix::libc::winsize {
-            ws_row: rows,
-            ws_col: cols,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        // SAFETY: TIOCSWINSZ reads the winsize we own.
-        match unsafe { nix::libc::ioctl(master.as_raw_fd(), nix::libc::TIOCSWINSZ, &size) } {
-            0 => Ok(()),
-            _ => Err(StdinRefusal::Gone),
+        if crate::sys::set_window_size(master, rows, cols) {
+            Ok(())
+        } else {
+            Err(StdinRefusal::Gone)
         }
     }
 
@@ -236,8 +229,11 @@ impl Execution {
         let tree = self.procs.tree();
         let before = self.report.usage_before;
         let reached = limiter.check(|| {
-            // SAFETY: sysconf reads a system value.
-            let hz = unsafe { nix::libc::sysconf(nix::libc::_SC_CLK_TCK) }.max(1) as u64;
+            let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+                .ok()
+                .flatten()
+                .unwrap_or(1)
+                .max(1) as u64;
             let reaped = crate::limits::usage::children_usage();
             tree.cpu_ticks() * 1_000_000 / hz
                 + reaped.0.saturating_sub(before.0)

@@ -15,7 +15,7 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -249,20 +249,14 @@ fn send_spec_and_wait(stream: &UnixStream, spec: &Spec) -> Option<Handoff> {
 /// [`HANDOFF_FD`] is one.
 fn take_handoff() -> Result<UnixStream, Error> {
     let fd = HANDOFF_FD;
-    // SAFETY: fstat(2) fills the zeroed stat we own; on a descriptor that
-    // is not open it fails with EBADF.
-    let is_socket = unsafe {
-        let mut st: nix::libc::stat = std::mem::zeroed();
-        nix::libc::fstat(fd, &mut st) == 0 && st.st_mode & nix::libc::S_IFMT == nix::libc::S_IFSOCK
-    };
-    if !is_socket {
-        return Err(Error::SupervisorNotStarted {
+    // Nothing else in this process uses it: the launcher put it there for
+    // the supervisor alone.
+    match crate::sys::take_inherited_socket(fd) {
+        Some(socket) => Ok(UnixStream::from(socket)),
+        None => Err(Error::SupervisorNotStarted {
             log: format!("descriptor {fd} is not the handoff socket"),
-        });
+        }),
     }
-    // SAFETY: descriptor 3 was checked to be open (a socket), and nothing
-    // else in this process owns it: the launcher put it there for us.
-    Ok(UnixStream::from(unsafe { OwnedFd::from_raw_fd(fd) }))
 }
 
 fn read_spec(stream: &UnixStream) -> Result<Spec, String> {

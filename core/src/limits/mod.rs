@@ -489,8 +489,10 @@ impl Limiter {
         let sample_pids = leaves
             .iter()
             .any(|l| l.controllers.contains(&"pids") && !l.dir.join("pids.peak").exists());
-        // SAFETY: sysconf reads a system value.
-        let online = unsafe { nix::libc::sysconf(nix::libc::_SC_NPROCESSORS_ONLN) };
+        let online = nix::unistd::sysconf(nix::unistd::SysconfVar::_NPROCESSORS_ONLN)
+            .ok()
+            .flatten()
+            .unwrap_or(1);
         Ok(Some(Limiter {
             asked,
             file_size_max: spec.file_size_max,

@@ -65,11 +65,7 @@ const USER: &str = "dsh-exec";
 /// 16 random bytes (getrandom(2)) as 32 hex digits.
 fn random_token() -> io::Result<String> {
     let mut b = [0u8; 16];
-    // SAFETY: getrandom fills the buffer we own.
-    let n = unsafe { nix::libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
-    if n != b.len() as isize {
-        return Err(io::Error::last_os_error());
-    }
+    crate::sys::random_bytes(&mut b)?;
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
@@ -98,36 +94,7 @@ fn base64(bytes: &[u8]) -> String {
 
 /// The addresses of this host's interfaces (getifaddrs(3)), but loopback.
 fn own_addresses() -> Vec<IpAddr> {
-    let mut out = Vec::new();
-    let mut head: *mut nix::libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs allocates a list we walk and free; each address
-    // is read per its family's structure.
-    unsafe {
-        if nix::libc::getifaddrs(&mut head) != 0 {
-            return out;
-        }
-        let mut at = head;
-        while !at.is_null() {
-            let a = (*at).ifa_addr;
-            if !a.is_null() {
-                match i32::from((*a).sa_family) {
-                    nix::libc::AF_INET => {
-                        let sin = &*(a as *const nix::libc::sockaddr_in);
-                        out.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(
-                            sin.sin_addr.s_addr,
-                        ))));
-                    }
-                    nix::libc::AF_INET6 => {
-                        let sin6 = &*(a as *const nix::libc::sockaddr_in6);
-                        out.push(IpAddr::V6(std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr)));
-                    }
-                    _ => {}
-                }
-            }
-            at = (*at).ifa_next;
-        }
-        nix::libc::freeifaddrs(head);
-    }
+    let mut out = crate::sys::sock::interface_addresses();
     out.retain(|a| !a.is_loopback());
     out
 }
@@ -303,15 +270,13 @@ impl Proxy {
 impl Drop for Proxy {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
-        // SAFETY: shutdown(2) on sockets this process holds; a listening
-        // socket shut down wakes its accept(2) with EINVAL. A descriptor
-        // in `sockets` is removed by its connection before it is closed.
-        unsafe {
-            nix::libc::shutdown(self.listener.as_raw_fd(), nix::libc::SHUT_RDWR);
-            if let Ok(socks) = self.shared.sockets.lock() {
-                for fd in socks.iter() {
-                    nix::libc::shutdown(*fd, nix::libc::SHUT_RDWR);
-                }
+        // A listening socket shut down wakes its accept(2) with EINVAL. A
+        // descriptor in `sockets` is removed by its connection before it
+        // is closed.
+        crate::sys::sock::shutdown(self.listener.as_raw_fd());
+        if let Ok(socks) = self.shared.sockets.lock() {
+            for fd in socks.iter() {
+                crate::sys::sock::shutdown(*fd);
             }
         }
     }
@@ -792,18 +757,8 @@ fn relay(client: TcpStream, upstream: TcpStream) {
 /// the kernel doubles the value, within net.core.[rw]mem_max): fewer
 /// wake-ups per byte relayed.
 fn socket_buffers(sock: &TcpStream) {
-    let size: nix::libc::c_int = 4 << 20;
     for opt in [nix::libc::SO_RCVBUF, nix::libc::SO_SNDBUF] {
-        // SAFETY: setsockopt reads the int we own.
-        unsafe {
-            nix::libc::setsockopt(
-                sock.as_raw_fd(),
-                nix::libc::SOL_SOCKET,
-                opt,
-                (&size as *const nix::libc::c_int).cast(),
-                std::mem::size_of::<nix::libc::c_int>() as nix::libc::socklen_t,
-            );
-        }
+        let _ = crate::sys::sock::set_int(sock, nix::libc::SOL_SOCKET, opt, 4 << 20);
     }
 }
 
@@ -815,66 +770,36 @@ const SPLICE_CHUNK: usize = 1 << 20;
 /// side failed; `Err(EINVAL)` before any byte moved when splice cannot be
 /// used on these sockets.
 fn splice_all(from: &TcpStream, to: &TcpStream) -> Result<(), i32> {
+    use nix::fcntl::{FcntlArg, SpliceFFlags, fcntl, splice};
     use nix::libc;
     let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| e as i32)?;
-    // SAFETY: F_SETPIPE_SZ on the pipe we own; a smaller pipe works too.
-    unsafe {
-        libc::fcntl(
-            w.as_raw_fd(),
-            libc::F_SETPIPE_SZ,
-            SPLICE_CHUNK as libc::c_int,
-        )
-    };
-    let flags = libc::SPLICE_F_MOVE | libc::SPLICE_F_MORE;
+    // A smaller pipe works too.
+    let _ = fcntl(&w, FcntlArg::F_SETPIPE_SZ(SPLICE_CHUNK as libc::c_int));
+    let flags = SpliceFFlags::SPLICE_F_MOVE | SpliceFFlags::SPLICE_F_MORE;
     loop {
-        // SAFETY: splice between descriptors we hold, no offsets.
-        let n = unsafe {
-            libc::splice(
-                from.as_raw_fd(),
-                std::ptr::null_mut(),
-                w.as_raw_fd(),
-                std::ptr::null_mut(),
-                SPLICE_CHUNK,
-                flags,
-            )
+        let n = match splice(from, None, &w, None, SPLICE_CHUNK, flags) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e as i32),
         };
-        if n == 0 {
-            return Ok(());
-        }
-        if n < 0 {
-            match io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(nix::libc::EIO)
-            {
-                libc::EINTR => continue,
-                e => return Err(e),
-            }
-        }
-        let mut left = n as usize;
+        let mut left = n;
         while left > 0 {
-            // SAFETY: as above.
-            let m = unsafe {
-                libc::splice(
-                    r.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    to.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    left,
-                    flags,
-                )
-            };
-            if m <= 0 {
-                match io::Error::last_os_error()
-                    .raw_os_error()
-                    .unwrap_or(libc::EIO)
-                {
-                    libc::EINTR if m < 0 => continue,
-                    // Bytes are in the pipe: not a case for the fallback.
-                    libc::EINVAL => return Err(libc::EPIPE),
-                    e => return Err(e),
+            match splice(&r, None, to, None, left, flags) {
+                Ok(0) => {
+                    // Not expected with bytes in the pipe; answered as the
+                    // errno says, as for a failure.
+                    return Err(match nix::errno::Errno::last_raw() {
+                        libc::EINVAL => libc::EPIPE,
+                        e => e,
+                    });
                 }
+                Ok(m) => left -= m,
+                Err(nix::errno::Errno::EINTR) => continue,
+                // Bytes are in the pipe: not a case for the fallback.
+                Err(nix::errno::Errno::EINVAL) => return Err(libc::EPIPE),
+                Err(e) => return Err(e as i32),
             }
-            left -= m as usize;
         }
     }
 }

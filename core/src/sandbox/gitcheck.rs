@@ -74,16 +74,9 @@ impl IndexWatch {
     /// FUSE: the server's clock) a second is taken off for skew.
     pub(crate) fn record(worktree: &Path) -> IndexWatch {
         use nix::sys::statfs;
-        let mut ts = nix::libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime fills the timespec we own.
-        let coarse = if unsafe {
-            nix::libc::clock_gettime(nix::libc::CLOCK_REALTIME_COARSE, &mut ts)
-        } == 0
-        {
-            (ts.tv_sec, ts.tv_nsec)
+        use nix::time::{ClockId, clock_gettime};
+        let coarse = if let Ok(ts) = clock_gettime(ClockId::CLOCK_REALTIME_COARSE) {
+            (ts.tv_sec(), ts.tv_nsec())
         } else {
             // Unreachable on Linux 2.6.32+; a second back is always safe.
             let now = std::time::SystemTime::now()

@@ -28,7 +28,7 @@
 //! costs about 0.3 ms of the deny list's total.
 
 use std::ffi::CStr;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -51,22 +51,7 @@ use crate::error::SandboxProblem;
 /// Errors when Landlock is not built in (ENOSYS), disabled at boot
 /// (EOPNOTSUPP), or filtered out by seccomp.
 pub fn kernel_abi() -> Result<i32, SandboxProblem> {
-    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
-    // SAFETY: a query that takes no pointers.
-    let v = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<libc::c_void>(),
-            0usize,
-            LANDLOCK_CREATE_RULESET_VERSION,
-        )
-    };
-    if v < 0 {
-        return Err(SandboxProblem::LandlockUnavailable(
-            nix::errno::Errno::last(),
-        ));
-    }
-    Ok(v as i32)
+    crate::sys::landlock::abi_version().map_err(SandboxProblem::LandlockUnavailable)
 }
 
 /// A protection a policy relies on that the running Landlock ABI lacks.
@@ -435,31 +420,7 @@ fn add_beneath(
     parent: BorrowedFd<'_>,
     rights: BitFlags<AccessFs>,
 ) -> std::io::Result<()> {
-    #[repr(C, packed)]
-    struct PathBeneathAttr {
-        allowed_access: u64,
-        parent_fd: i32,
-    }
-    const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
-    let attr = PathBeneathAttr {
-        allowed_access: rights.bits(),
-        parent_fd: parent.as_raw_fd(),
-    };
-    // SAFETY: `attr` lives across the call, which only reads it; both
-    // descriptors are borrowed, so they stay open.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_add_rule,
-            ruleset.as_raw_fd(),
-            LANDLOCK_RULE_PATH_BENEATH,
-            &raw const attr,
-            0u32,
-        )
-    };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+    crate::sys::landlock::add_path_beneath(ruleset, parent, rights.bits())
 }
 
 /// The rights a rule on a file that is not a directory may hold.

@@ -943,21 +943,9 @@ const KEPT_ALWAYS: u64 = (1 << 1) | (1 << 2);
 const KEPT_WITH_TREE: u64 = (1 << 0) | (1 << 3);
 
 /// Whether the kernel has mount_setattr(2) (Linux 5.12), which a read-only
-/// mount tree needs: called with a descriptor that cannot be valid, it
-/// fails with EBADF where it exists and ENOSYS where it does not.
+/// mount tree needs.
 fn mount_setattr_available() -> bool {
-    // SAFETY: a system call with integer arguments and null pointers.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            -1,
-            std::ptr::null::<libc::c_char>(),
-            0,
-            std::ptr::null::<libc::c_void>(),
-            0,
-        )
-    };
-    rc == -1 && nix::errno::Errno::last() != nix::errno::Errno::ENOSYS
+    crate::sys::mount_setattr_available()
 }
 
 /// The writable roots a read-only tree keeps writable: each outermost one
@@ -986,13 +974,13 @@ fn tree_roots(roots: &Roots) -> Vec<(std::ffi::CString, u64, u64)> {
 /// The terminal at `path` as the child re-opens it: its path, device
 /// number, and which of this process's 0, 1, 2 are it (bits).
 fn terminal_fds(path: &Path) -> Option<(std::ffi::CString, u64, u8)> {
-    use std::os::fd::BorrowedFd;
+    use std::os::fd::AsFd;
     use std::os::unix::ffi::OsStrExt;
     let rdev = std::fs::metadata(path).ok()?.rdev();
     let mut fds = 0u8;
-    for fd in 0..3 {
-        // SAFETY: 0, 1 and 2 stay open for the whole process.
-        let fd_ref = unsafe { BorrowedFd::borrow_raw(fd) };
+    let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+    let std_fds = [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()];
+    for (fd, fd_ref) in std_fds.into_iter().enumerate() {
         if let Ok(st) = nix::sys::stat::fstat(fd_ref)
             && st.st_mode & libc::S_IFMT == libc::S_IFCHR
             && st.st_rdev == rdev

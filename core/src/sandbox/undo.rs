@@ -21,9 +21,9 @@
 //! descriptor names the same directory for as long as it is open; rename(2)
 //! within one directory is atomic.
 
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -41,30 +41,7 @@ pub(crate) struct Anchor {
     parts: Vec<(OsString, Option<(u64, u64)>)>,
 }
 
-fn cstr(name: &OsStr) -> io::Result<CString> {
-    CString::new(name.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
-}
-
-fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// lstat of `name` in `dir` (fstatat(2), `AT_SYMLINK_NOFOLLOW`).
-pub(crate) fn stat_at(dir: RawFd, name: &OsStr) -> io::Result<libc::stat> {
-    let c = cstr(name)?;
-    // SAFETY: fstatat fills the zeroed stat we own.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstatat(dir, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(st)
-    }
-}
+pub(crate) use crate::sys::fs::stat_at;
 
 fn is_dir(st: &libc::stat) -> bool {
     st.st_mode & libc::S_IFMT == libc::S_IFDIR
@@ -76,10 +53,8 @@ const REPLACED: &str = ".dsh-exec-replaced";
 
 /// The directory `name` in `dir`, not following a symlink.
 pub(crate) fn open_dir_at(dir: RawFd, name: &OsStr) -> io::Result<OwnedFd> {
-    let c = cstr(name)?;
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: openat with our C string; the result is checked.
-    owned(unsafe { libc::openat(dir, c.as_ptr(), flags) })
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+    crate::sys::fs::open_at(dir, name.as_bytes(), flags, 0).map_err(io::Error::from_raw_os_error)
 }
 
 /// A directory (a writable root, a submodule's git directory), opened
@@ -89,35 +64,7 @@ pub(crate) fn open_root(root: &Path) -> io::Result<OwnedFd> {
     open_no_symlinks(root, libc::O_RDONLY | libc::O_DIRECTORY)
 }
 
-/// `path` opened with `flags` (and `O_CLOEXEC`), following no symlink
-/// anywhere on the way (openat2(2), `RESOLVE_NO_SYMLINKS`, Linux 5.6):
-/// ELOOP when one is.
-pub(crate) fn open_no_symlinks(path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
-    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-    let c = cstr(path.as_os_str())?;
-    let how = OpenHow {
-        flags: (flags | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve: RESOLVE_NO_SYMLINKS,
-    };
-    // SAFETY: openat2 with our C string and open_how; the result is checked.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            &how,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
-    owned(fd as libc::c_int)
-}
+pub(crate) use crate::sys::fs::open_no_symlinks;
 
 /// Removes `name` from `dir` whatever it is, following no symlink: a
 /// directory with everything in it, anything else unlinked.
@@ -133,9 +80,7 @@ pub(crate) fn remove_at(dir: RawFd, name: &OsStr) -> bool {
         path.push(name);
         std::fs::remove_dir_all(&path).is_ok()
     } else {
-        let Ok(c) = cstr(name) else { return false };
-        // SAFETY: unlinkat of a name in a directory we hold.
-        unsafe { libc::unlinkat(dir, c.as_ptr(), 0) == 0 }
+        crate::sys::fs::unlink_at(dir, name)
     }
 }
 
@@ -153,24 +98,16 @@ pub(crate) fn remove_dir(path: &Path) {
 
 /// Renames `name` in `dir` to a free `NAME SUFFIX[.N]`.
 pub(crate) fn rename_aside(dir: RawFd, name: &OsStr, suffix: &str) -> io::Result<OsString> {
-    let from = cstr(name)?;
     for n in 0..100 {
         let mut aside = name.to_os_string();
         aside.push(suffix);
         if n > 0 {
             aside.push(format!(".{n}"));
         }
-        let to = cstr(&aside)?;
-        // SAFETY: renameat2 within a directory we hold, never replacing.
-        let rc = unsafe {
-            libc::renameat2(dir, from.as_ptr(), dir, to.as_ptr(), libc::RENAME_NOREPLACE)
-        };
-        if rc == 0 {
-            return Ok(aside);
-        }
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EEXIST) {
-            return Err(e);
+        match crate::sys::fs::rename_noreplace(dir, name, &aside) {
+            Ok(()) => return Ok(aside),
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+            Err(e) => return Err(e),
         }
     }
     Err(io::Error::from_raw_os_error(libc::EEXIST))
@@ -275,20 +212,7 @@ impl Anchor {
             };
             let back = match id {
                 Some(id) if taken => find_by_id(fd, *id)
-                    .and_then(|from| {
-                        let (from, to) = (cstr(&from).ok()?, cstr(name).ok()?);
-                        // SAFETY: renameat2 within a directory we hold.
-                        let rc = unsafe {
-                            libc::renameat2(
-                                fd,
-                                from.as_ptr(),
-                                fd,
-                                to.as_ptr(),
-                                libc::RENAME_NOREPLACE,
-                            )
-                        };
-                        (rc == 0).then_some(())
-                    })
+                    .and_then(|from| crate::sys::fs::rename_noreplace(fd, &from, name).ok())
                     .is_some(),
                 _ => false,
             };
@@ -318,20 +242,14 @@ pub(crate) fn write_at(dir: RawFd, name: &OsStr, bytes: &[u8], mode: u32) -> io:
     tmp.push(name);
     tmp.push(".dsh-exec-restore");
     remove_at(dir, &tmp);
-    let c = cstr(&tmp)?;
-    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: openat with our C string; the result is checked.
-    let fd = owned(unsafe { libc::openat(dir, c.as_ptr(), flags, mode as libc::c_uint) })?;
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+    let fd = crate::sys::fs::open_at(dir, tmp.as_bytes(), flags, mode)
+        .map_err(io::Error::from_raw_os_error)?;
     let mut f = std::fs::File::from(fd);
     f.write_all(bytes)?;
-    // SAFETY: fchmod on the file we just made (the mode apart from umask).
-    if unsafe { libc::fchmod(f.as_raw_fd(), mode) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let to = cstr(name)?;
-    // SAFETY: renameat within the directory we hold.
-    if unsafe { libc::renameat(dir, c.as_ptr(), dir, to.as_ptr()) } != 0 {
-        let e = io::Error::last_os_error();
+    // The mode apart from the umask.
+    nix::sys::stat::fchmod(&f, nix::sys::stat::Mode::from_bits_retain(mode))?;
+    if let Err(e) = crate::sys::fs::rename_at(dir, &tmp, name) {
         remove_at(dir, &tmp);
         return Err(e);
     }
@@ -376,20 +294,10 @@ pub(crate) fn directory_at(
             return Err(io::Error::from_raw_os_error(libc::EPERM));
         }
     }
-    let to = cstr(name)?;
-    let back = find_by_id(dir, id).and_then(|from| {
-        let from = cstr(&from).ok()?;
-        // SAFETY: renameat2 within a directory we hold.
-        let rc = unsafe {
-            libc::renameat2(dir, from.as_ptr(), dir, to.as_ptr(), libc::RENAME_NOREPLACE)
-        };
-        (rc == 0).then_some(())
-    });
+    let back = find_by_id(dir, id)
+        .and_then(|from| crate::sys::fs::rename_noreplace(dir, &from, name).ok());
     if back.is_none() {
-        // SAFETY: mkdirat of a name in a directory we hold.
-        if unsafe { libc::mkdirat(dir, to.as_ptr(), mode) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        crate::sys::fs::mkdir_at(dir, name, mode)?;
     }
     Ok((open_dir_at(dir, name)?, true))
 }

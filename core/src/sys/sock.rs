@@ -213,8 +213,41 @@ pub(crate) fn send_message(
     result(rc)
 }
 
-/// The file status flags of a descriptor (fcntl(2) `F_GETFL`), or -1.
-pub(crate) fn status_flags(fd: &impl AsRawFd) -> i32 {
-    // SAFETY: F_GETFL takes no pointer.
-    unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) }
+/// The IPv4 and IPv6 addresses of this host's interfaces (getifaddrs(3)),
+/// in the order listed; empty when the list cannot be had. Raw: nix wraps
+/// getifaddrs only with its `net` feature, which brings a crate more.
+pub(crate) fn interface_addresses() -> Vec<std::net::IpAddr> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    let mut out = Vec::new();
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs allocates a list we walk and then free; each
+    // address is read per its family's structure (sockaddr_in for AF_INET,
+    // sockaddr_in6 for AF_INET6).
+    unsafe {
+        if libc::getifaddrs(&mut head) != 0 {
+            return out;
+        }
+        let mut at = head;
+        while !at.is_null() {
+            let a = (*at).ifa_addr;
+            if !a.is_null() {
+                match i32::from((*a).sa_family) {
+                    libc::AF_INET => {
+                        let sin = &*(a as *const libc::sockaddr_in);
+                        out.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(
+                            sin.sin_addr.s_addr,
+                        ))));
+                    }
+                    libc::AF_INET6 => {
+                        let sin6 = &*(a as *const libc::sockaddr_in6);
+                        out.push(IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)));
+                    }
+                    _ => {}
+                }
+            }
+            at = (*at).ifa_next;
+        }
+        libc::freeifaddrs(head);
+    }
+    out
 }

@@ -27,7 +27,7 @@ use std::path::PathBuf;
 
 use nix::libc;
 
-use super::task::{Task, errno, pin_path, real_path, stat};
+use super::task::{Task, pin_path, real_path, stat};
 use super::{GatePolicy, Outcome, Refusal};
 use crate::sys::notif::{PATH_MAX, read_bytes, read_cstring};
 
@@ -46,19 +46,7 @@ enum Target {
 }
 
 /// What the call changes.
-enum Change {
-    Mode(u32),
-    Owner(u32, u32),
-    /// Access and modification times as utimensat(2) takes them; `None` is
-    /// "now" for both.
-    Times(Option<[libc::timespec; 2]>),
-    SetXattr {
-        name: CString,
-        value: Vec<u8>,
-        flags: i32,
-    },
-    RemoveXattr(CString),
-}
+use crate::sys::fs::Change;
 
 impl Change {
     fn op(&self) -> &'static str {
@@ -371,8 +359,7 @@ fn decide_and_change(
 
 /// Whether a descriptor was opened for writing (fcntl(2) `F_GETFL`).
 fn open_for_writing(fd: &OwnedFd) -> bool {
-    // SAFETY: F_GETFL on a descriptor we own.
-    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    let flags = crate::sys::fs::status_flags(fd);
     flags >= 0 && flags & libc::O_PATH == 0 && flags & libc::O_ACCMODE != libc::O_RDONLY
 }
 
@@ -429,68 +416,12 @@ fn forbidden(change: &Change, file_mode: u32) -> Option<Refusal> {
 /// Makes the change on the pinned inode.
 fn apply(pinned: &Pinned, change: &Change) -> Result<i64, i32> {
     let is_link = pinned.mode & libc::S_IFMT == libc::S_IFLNK;
-    let fd = pinned.fd.as_raw_fd();
     let path = pin_path(&pinned.fd);
-    let empty = c"";
-    // SAFETY: each call takes our pinned descriptor or its /proc/self/fd
-    // path, and buffers we own.
-    let rc = unsafe {
-        match change {
-            Change::Mode(_) if is_link => return Err(libc::EOPNOTSUPP),
-            Change::Mode(m) if pinned.by_path => {
-                // fchmodat2(2) on the pin itself (Linux 6.6), else through
-                // its /proc/self/fd path.
-                let rc = libc::syscall(
-                    libc::SYS_fchmodat2,
-                    fd,
-                    empty.as_ptr(),
-                    *m,
-                    libc::AT_EMPTY_PATH,
-                );
-                if rc == 0 {
-                    0
-                } else {
-                    libc::chmod(path.as_ptr(), *m)
-                }
-            }
-            Change::Mode(m) => libc::fchmod(fd, *m),
-            Change::Owner(u, g) if pinned.by_path => {
-                libc::fchownat(fd, empty.as_ptr(), *u, *g, libc::AT_EMPTY_PATH)
-            }
-            Change::Owner(u, g) => libc::fchown(fd, *u, *g),
-            Change::Times(t) => {
-                let times = t.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
-                if pinned.by_path {
-                    libc::utimensat(fd, empty.as_ptr(), times, libc::AT_EMPTY_PATH)
-                } else {
-                    libc::futimens(fd, times)
-                }
-            }
-            Change::SetXattr { .. } | Change::RemoveXattr(_) if is_link => {
-                return Err(libc::EPERM);
-            }
-            Change::SetXattr { name, value, flags } if pinned.by_path => libc::setxattr(
-                path.as_ptr(),
-                name.as_ptr(),
-                value.as_ptr().cast(),
-                value.len(),
-                *flags,
-            ),
-            Change::SetXattr { name, value, flags } => libc::fsetxattr(
-                fd,
-                name.as_ptr(),
-                value.as_ptr().cast(),
-                value.len(),
-                *flags,
-            ),
-            Change::RemoveXattr(name) if pinned.by_path => {
-                libc::removexattr(path.as_ptr(), name.as_ptr())
-            }
-            Change::RemoveXattr(name) => libc::fremovexattr(fd, name.as_ptr()),
-        }
-    };
-    if rc != 0 {
-        return Err(errno());
-    }
-    Ok(0)
+    crate::sys::fs::change_inode(
+        pinned.fd.as_raw_fd(),
+        &path,
+        pinned.by_path,
+        is_link,
+        change,
+    )
 }

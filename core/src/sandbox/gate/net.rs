@@ -583,7 +583,7 @@ fn timeout_opt(sock: &OwnedFd, get: Option<libc::timeval>) -> Option<libc::timev
 /// kernel's connect would have.
 fn connect_inet(sock: OwnedFd, bytes: Vec<u8>) -> Outcome {
     let raw_connect = |s: &OwnedFd| sock::connect(s, &bytes);
-    let flags = sock::status_flags(&sock);
+    let flags = crate::sys::fs::status_flags(&sock);
     if flags < 0 || flags & libc::O_NONBLOCK != 0 || !is_stream(&sock) {
         return Outcome::Done(raw_connect(&sock));
     }

@@ -23,7 +23,7 @@
 //! back to the task that made the call.
 
 use std::ffi::{CString, OsStr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
@@ -82,59 +82,10 @@ pub(crate) struct Task {
 
 /// Opens `path` with `flags` (close-on-exec added); errors with the errno.
 fn open_at(dirfd: RawFd, path: &[u8], flags: libc::c_int) -> Result<OwnedFd, i32> {
-    let c = CString::new(path).map_err(|_| libc::EINVAL)?;
-    // SAFETY: a NUL-terminated path we own; the result is a new descriptor.
-    let fd = unsafe { libc::openat(dirfd, c.as_ptr(), flags | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(errno());
-    }
-    // SAFETY: a fresh descriptor nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    crate::sys::fs::open_at(dirfd, path, flags, 0)
 }
 
-/// `RESOLVE_NO_MAGICLINKS` and `RESOLVE_IN_ROOT` (openat2(2)).
-const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-const RESOLVE_IN_ROOT: u64 = 0x10;
-
-/// Opens `path` relative to `dirfd` with openat2(2) and `resolve`
-/// (close-on-exec added); errors with the errno.
-fn open_at2(dirfd: RawFd, path: &[u8], flags: libc::c_int, resolve: u64) -> Result<OwnedFd, i32> {
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
-    let c = CString::new(path).map_err(|_| libc::EINVAL)?;
-    let how = OpenHow {
-        flags: (flags | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve,
-    };
-    // SAFETY: a NUL-terminated path and an open_how we own; the result is a
-    // new descriptor.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dirfd,
-            c.as_ptr(),
-            &how,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
-    if fd < 0 {
-        return Err(errno());
-    }
-    // SAFETY: a fresh descriptor nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
-}
-
-/// The current errno.
-pub(crate) fn errno() -> i32 {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
-}
+use crate::sys::fs::{RESOLVE_IN_ROOT, RESOLVE_NO_MAGICLINKS, open_at2};
 
 /// The path an open descriptor names (`/proc/self/fd/N`, proc(5)).
 pub(crate) fn real_path(fd: &impl AsRawFd) -> Result<PathBuf, i32> {
@@ -145,14 +96,7 @@ pub(crate) fn real_path(fd: &impl AsRawFd) -> Result<PathBuf, i32> {
 /// `st_mode` and (device, inode) of an open descriptor (fstat(2); works on
 /// `O_PATH` descriptors).
 pub(crate) fn stat(fd: &impl AsRawFd) -> Result<(u32, (u64, u64)), i32> {
-    // SAFETY: fstat fills the zeroed stat we own.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(fd.as_raw_fd(), &mut st) != 0 {
-            return Err(errno());
-        }
-        Ok((st.st_mode, (st.st_dev, st.st_ino)))
-    }
+    crate::sys::fs::fstat(fd).map(|st| (st.st_mode, (st.st_dev, st.st_ino)))
 }
 
 impl Task {
@@ -261,22 +205,7 @@ impl Task {
         let Some(mounts) = task_mounts(self.tid)? else {
             return Ok(()); // our own namespace: every mount is the task's
         };
-        // SAFETY: statx fills the zeroed buffer we own; the path is empty
-        // (AT_EMPTY_PATH: the descriptor itself).
-        let mnt_id = unsafe {
-            let mut st: libc::statx = std::mem::zeroed();
-            let rc = libc::statx(
-                fd.as_raw_fd(),
-                c"".as_ptr(),
-                libc::AT_EMPTY_PATH,
-                libc::STATX_MNT_ID,
-                &mut st,
-            );
-            if rc != 0 || st.stx_mask & libc::STATX_MNT_ID == 0 {
-                return Err(libc::ELOOP);
-            }
-            st.stx_mnt_id
-        };
+        let mnt_id = crate::sys::fs::mount_id(fd).ok_or(libc::ELOOP)?;
         if mounts.contains(&mnt_id) {
             Ok(())
         } else {
