@@ -544,7 +544,12 @@ fn a_calls_writable_root_is_the_servers_root_and_sigkill_takes_the_jobs_along() 
     let marker = "12.2474";
     let r = m.call("start", json!({"command": format!("sleep {marker}")}));
     assert!(r["structuredContent"]["job_id"].is_string(), "{r}");
-    assert!(!processes_with(marker).is_empty());
+    // The job's command is spawned by then, but may not have reached
+    // execve: until it does, its command line is the supervisor's.
+    let running = poll_until(Duration::from_secs(5), || {
+        (!processes_with(marker).is_empty()).then_some(())
+    });
+    assert!(running.is_some(), "the job's command never ran");
     let _ = Command::new("kill")
         .args(["-KILL", &m.child.id().to_string()])
         .status();
