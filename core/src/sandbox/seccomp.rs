@@ -61,10 +61,7 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
-/// `setxattrat` and `removexattrat` (Linux 6.13, the same number on every
-/// architecture), which the libc crate may not name yet.
-const SYS_SETXATTRAT: i64 = 463;
-const SYS_REMOVEXATTRAT: i64 = 466;
+use super::gate::table::{self, Judges, Sets, When};
 
 /// `file_setattr` (Linux 6.17): inode flags by path.
 const SYS_FILE_SETATTR: i64 = 469;
@@ -226,51 +223,6 @@ pub(crate) fn enosys_filter() -> Result<Vec<libc::sock_filter>, String> {
     compile(rules, SeccompAction::Errno(libc::ENOSYS as u32))
 }
 
-/// The socket calls the gate decides (`sendto` is added with its address
-/// condition by [`gate_filter`]).
-const GATED_SOCKET_CALLS: [i64; 3] = [libc::SYS_connect, libc::SYS_sendmsg, libc::SYS_sendmmsg];
-
-/// The mode-change calls, with the argument that holds the mode.
-fn mode_calls() -> Vec<(i64, u8)> {
-    let mut calls = vec![
-        (libc::SYS_fchmod, 1),
-        (libc::SYS_fchmodat, 2),
-        (libc::SYS_fchmodat2, 2),
-    ];
-    #[cfg(target_arch = "x86_64")]
-    calls.push((libc::SYS_chmod, 1));
-    calls
-}
-
-/// The calls that set or remove an extended attribute.
-const XATTR_SET_CALLS: [i64; 8] = [
-    libc::SYS_setxattr,
-    libc::SYS_lsetxattr,
-    libc::SYS_fsetxattr,
-    libc::SYS_removexattr,
-    libc::SYS_lremovexattr,
-    libc::SYS_fremovexattr,
-    SYS_SETXATTRAT,
-    SYS_REMOVEXATTRAT,
-];
-
-/// The metadata calls the gate decides where no read-only mount tree
-/// bounds them (x86_64 also has the legacy path forms).
-pub(crate) fn gated_metadata_calls() -> Vec<i64> {
-    let mut calls: Vec<i64> = mode_calls().into_iter().map(|(nr, _)| nr).collect();
-    calls.extend([libc::SYS_fchown, libc::SYS_fchownat, libc::SYS_utimensat]);
-    calls.extend(XATTR_SET_CALLS);
-    #[cfg(target_arch = "x86_64")]
-    calls.extend([
-        libc::SYS_chown,
-        libc::SYS_lchown,
-        libc::SYS_utime,
-        libc::SYS_utimes,
-        libc::SYS_futimesat,
-    ]);
-    calls
-}
-
 /// Which metadata changes the gate decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum GatedMetadata {
@@ -297,42 +249,55 @@ const GATE_MARK: u32 = 0x6a7e;
 /// Errors with a message when the architecture is not supported or the
 /// filter cannot be compiled.
 pub(crate) fn gate_filter(metadata: GatedMetadata) -> Result<Vec<libc::sock_filter>, String> {
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for nr in GATED_SOCKET_CALLS {
-        rules.insert(nr, Vec::new());
-    }
-    match metadata {
-        GatedMetadata::All => {
-            for nr in gated_metadata_calls() {
-                rules.insert(nr, Vec::new());
-            }
-        }
-        GatedMetadata::SetId => {
-            for (nr, mode) in mode_calls() {
-                rules.insert(nr, vec![mode_has(mode, S_ISUID)?, mode_has(mode, S_ISGID)?]);
-            }
-            // Setting an ACL (`system.posix_acl_access`) clears the
-            // set-group-ID bit of a file whose group the caller is not in,
-            // unless it holds CAP_FSETID (inode_permission's ACL path,
-            // posix_acl_update_mode(9)), which a confined command does not
-            // keep: with it, a chown would keep a set-user-ID bit. The gate
-            // sets extended attributes itself, as `cp -a` unconfined would.
-            for nr in XATTR_SET_CALLS {
-                rules.insert(nr, Vec::new());
-            }
-        }
-    }
-    rules.insert(
-        libc::SYS_sendto,
-        vec![
-            SeccompRule::new(vec![
-                SeccompCondition::new(4, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0)
-                    .map_err(|e| e.to_string())?,
-            ])
-            .map_err(|e| e.to_string())?,
-        ],
-    );
+    let filter = match metadata {
+        GatedMetadata::All => table::METADATA,
+        // Setting an ACL (`system.posix_acl_access`) clears the set-group-ID
+        // bit of a file whose group the caller is not in, unless it holds
+        // CAP_FSETID (inode_permission's ACL path, posix_acl_update_mode(9)),
+        // which a confined command does not keep: with it, a chown would
+        // keep a set-user-ID bit. So the extended-attribute calls stay in
+        // this form too; the gate sets them itself, as `cp -a` unconfined
+        // would.
+        GatedMetadata::SetId => table::SET_ID,
+    };
+    let rules = gate_rules(filter, |_| Ok(Vec::new()))?;
     notify(compile(rules, SeccompAction::Trace(GATE_MARK))?)
+}
+
+/// The rules of one of the gate's filters, taken from the gate's table
+/// ([`table::trapped_by`]): each call the table puts in `filter`, with its
+/// condition. A mode change in the set-ID form is trapped only when its
+/// mode argument holds a set-ID bit; `families` gives the conditions of
+/// the calls trapped by socket family ([`When::Family`]), and must give
+/// some (an empty list would trap the call always).
+///
+/// Errors with a message when a condition cannot be built.
+pub(crate) fn gate_rules(
+    filter: table::Filters,
+    families: impl Fn(i64) -> Result<Vec<SeccompRule>, String>,
+) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
+    let mut rules = BTreeMap::new();
+    for trap in table::trapped_by(filter) {
+        let conditions = match (trap.when, trap.judges) {
+            (When::Always, Judges::Metadata(_, Sets::Mode(arg))) if filter == table::SET_ID => {
+                vec![mode_has(arg, S_ISUID)?, mode_has(arg, S_ISGID)?]
+            }
+            (When::Always, _) => Vec::new(),
+            (When::ArgSet(arg), _) => vec![rule(vec![
+                SeccompCondition::new(arg, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0)
+                    .map_err(|e| e.to_string())?,
+            ])?],
+            (When::Family, _) => {
+                let by_family = families(trap.nr)?;
+                if by_family.is_empty() {
+                    return Err(format!("no socket families given for {}", trap.name));
+                }
+                by_family
+            }
+        };
+        rules.insert(trap.nr, conditions);
+    }
+    Ok(rules)
 }
 
 /// Netlink families that stay open under `--network deny`: route (read by
@@ -486,7 +451,6 @@ pub(crate) fn deny_ip_sockets_gated() -> Result<Vec<libc::sock_filter>, String> 
             family_is(libc::AF_PACKET)?,
         ])
     };
-    let mut rules = BTreeMap::new();
     let mut socket_rules = ip_families()?;
     // A netlink socket of any family but the allowed ones.
     let mut netlink = vec![
@@ -505,8 +469,11 @@ pub(crate) fn deny_ip_sockets_gated() -> Result<Vec<libc::sock_filter>, String> 
         );
     }
     socket_rules.push(SeccompRule::new(netlink).map_err(|e| e.to_string())?);
-    rules.insert(libc::SYS_socket, socket_rules);
-    rules.insert(libc::SYS_socketpair, ip_families()?);
+    let rules = gate_rules(table::DENY_IP, |nr| match nr {
+        libc::SYS_socket => Ok(socket_rules.clone()),
+        libc::SYS_socketpair => ip_families(),
+        _ => Ok(Vec::new()),
+    })?;
     notify(compile(rules, SeccompAction::Trace(GATE_MARK))?)
 }
 
@@ -565,23 +532,6 @@ pub(crate) fn gated_ip_calls() -> Result<Vec<libc::sock_filter>, String> {
     let dword = |arg: u8, op: SeccompCmpOp, v: u64| {
         SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v).map_err(|e| e.to_string())
     };
-    let mut rules = BTreeMap::new();
-    for nr in [
-        libc::SYS_connect,
-        libc::SYS_bind,
-        libc::SYS_listen,
-        libc::SYS_sendmsg,
-        libc::SYS_sendmmsg,
-    ] {
-        rules.insert(nr, vec![]);
-    }
-    rules.insert(
-        libc::SYS_sendto,
-        vec![rule(vec![
-            SeccompCondition::new(4, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0)
-                .map_err(|e| e.to_string())?,
-        ])?],
-    );
     let mut socket_rules = Vec::new();
     for family in [libc::AF_INET, libc::AF_INET6] {
         let family = family as u64;
@@ -605,7 +555,6 @@ pub(crate) fn gated_ip_calls() -> Result<Vec<libc::sock_filter>, String> {
         netlink.push(dword(2, SeccompCmpOp::Ne, family as u64)?);
     }
     socket_rules.push(rule(netlink)?);
-    rules.insert(libc::SYS_socket, socket_rules);
     let pair = [
         libc::AF_INET,
         libc::AF_INET6,
@@ -615,7 +564,11 @@ pub(crate) fn gated_ip_calls() -> Result<Vec<libc::sock_filter>, String> {
     .into_iter()
     .map(|f| rule(vec![dword(0, SeccompCmpOp::Eq, f as u64)?]))
     .collect::<Result<Vec<_>, String>>()?;
-    rules.insert(libc::SYS_socketpair, pair);
+    let rules = gate_rules(table::GATED_IP, |nr| match nr {
+        libc::SYS_socket => Ok(socket_rules.clone()),
+        libc::SYS_socketpair => Ok(pair.clone()),
+        _ => Ok(Vec::new()),
+    })?;
     notify(compile(rules, SeccompAction::Trace(GATE_MARK))?)
 }
 

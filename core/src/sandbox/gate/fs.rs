@@ -27,6 +27,7 @@ use std::path::PathBuf;
 
 use nix::libc;
 
+use super::table::{Follow, Judges, Names, Sets, TimesLayout, Trap};
 use super::task::{Task, pin_path, real_path, stat};
 use super::{GatePolicy, Outcome, Refusal};
 use crate::sys::notif::{PATH_MAX, read_bytes, read_cstring};
@@ -89,21 +90,25 @@ fn timespec(sec: i64, nsec: i64) -> libc::timespec {
 /// Reads a `struct timespec[2]`, `struct timeval[2]` or `struct utimbuf`
 /// (16, 16 or 8 bytes a time) as utimensat's times; `None` for a NULL
 /// pointer.
-fn read_times(task: &Task, addr: u64, kind: TimesKind) -> Result<Option<[libc::timespec; 2]>, i32> {
+fn read_times(
+    task: &Task,
+    addr: u64,
+    kind: TimesLayout,
+) -> Result<Option<[libc::timespec; 2]>, i32> {
     if addr == 0 {
         return Ok(None);
     }
     let word =
         |b: &[u8], i: usize| i64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
     Ok(Some(match kind {
-        TimesKind::Timespec => {
+        TimesLayout::Timespec => {
             let b = read_bytes(task.tid, addr, 32)?;
             [
                 timespec(word(&b, 0), word(&b, 1)),
                 timespec(word(&b, 2), word(&b, 3)),
             ]
         }
-        TimesKind::Timeval => {
+        TimesLayout::Timeval => {
             let b = read_bytes(task.tid, addr, 32)?;
             let usec = |v: i64| {
                 if (0..1_000_000).contains(&v) {
@@ -117,22 +122,16 @@ fn read_times(task: &Task, addr: u64, kind: TimesKind) -> Result<Option<[libc::t
                 timespec(word(&b, 2), usec(word(&b, 3))?),
             ]
         }
-        TimesKind::Utimbuf => {
+        TimesLayout::Utimbuf => {
             let b = read_bytes(task.tid, addr, 16)?;
             [timespec(word(&b, 0), 0), timespec(word(&b, 1), 0)]
         }
     }))
 }
 
-#[derive(Clone, Copy)]
-enum TimesKind {
-    Timespec,
-    Timeval,
-    Utimbuf,
-}
-
-/// The target and change of a metadata call `nr` with arguments `a`.
-fn decode(task: &Task, nr: i64, a: &[u64; 6]) -> Result<Option<(Target, Change)>, i32> {
+/// The target and change of a metadata call laid out as `names` and
+/// `sets` say ([`table`](super::table)), read from arguments `a`.
+fn decode(task: &Task, names: Names, sets: Sets, a: &[u64; 6]) -> Result<(Target, Change), i32> {
     let path = |dirfd: u64, addr: u64, follow: bool, empty_path: bool| -> Result<Target, i32> {
         Ok(Target::Path {
             dirfd: dirfd as i32,
@@ -141,56 +140,39 @@ fn decode(task: &Task, nr: i64, a: &[u64; 6]) -> Result<Option<(Target, Change)>
             empty_path,
         })
     };
-    let cwd = libc::AT_FDCWD as u64;
-    let nofollow = |flags: u64| flags & libc::AT_SYMLINK_NOFOLLOW as u64 != 0;
-    let empty = |flags: u64| flags & libc::AT_EMPTY_PATH as u64 != 0;
-    let mode = |m: u64| Change::Mode(m as u32);
-    let owner = |u: u64, g: u64| Change::Owner(u as u32, g as u32);
-    let decoded = match nr {
-        libc::SYS_fchmod => (Target::Fd(a[0]), mode(a[1])),
-        // fchmodat(2)'s flags argument is the C library's, not the kernel's.
-        libc::SYS_fchmodat => (path(a[0], a[1], true, false)?, mode(a[2])),
-        libc::SYS_fchmodat2 => (path(a[0], a[1], !nofollow(a[3]), empty(a[3]))?, mode(a[2])),
-        libc::SYS_fchown => (Target::Fd(a[0]), owner(a[1], a[2])),
-        libc::SYS_fchownat => (
-            path(a[0], a[1], !nofollow(a[4]), empty(a[4]))?,
-            owner(a[2], a[3]),
+    let arg = |i: u8| a[usize::from(i)];
+    let at_flags = |follow: Follow| match follow {
+        Follow::Always => (true, false),
+        Follow::Never => (false, false),
+        Follow::Flags(i) => (
+            arg(i) & libc::AT_SYMLINK_NOFOLLOW as u64 == 0,
+            arg(i) & libc::AT_EMPTY_PATH as u64 != 0,
         ),
-        libc::SYS_utimensat => {
-            let times = Change::Times(read_times(task, a[2], TimesKind::Timespec)?);
-            if a[1] == 0 {
-                // futimens(3): the descriptor itself.
-                (Target::Fd(a[0]), times)
-            } else {
-                (path(a[0], a[1], !nofollow(a[3]), empty(a[3]))?, times)
-            }
-        }
-        libc::SYS_setxattr | libc::SYS_lsetxattr | libc::SYS_fsetxattr => {
-            let size = a[3] as usize;
+    };
+    // The change's memory is read first, as the kernel copies times and
+    // attribute values before it looks the path up.
+    let change = match sets {
+        Sets::Mode(i) => Change::Mode(arg(i) as u32),
+        Sets::Owner(u, g) => Change::Owner(arg(u) as u32, arg(g) as u32),
+        Sets::Times(i, layout) => Change::Times(read_times(task, arg(i), layout)?),
+        Sets::SetXattr {
+            name,
+            value,
+            size,
+            flags,
+        } => {
+            let size = arg(size) as usize;
             if size > XATTR_SIZE_MAX {
                 return Err(libc::E2BIG);
             }
-            let change = Change::SetXattr {
-                name: read_name(task, a[1])?,
-                value: read_bytes(task.tid, a[2], size)?,
-                flags: a[4] as i32,
-            };
-            let target = match nr {
-                libc::SYS_fsetxattr => Target::Fd(a[0]),
-                _ => path(cwd, a[0], nr == libc::SYS_setxattr, false)?,
-            };
-            (target, change)
+            Change::SetXattr {
+                name: read_name(task, arg(name))?,
+                value: read_bytes(task.tid, arg(value), size)?,
+                flags: arg(flags) as i32,
+            }
         }
-        libc::SYS_removexattr | libc::SYS_lremovexattr | libc::SYS_fremovexattr => {
-            let change = Change::RemoveXattr(read_name(task, a[1])?);
-            let target = match nr {
-                libc::SYS_fremovexattr => Target::Fd(a[0]),
-                _ => path(cwd, a[0], nr == libc::SYS_removexattr, false)?,
-            };
-            (target, change)
-        }
-        super::SYS_SETXATTRAT => {
-            // setxattrat(dirfd, path, at_flags, name, struct xattr_args *, size)
+        Sets::SetXattrArgs => {
+            // struct xattr_args { u64 value; u32 size; u32 flags; }
             let b = read_bytes(task.tid, a[4], 16)?;
             let value_ptr = u64::from_ne_bytes(b[0..8].try_into().unwrap_or([0; 8]));
             let size = u32::from_ne_bytes(b[8..12].try_into().unwrap_or([0; 4])) as usize;
@@ -198,41 +180,33 @@ fn decode(task: &Task, nr: i64, a: &[u64; 6]) -> Result<Option<(Target, Change)>
             if size > XATTR_SIZE_MAX {
                 return Err(libc::E2BIG);
             }
-            let change = Change::SetXattr {
+            Change::SetXattr {
                 name: read_name(task, a[3])?,
                 value: read_bytes(task.tid, value_ptr, size)?,
                 flags,
-            };
-            (path(a[0], a[1], !nofollow(a[2]), empty(a[2]))?, change)
+            }
         }
-        super::SYS_REMOVEXATTRAT => (
-            path(a[0], a[1], !nofollow(a[2]), empty(a[2]))?,
-            Change::RemoveXattr(read_name(task, a[3])?),
-        ),
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_chmod => (path(cwd, a[0], true, false)?, mode(a[1])),
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_chown => (path(cwd, a[0], true, false)?, owner(a[1], a[2])),
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_lchown => (path(cwd, a[0], false, false)?, owner(a[1], a[2])),
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_utime => (
-            path(cwd, a[0], true, false)?,
-            Change::Times(read_times(task, a[1], TimesKind::Utimbuf)?),
-        ),
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_utimes => (
-            path(cwd, a[0], true, false)?,
-            Change::Times(read_times(task, a[1], TimesKind::Timeval)?),
-        ),
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_futimesat => (
-            path(a[0], a[1], true, false)?,
-            Change::Times(read_times(task, a[2], TimesKind::Timeval)?),
-        ),
-        _ => return Ok(None),
+        Sets::RemoveXattr(i) => Change::RemoveXattr(read_name(task, arg(i))?),
     };
-    Ok(Some(decoded))
+    let target = match names {
+        Names::Fd => Target::Fd(a[0]),
+        Names::Path {
+            dirfd,
+            path: p,
+            follow,
+        } => {
+            let dirfd = dirfd.map_or(libc::AT_FDCWD as u64, arg);
+            let (follow, empty) = at_flags(follow);
+            path(dirfd, arg(p), follow, empty)?
+        }
+        // futimens(3): a NULL path is the descriptor itself.
+        Names::PathOrFd if a[1] == 0 => Target::Fd(a[0]),
+        Names::PathOrFd => {
+            let (follow, empty) = at_flags(Follow::Flags(3));
+            path(a[0], a[1], follow, empty)?
+        }
+    };
+    Ok((target, change))
 }
 
 /// Extended attribute names the command may set or remove.
@@ -251,19 +225,19 @@ struct Pinned {
     real: PathBuf,
 }
 
-/// Decides and performs one metadata call; `None` when `nr` is not one.
-pub(crate) fn handle(
+/// Decides and performs one metadata call (the table's handler for every
+/// [`Judges::Metadata`] entry).
+pub(crate) fn metadata(
     task: &Task,
-    nr: i64,
+    trap: &Trap,
     args: &[u64; 6],
     policy: &GatePolicy,
-) -> Option<Outcome> {
-    let (target, change) = match decode(task, nr, args) {
-        Ok(Some(d)) => d,
-        Ok(None) => return None,
-        Err(e) => return Some(Outcome::Done(Err(e))),
+) -> Result<Outcome, i32> {
+    let Judges::Metadata(names, sets) = trap.judges else {
+        return Err(libc::ENOSYS);
     };
-    Some(Outcome::Done(decide_and_change(
+    let (target, change) = decode(task, names, sets, args)?;
+    Ok(Outcome::Done(decide_and_change(
         task, target, change, policy,
     )))
 }

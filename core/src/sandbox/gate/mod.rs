@@ -21,6 +21,7 @@
 
 pub(crate) mod fs;
 pub(crate) mod net;
+pub(crate) mod table;
 pub(crate) mod task;
 
 use std::io;
@@ -33,11 +34,6 @@ use nix::libc;
 use self::task::Task;
 use crate::proctree::Tree;
 use crate::sys::notif::{Abi, Notification};
-
-/// `setxattrat` and `removexattrat` (Linux 6.13, the same number on every
-/// architecture), which the libc crate may not name yet.
-pub(crate) const SYS_SETXATTRAT: i64 = 463;
-pub(crate) const SYS_REMOVEXATTRAT: i64 = 466;
 
 /// Why the gate refused a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -406,9 +402,12 @@ fn answer(
 ) {
     let fd = listener.as_raw_fd();
     let task = Task::new(&n, fd);
-    let outcome = fs::handle(&task, n.nr, &n.args, policy)
-        .or_else(|| net::handle(&task, n.nr, &n.args, policy))
-        .unwrap_or(Outcome::Done(Err(libc::ENOSYS)));
+    let outcome = match table::lookup(n.nr) {
+        Some(trap) => {
+            (trap.handler)(&task, trap, &n.args, policy).unwrap_or_else(|e| Outcome::Done(Err(e)))
+        }
+        None => Outcome::Done(Err(libc::ENOSYS)),
+    };
     match outcome {
         Outcome::Done(result) => abi.answer(fd, n.id, result),
         Outcome::Continue => abi.continue_call(fd, n.id),

@@ -47,6 +47,7 @@ use std::path::PathBuf;
 
 use nix::libc;
 
+use super::table::Trap;
 use super::task::{Task, pin_path, stat};
 use super::{GatePolicy, Outcome, Reach, Refusal};
 use crate::net::addr::{Inet, is_loopback, is_unspecified, loopback_for};
@@ -252,54 +253,42 @@ fn peer_pid(sock: &impl AsRawFd) -> Option<i32> {
     sock::peer_pid(sock)
 }
 
-/// Decides and performs one socket call; `None` when `nr` is not one.
-pub(crate) fn handle(task: &Task, nr: i64, a: &[u64; 6], policy: &GatePolicy) -> Option<Outcome> {
-    let outcome = match nr {
-        libc::SYS_connect => connect(task, a, policy),
-        libc::SYS_sendto => sendto(task, a, policy),
-        libc::SYS_sendmsg => sendmsg(task, a, policy),
-        libc::SYS_sendmmsg => sendmmsg(task, a, policy),
-        libc::SYS_bind => bind(task, a, policy),
-        libc::SYS_listen => listen(task, a, policy),
-        libc::SYS_socket if a[0] as i32 == libc::AF_NETLINK && a[2] as i32 == NETLINK_AUDIT => {
-            // As a kernel without audit answers: libaudit (PAM's runuser,
-            // su, sudo) takes EAFNOSUPPORT for "no audit here" and goes on,
-            // where EACCES fails the login. Not a denial worth a notice.
-            Err(libc::EAFNOSUPPORT)
+/// A socket(2) or socketpair(2) the filter sent here: refused, and
+/// recorded as a network denial. Only what the network policy refuses
+/// comes here (the filter decides by the family and protocol in the
+/// registers).
+pub(crate) fn refuse_socket(
+    _task: &Task,
+    trap: &Trap,
+    a: &[u64; 6],
+    policy: &GatePolicy,
+) -> Result<Outcome, i32> {
+    let family = a[0] as i32;
+    if trap.nr == libc::SYS_socket && family == libc::AF_NETLINK && a[2] as i32 == NETLINK_AUDIT {
+        // As a kernel without audit answers: libaudit (PAM's runuser,
+        // su, sudo) takes EAFNOSUPPORT for "no audit here" and goes on,
+        // where EACCES fails the login. Not a denial worth a notice.
+        return Err(libc::EAFNOSUPPORT);
+    }
+    // Under loopback and allow-list the family is allowed, and only the
+    // type or protocol refused: name it.
+    let name = match family {
+        libc::AF_INET | libc::AF_INET6 if policy.network.gated() => {
+            format!(
+                "{} {}",
+                family_name(family),
+                type_name(a[1] as i32, a[2] as i32)
+            )
         }
-        libc::SYS_socket | libc::SYS_socketpair => {
-            // Only what --network deny refuses comes here (the filter
-            // decides by the family and protocol in the registers): refused,
-            // and recorded as a network denial.
-            let family = a[0] as i32;
-            let op = if nr == libc::SYS_socket {
-                "socket"
-            } else {
-                "socketpair"
-            };
-            // Under loopback and allow-list the family is allowed, and only
-            // the type or protocol refused: name it.
-            let name = match family {
-                libc::AF_INET | libc::AF_INET6 if policy.network.gated() => {
-                    format!(
-                        "{} {}",
-                        family_name(family),
-                        type_name(a[1] as i32, a[2] as i32)
-                    )
-                }
-                _ => family_name(family),
-            };
-            policy.record(
-                op,
-                Some(PathBuf::from(name)),
-                libc::EACCES,
-                Refusal::Network,
-            );
-            Err(libc::EACCES)
-        }
-        _ => return None,
+        _ => family_name(family),
     };
-    Some(outcome.unwrap_or_else(|e| Outcome::Done(Err(e))))
+    policy.record(
+        trap.name,
+        Some(PathBuf::from(name)),
+        libc::EACCES,
+        Refusal::Network,
+    );
+    Err(libc::EACCES)
 }
 
 /// The name of an address family, for a denial (`AF_INET`, ...).
@@ -441,7 +430,12 @@ fn judge_inet(
 /// thread that swaps an IPv4 socket in meanwhile gets a socket bound by
 /// the kernel, but `listen`, `connect` and every send with an address then
 /// refuse a socket bound to anything but loopback ([`judge_inet`]).
-fn bind(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32> {
+pub(crate) fn bind(
+    task: &Task,
+    _trap: &Trap,
+    a: &[u64; 6],
+    policy: &GatePolicy,
+) -> Result<Outcome, i32> {
     let sock = task.take_fd(a[0])?;
     let dom = domain(&sock)?;
     if policy.network.gated() && dom == libc::AF_UNIX && socket_type(&sock) == libc::SOCK_DGRAM {
@@ -491,7 +485,12 @@ fn bind(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32> 
 /// an IPv4/IPv6 socket not yet bound is bound to loopback first, since
 /// listen would bind it to every address of the host; one bound to
 /// anything but loopback gets EACCES.
-fn listen(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32> {
+pub(crate) fn listen(
+    task: &Task,
+    _trap: &Trap,
+    a: &[u64; 6],
+    policy: &GatePolicy,
+) -> Result<Outcome, i32> {
     let sock = task.take_fd(a[0])?;
     let dom = domain(&sock)?;
     if policy.network.gated() && (dom == libc::AF_INET || dom == libc::AF_INET6) {
@@ -527,7 +526,12 @@ fn read_addr(task: &Task, addr: u64, len: u64) -> Result<Vec<u8>, i32> {
     read_bytes(task.tid, addr, len)
 }
 
-fn connect(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32> {
+pub(crate) fn connect(
+    task: &Task,
+    _trap: &Trap,
+    a: &[u64; 6],
+    policy: &GatePolicy,
+) -> Result<Outcome, i32> {
     let addr = read_addr(task, a[1], a[2])?;
     let sock = task.take_fd(a[0])?;
     let dest = judge(task, &sock, addr, "connect", policy)?;
@@ -641,7 +645,12 @@ fn is_stream(sock: &OwnedFd) -> bool {
     socket_type(sock) == libc::SOCK_STREAM
 }
 
-fn sendto(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32> {
+pub(crate) fn sendto(
+    task: &Task,
+    _trap: &Trap,
+    a: &[u64; 6],
+    policy: &GatePolicy,
+) -> Result<Outcome, i32> {
     let sock = task.take_fd(a[0])?;
     let addr = read_addr(task, a[4], a[5])?;
     let data = read_data(task, &sock, a[1], a[2] as usize)?;
@@ -830,7 +839,12 @@ fn send_message(sock: &OwnedFd, m: &mut Message, flags: i32) -> Result<i64, i32>
     sock::send_message(sock, &mut m.data, addr, &mut m.control, flags)
 }
 
-fn sendmsg(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32> {
+pub(crate) fn sendmsg(
+    task: &Task,
+    _trap: &Trap,
+    a: &[u64; 6],
+    policy: &GatePolicy,
+) -> Result<Outcome, i32> {
     let sock = task.take_fd(a[0])?;
     let mut m = read_message(task, &sock, a[1], "sendmsg", policy, SEND_MAX)?;
     let held = InFlight::reserve(m.data.len())?;
@@ -851,7 +865,12 @@ fn sendmsg(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i3
 /// is copied and judged first; they are then sent in order, and the count
 /// of each sent one is written back to `msg_len`. Returns the number sent,
 /// or the first error when none was.
-fn sendmmsg(task: &Task, a: &[u64; 6], policy: &GatePolicy) -> Result<Outcome, i32> {
+pub(crate) fn sendmmsg(
+    task: &Task,
+    _trap: &Trap,
+    a: &[u64; 6],
+    policy: &GatePolicy,
+) -> Result<Outcome, i32> {
     let sock = task.take_fd(a[0])?;
     let vlen = (a[2] as usize).min(UIO_MAXIOV);
     let flags = a[3] as i32;
