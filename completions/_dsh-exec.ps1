@@ -236,7 +236,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             break
         }
         'dsh-exec;prune' {
-            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Only those unchanged for this long [default: 7d]')
+            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Only those unchanged for this long')
             [CompletionResult]::new('--spill-dir', '--spill-dir', [CompletionResultType]::ParameterName, 'Look in DIR instead of STATE/spill and the temp dir')
             [CompletionResult]::new('--spill', '--spill', [CompletionResultType]::ParameterName, 'Prune spill directories (what `prune` removes; required)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')

@@ -222,7 +222,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --help 'Print help'
         }
         &'dsh-exec;prune'= {
-            cand --older-than 'Only those unchanged for this long [default: 7d]'
+            cand --older-than 'Only those unchanged for this long'
             cand --spill-dir 'Look in DIR instead of STATE/spill and the temp dir'
             cand --spill 'Prune spill directories (what `prune` removes; required)'
             cand -h 'Print help'

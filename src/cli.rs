@@ -92,7 +92,7 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
              TZ, TMPDIR and TERM; none nothing) minus what is plainly a secret (a name with a word \
              such as KEY, SECRET, TOKEN, PASSWORD, PASS, PWD, AUTH, SESSION, PAT, DSN or WEBHOOK; \
              SSH_AUTH_SOCK, GPG_AGENT_INFO, KRB5CCNAME; a value with a URL password, a private key \
-             or a known token shape; see the README) and minus every DSH_* name; then PAGER=cat, GIT_PAGER=cat, MANPAGER=cat, \
+             or a known token shape; see docs/environment.md) and minus every DSH_* name; then PAGER=cat, GIT_PAGER=cat, MANPAGER=cat, \
              GIT_TERMINAL_PROMPT=0, TERM=dumb and NO_COLOR=1 (not with --interactive); then --env \
              entries; then --dsh-env entries, which no --env entry can displace. Sandboxed runs \
              also get DSH_SANDBOX_MODE (and DSH_SANDBOX_NETWORK=deny, loopback or allow-list); \
@@ -186,7 +186,7 @@ pub enum Sub {
         /// Prune spill directories (what `prune` removes; required).
         #[arg(long)]
         spill: bool,
-        /// Only those unchanged for this long [default: 7d].
+        /// Only those unchanged for this long.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "7d")]
         older_than: Duration,
         /// Look in DIR instead of STATE/spill and the temp dir.

@@ -49,7 +49,7 @@ pub const SECRET_WORDS: [&str; 23] = [
 pub const SECRET_NAMES: [&str; 3] = ["SSH_AUTH_SOCK", "GPG_AGENT_INFO", "KRB5CCNAME"];
 
 /// Names a secret word would catch that are known to be harmless, with
-/// why (the README lists them): the working directory, the desktop
+/// why (docs/environment.md lists them): the working directory, the desktop
 /// session's identifiers and its D-Bus bus (an address, no credential),
 /// and terminals' session ids.
 pub const HARMLESS_NAMES: [(&str, &str); 14] = [

@@ -44,7 +44,7 @@ pub struct SandboxFacts {
     pub denied: bool,
     /// What was refused, the first 100 (see `denials_more`): each refusal
     /// of the gate, and each refused write the command's output names (a
-    /// failed run only; see the README, "denied").
+    /// failed run only; see docs/sandbox.md).
     #[serde(default)]
     pub denials: Vec<crate::sandbox::denial::DenialFact>,
     /// How many more refusals there were than `denials` lists.
