@@ -1,8 +1,9 @@
 //! Generates the shell completions (`completions/`) and the man pages
 //! (`man/`) from the one clap definition in `src/cli.rs` (included here as
-//! a module, as clap_complete suggests for build scripts), and the JSON
-//! Schema of the `--json` result (`schema/run-result.schema.json`) from
-//! `RunResult`.
+//! a module, as clap_complete suggests for build scripts), the JSON
+//! Schema of every JSON output (`schema/*.schema.json`) from the types
+//! that print them (`dsh_exec_core::schema::all`), and the MCP server's
+//! tool list with their schemas (`schema/mcp-tools.json`).
 //!
 //! ```text
 //! cargo run --example gen_docs            # write the files
@@ -12,6 +13,10 @@
 #[allow(dead_code)]
 #[path = "../src/cli.rs"]
 mod cli;
+
+#[allow(dead_code)]
+#[path = "../src/mcp_tools.rs"]
+mod mcp_tools;
 
 use std::path::{Path, PathBuf};
 
@@ -36,11 +41,17 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
         files.push((Path::new("completions").join(name), out));
     }
     files.push((Path::new("man").join("dsh-exec.1"), man_page()));
-    let schema =
-        serde_json::to_string_pretty(&dsh_exec_core::result::json_schema()).expect("json") + "\n";
+    for (stem, schema, _) in dsh_exec_core::schema::all() {
+        let text = serde_json::to_string_pretty(&schema).expect("json") + "\n";
+        files.push((
+            Path::new("schema").join(format!("{stem}.schema.json")),
+            text.into_bytes(),
+        ));
+    }
+    let tools = serde_json::to_string_pretty(&mcp_tools::tools()).expect("json") + "\n";
     files.push((
-        Path::new("schema").join("run-result.schema.json"),
-        schema.into_bytes(),
+        Path::new("schema").join("mcp-tools.json"),
+        tools.into_bytes(),
     ));
     // A page for each subcommand, and for each of `job`'s, which the job
     // page names (dsh-exec-job-read(1), ...).

@@ -5,6 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
+use dsh_exec_core::error::ErrorReport;
 use dsh_exec_core::{Error, exit};
 
 use crate::cli::ColorChoice;
@@ -30,8 +31,7 @@ pub(crate) fn status(n: i32) -> ExitCode {
 pub(crate) fn usage_error(message: &str) -> ExitCode {
     say!("dsh-exec: error: {message} (USAGE)");
     if json_asked() {
-        let obj = serde_json::json!({"error": {"code": "USAGE", "message": message}});
-        print_stdout(&to_json(&obj));
+        print_stdout(&to_json(&ErrorReport::new("USAGE", message)));
     }
     status(exit::USAGE)
 }
@@ -128,8 +128,7 @@ pub(crate) fn to_json(value: &impl serde::Serialize) -> String {
 pub(crate) fn infrastructure_error(err: &Error, json: bool) -> ExitCode {
     say!("dsh-exec: error: {} ({})", err, err.code());
     if json {
-        let obj = serde_json::json!({"error": {"code": err.code(), "message": err.to_string()}});
-        print_stdout(&to_json(&obj));
+        print_stdout(&to_json(&ErrorReport::of(err)));
     }
     status(exit::INFRASTRUCTURE)
 }

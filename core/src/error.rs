@@ -298,3 +298,44 @@ impl Error {
         }
     }
 }
+
+/// The object `dsh-exec` prints on stdout with `--json` when it fails
+/// itself (`schema/error.schema.json`): `{"error": {"code", "message"}}`.
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[schemars(deny_unknown_fields)]
+pub struct ErrorReport {
+    /// The failure.
+    pub error: ErrorDetail,
+}
+
+/// The failure of an [`ErrorReport`].
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[schemars(deny_unknown_fields)]
+pub struct ErrorDetail {
+    /// The stable code: an [`ErrorCode`] (`WORKDIR_UNUSABLE`, ...) or
+    /// `USAGE` for bad input (exit status 125).
+    pub code: String,
+    /// What went wrong, in one line.
+    pub message: String,
+}
+
+impl ErrorReport {
+    /// The report of `err`.
+    pub fn of(err: &Error) -> ErrorReport {
+        ErrorReport::new(err.code().as_str(), err.to_string())
+    }
+
+    /// A report with `code` and `message`.
+    pub fn new(code: &str, message: impl Into<String>) -> ErrorReport {
+        ErrorReport {
+            error: ErrorDetail {
+                code: code.to_string(),
+                message: message.into(),
+            },
+        }
+    }
+}

@@ -43,6 +43,7 @@ pub mod render;
 pub mod request;
 pub mod result;
 pub mod sandbox;
+pub mod schema;
 mod serde_paths;
 pub mod signal;
 pub mod spec;

@@ -85,35 +85,45 @@ pub struct RunResult {
 /// `render`, and the `network_*` facts of an allow-list); schemars leaves `Option` fields out of `required`, so
 /// they are put back here.
 pub fn json_schema() -> serde_json::Value {
-    const SOMETIMES: [&str; 16] = [
-        "limits",
-        "not_enforced",
-        "spill_truncated",
-        "spill_dropped_bytes",
-        "head",
-        "render",
-        "aborted_by",
-        "spill_error",
-        "capped",
-        "live_dropped_bytes",
-        "protected_changes",
-        "network_allow",
-        "network_proxy",
-        "network_denials",
-        "network_denials_more",
-        "network_allowed",
-    ];
-    let mut schema = serde_json::to_value(schemars::schema_for!(RunResult)).unwrap_or_default();
+    schema_of::<RunResult>(&[])
+}
+
+/// The fields of [`RunResult`] and its parts that are absent when empty
+/// (see [`json_schema`]).
+const SOMETIMES: [&str; 16] = [
+    "limits",
+    "not_enforced",
+    "spill_truncated",
+    "spill_dropped_bytes",
+    "head",
+    "render",
+    "aborted_by",
+    "spill_error",
+    "capped",
+    "live_dropped_bytes",
+    "protected_changes",
+    "network_allow",
+    "network_proxy",
+    "network_denials",
+    "network_denials_more",
+    "network_allowed",
+];
+
+/// The JSON Schema of `T` with every property required but those serde
+/// may leave out: [`RunResult`]'s sometimes-absent fields and `also`
+/// (schemars leaves `Option` fields out of `required`; here they are
+/// always present, `null` when empty). Applies to the root and every
+/// definition that has properties.
+pub(crate) fn schema_of<T: schemars::JsonSchema>(also: &[&str]) -> serde_json::Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
     let require_all = |obj: &mut serde_json::Value| {
-        let names: Vec<serde_json::Value> = obj["properties"]
-            .as_object()
-            .map(|p| {
-                p.keys()
-                    .filter(|k| !SOMETIMES.contains(&k.as_str()))
-                    .cloned()
-            })
-            .into_iter()
-            .flatten()
+        let Some(props) = obj.get("properties").and_then(|p| p.as_object()) else {
+            return;
+        };
+        let names: Vec<serde_json::Value> = props
+            .keys()
+            .filter(|k| !SOMETIMES.contains(&k.as_str()) && !also.contains(&k.as_str()))
+            .cloned()
             .map(serde_json::Value::String)
             .collect();
         obj["required"] = serde_json::Value::Array(names);

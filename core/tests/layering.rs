@@ -33,6 +33,7 @@ const ORDER: &[&str] = &[
     "render",
     "exec",
     "jobs",
+    "schema",
 ];
 
 fn src_dir() -> PathBuf {

@@ -99,12 +99,12 @@ pub(crate) fn start_background(args: RunArgs) -> ExitCode {
         Err(code) => return code,
     };
     if json {
-        let obj = serde_json::json!({
-            "job_id": launched.id,
-            "pid": launched.pid.unwrap_or(0),
-            "dir": launched.dir.to_string_lossy(),
-        });
-        print_stdout(&to_json(&obj));
+        let started = jobs::JobStarted {
+            dir: launched.dir.to_string_lossy().into_owned(),
+            job_id: launched.id.clone(),
+            pid: launched.pid.unwrap_or(0),
+        };
+        print_stdout(&to_json(&started));
     } else {
         print_stdout(&format!("{}\n", launched.id));
     }
@@ -156,16 +156,16 @@ pub(crate) fn detach_run(args: RunArgs) -> ExitCode {
 
 fn print_detached(id: &str, reply: &ReadReply, json: bool) {
     if json {
-        let obj = serde_json::json!({
-            "detached": true,
-            "job_id": id,
-            "delta_stdout": reply.delta_stdout,
-            "delta_stderr": reply.delta_stderr,
-            "lossy": reply.lossy,
-            "stdout_spill_path": reply.stdout_spill_path,
-            "stderr_spill_path": reply.stderr_spill_path,
-        });
-        print_stdout(&to_json(&obj));
+        let detached = jobs::JobDetached {
+            delta_stderr: reply.delta_stderr.clone(),
+            delta_stdout: reply.delta_stdout.clone(),
+            detached: true,
+            job_id: id.to_string(),
+            lossy: reply.lossy,
+            stderr_spill_path: reply.stderr_spill_path.clone(),
+            stdout_spill_path: reply.stdout_spill_path.clone(),
+        };
+        print_stdout(&to_json(&detached));
     } else {
         let mut text = delta_text(reply);
         text.push_str(&format!("[detached as job {id}]\n"));
@@ -262,21 +262,25 @@ fn wait(id: &str, timeout: Option<Duration>, json: bool) -> ExitCode {
     match jobs::wait(&dir, timeout) {
         Waited::Finished(result) => print_result(&result, json, ColorChoice::Auto),
         Waited::Lost => {
-            print_stdout(if json {
-                "{\"status\":\"lost\"}\n"
-            } else {
-                "[lost]\n"
-            });
+            print_pending(Status::Lost, json);
             status(exit::INFRASTRUCTURE)
         }
         Waited::StillRunning => {
-            print_stdout(if json {
-                "{\"status\":\"running\"}\n"
-            } else {
-                "[still running]\n"
-            });
+            print_pending(Status::Running, json);
             status(exit::TIMEOUT)
         }
+    }
+}
+
+/// A wait that ended without a result: `{"status": ...}` with `--json`,
+/// else `[lost]` or `[still running]`.
+fn print_pending(state: Status, json: bool) {
+    if json {
+        print_stdout(&to_json(&jobs::JobWaited::Pending { status: state }));
+    } else if state == Status::Lost {
+        print_stdout("[lost]\n");
+    } else {
+        print_stdout("[still running]\n");
     }
 }
 
@@ -414,18 +418,18 @@ fn list(json: bool) -> ExitCode {
         Ok(j) => j,
         Err(e) => return infrastructure_error(&e, false),
     };
-    let rows: Vec<serde_json::Value> = all
+    let rows: Vec<jobs::JobListing> = all
         .iter()
         .map(|(id, dir)| {
             let meta = jobs::meta(dir);
             let result = jobs::result(dir);
-            serde_json::json!({
-                "job_id": id,
-                "status": jobs::status(dir),
-                "command": meta.as_ref().map(|m| m.command.clone()),
-                "started_at_ms": meta.as_ref().map(|m| m.started_at_ms),
-                "exit_status": result.as_ref().map(|r| r.exit_status()),
-            })
+            jobs::JobListing {
+                command: meta.as_ref().map(|m| m.command.clone()),
+                exit_status: result.as_ref().map(|r| r.exit_status()),
+                job_id: id.clone(),
+                started_at_ms: meta.as_ref().map(|m| m.started_at_ms),
+                status: jobs::status(dir),
+            }
         })
         .collect();
     if json {
@@ -449,21 +453,21 @@ fn list(json: bool) -> ExitCode {
         ));
     }
     for r in &rows {
-        let started = r["started_at_ms"]
-            .as_u64()
+        let started = r
+            .started_at_ms
             .map(format_time)
             .unwrap_or_else(|| "-".into());
-        let exit = r["exit_status"]
-            .as_i64()
+        let exit = r
+            .exit_status
             .map(|e| e.to_string())
             .unwrap_or_else(|| "-".into());
         text.push_str(&format!(
             "{:<10} {:<9} {:<19} {:>4}  {}\n",
-            r["job_id"].as_str().unwrap_or(""),
-            r["status"].as_str().unwrap_or(""),
+            r.job_id,
+            r.status.as_str(),
             started,
             exit,
-            r["command"].as_str().unwrap_or("")
+            r.command.as_deref().unwrap_or("")
         ));
     }
     print_stdout(&text);

@@ -28,14 +28,14 @@ use dsh_exec_core::{AbortSource, Ambient, Request, RunResult, Signal, Spec, Star
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, Tool,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::cli::RunArgs;
+use crate::mcp_tools::*;
 
 /// The most bytes a call's command may hold: 1 MiB.
 const MAX_COMMAND_BYTES: usize = 1 << 20;
@@ -50,169 +50,6 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 /// The longest a `wait` call waits when it names no timeout: 30 s.
 const DEFAULT_WAIT: Duration = Duration::from_secs(30);
-
-/// `run`: one command, to its end.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct RunParams {
-    /// The script for `bash -c` (at most 1 MiB).
-    command: String,
-    /// Working directory, relative to the server's workspace root or
-    /// absolute inside it [default: the root].
-    #[serde(default)]
-    workdir: Option<String>,
-    /// Deadline in milliseconds (no more than the server's; 0 is refused)
-    /// [default: the server's].
-    #[serde(default)]
-    timeout_ms: Option<u64>,
-    /// Bytes of stdout kept (no more than the server's).
-    #[serde(default)]
-    stdout_max_bytes: Option<u64>,
-    /// Bytes of stderr kept (no more than the server's).
-    #[serde(default)]
-    stderr_max_bytes: Option<u64>,
-    /// Text fed to the command's stdin, then end-of-file [default: none, stdin closed].
-    #[serde(default)]
-    stdin: Option<String>,
-    /// A sandbox mode no wider than the server's: read-only,
-    /// workspace-write or full-access [default: the server's].
-    #[serde(default)]
-    sandbox: Option<String>,
-}
-
-/// `start`: a background job.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct StartParams {
-    /// The script for `bash -c` (at most 1 MiB).
-    command: String,
-    /// Working directory, as for `run`.
-    #[serde(default)]
-    workdir: Option<String>,
-    /// Deadline in milliseconds (no more than the server's) [default:
-    /// the server's, as `--background` with the server's flags].
-    #[serde(default)]
-    timeout_ms: Option<u64>,
-    /// Run the command on a new pseudo-terminal (80x24): `write_stdin`
-    /// types into it, `read` gives what it shows.
-    #[serde(default)]
-    pty: bool,
-    /// Keep the command's stdin open for `write_stdin` (implied by `pty`).
-    #[serde(default)]
-    stdin_pipe: bool,
-    /// A sandbox mode no wider than the server's.
-    #[serde(default)]
-    sandbox: Option<String>,
-    /// As `--detach-after`: wait this many milliseconds first; a command
-    /// that ends by then returns its result and leaves no job, one that
-    /// still runs returns its output so far and its job id.
-    #[serde(default)]
-    detach_after_ms: Option<u64>,
-}
-
-/// A job this server started.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct JobParams {
-    /// The id `start` returned.
-    job_id: String,
-}
-
-/// `write_stdin`: bytes for a job's stdin or terminal.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct WriteParams {
-    /// The id `start` returned.
-    job_id: String,
-    /// The text to write, as it is (a newline is not added).
-    #[serde(default)]
-    data: String,
-    /// Then close the job's stdin (on a terminal: type end-of-file, ^D).
-    #[serde(default)]
-    close: bool,
-}
-
-/// `wait`: for a job's end.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct WaitParams {
-    /// The id `start` returned.
-    job_id: String,
-    /// Give up after this many milliseconds [default: 30000].
-    #[serde(default)]
-    timeout_ms: Option<u64>,
-}
-
-/// No arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct NoParams {}
-
-/// What `start` returns.
-#[derive(Debug, Serialize, JsonSchema)]
-struct Started_ {
-    /// The job's id, for `read`, `write_stdin`, `wait` and `kill`; `null`
-    /// when the command ended within `detach_after_ms` (see `result`).
-    job_id: Option<String>,
-    /// The command's pid (its `bash`), in the supervisor's PID namespace.
-    pid: Option<i32>,
-    /// Warnings of the preparation.
-    warnings: Vec<String>,
-    /// Values the server's policy lowered (`timeout 1h capped at 10m by
-    /// the server`), as the result's `capped`.
-    capped: Vec<String>,
-    /// With `detach_after_ms`: the output so far of a job left running
-    /// (as `read` gives it), else absent.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    detached: Option<jobs::ReadReply>,
-    /// With `detach_after_ms`: the result of a command that ended in time.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<RunResult>,
-}
-
-/// What `write_stdin` returns.
-#[derive(Debug, Serialize, JsonSchema)]
-struct Written {
-    /// Bytes written.
-    written: usize,
-    /// The stdin was closed (or end-of-file typed).
-    closed: bool,
-}
-
-/// What `wait` returns.
-#[derive(Debug, Serialize, JsonSchema)]
-struct WaitResult {
-    /// `finished`, `running` (the wait's limit passed) or `lost`.
-    status: String,
-    /// The result, once finished.
-    result: Option<RunResult>,
-}
-
-/// What `kill` returns.
-#[derive(Debug, Serialize, JsonSchema)]
-struct Killed {
-    /// True when the job was running and was killed; false when it had
-    /// already ended.
-    killed: bool,
-}
-
-/// One job of `list`.
-#[derive(Debug, Serialize, JsonSchema)]
-struct ListedJob {
-    /// The job's id.
-    job_id: String,
-    /// `running`, `finished` or `lost`.
-    status: String,
-    /// Its command.
-    command: String,
-}
-
-/// What `list` returns.
-#[derive(Debug, Serialize, JsonSchema)]
-struct Listed {
-    /// The jobs this server started, oldest first.
-    jobs: Vec<ListedJob>,
-}
 
 /// A job this server started.
 struct Job {
@@ -249,19 +86,6 @@ fn tool_error(message: impl Into<String>) -> CallToolResponse {
 /// A call's arguments as `T`, or what is wrong with them.
 fn arguments<T: serde::de::DeserializeOwned>(args: JsonObject) -> Result<T, String> {
     serde_json::from_value(args.into()).map_err(|e| format!("bad arguments: {e}"))
-}
-
-/// The JSON Schema of `T` as a JSON object.
-fn schema<T: JsonSchema>() -> Arc<JsonObject> {
-    let value = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
-    Arc::new(value.as_object().cloned().unwrap_or_default())
-}
-
-/// A tool with its input and output schemas.
-fn tool<I: JsonSchema, O: JsonSchema>(name: &'static str, description: &'static str) -> Tool {
-    let mut t = Tool::new(name, description, schema::<I>());
-    t.output_schema = Some(schema::<O>());
-    t
 }
 
 /// How narrow a sandbox mode is: a call may ask for one at least as narrow
@@ -768,34 +592,7 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![
-            tool::<RunParams, RunResult>(
-                "run",
-                "Run one shell command (bash -c) to its end under the server's policy; returns \
-                 the rendered result (output tail, notices, then the marker [exit code: N] or \
-                 [killed by signal: X]) and the result object.",
-            ),
-            tool::<StartParams, Started_>(
-                "start",
-                "Start a background job; returns its id. Use read for its output, write_stdin \
-                 for its input (with pty or stdin_pipe), wait and kill.",
-            ),
-            tool::<JobParams, jobs::ReadReply>(
-                "read",
-                "The job's output since the previous read (consuming), and its status.",
-            ),
-            tool::<WriteParams, Written>(
-                "write_stdin",
-                "Write text to a job's stdin (started with stdin_pipe) or type it on its \
-                 terminal (pty); close ends its stdin.",
-            ),
-            tool::<WaitParams, WaitResult>(
-                "wait",
-                "Wait for a job's end (at most timeout_ms) and return its result.",
-            ),
-            tool::<JobParams, Killed>("kill", "Kill a job's whole tree (SIGTERM, grace, SIGKILL)."),
-            tool::<NoParams, Listed>("list", "The jobs this server started."),
-        ]))
+        Ok(ListToolsResult::with_all_items(tools()))
     }
 
     async fn call_tool(

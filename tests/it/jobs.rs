@@ -781,3 +781,60 @@ fn pty_needs_a_background_job_and_resize_needs_a_pty() {
     assert_eq!(code(&out), 125);
     let _ = jobs.run(&["job", "kill", &id]);
 }
+
+#[test]
+fn every_job_output_matches_its_schema() {
+    let jobs = Jobs::new();
+    let (text, status) = jobs.run(&[
+        "--background",
+        "--json",
+        "--",
+        "echo one; sleep 0.3; echo two",
+    ]);
+    assert_eq!(status, 0, "{text}");
+    let started: Value = serde_json::from_str(&text).unwrap();
+    assert_matches_schema("job-started", &started);
+    let id = started["job_id"].as_str().unwrap().to_string();
+    let (text, _) = jobs.run(&["job", "list", "--json"]);
+    let listed: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(listed[0]["job_id"], id.as_str());
+    assert_matches_schema("job-list", &listed);
+    let (text, _) = jobs.run(&["job", "read", &id, "--json"]);
+    let read: Value = serde_json::from_str(&text).unwrap();
+    assert_matches_schema("job-read", &read);
+    let (text, status) = jobs.run(&["job", "wait", &id, "--timeout", "10s", "--json"]);
+    assert_eq!(status, 0, "{text}");
+    let waited: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(waited["exit_code"], 0);
+    assert_matches_schema("job-wait", &waited);
+    assert_matches_schema("run-result", &waited);
+    let (text, _) = jobs.run(&["job", "read", &id, "--json"]);
+    let last: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(last["status"], "finished");
+    assert_matches_schema("job-read", &last);
+    let (text, _) = jobs.run(&["job", "list", "--json"]);
+    let listed: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(listed[0]["exit_status"], 0);
+    assert_matches_schema("job-list", &listed);
+
+    let (text, status) = jobs.run(&[
+        "--detach-after",
+        "100ms",
+        "--json",
+        "--",
+        "echo early; sleep 5",
+    ]);
+    assert_eq!(status, 0, "{text}");
+    let detached: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(detached["detached"], true);
+    assert_eq!(detached["delta_stdout"], "early\n");
+    assert_matches_schema("job-detached", &detached);
+    let id = detached["job_id"].as_str().unwrap().to_string();
+    let (text, status) = jobs.run(&["job", "wait", &id, "--timeout", "50ms", "--json"]);
+    assert_eq!(status, 124, "{text}");
+    let pending: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(pending, serde_json::json!({"status": "running"}));
+    assert_matches_schema("job-wait", &pending);
+    let (_, status) = jobs.run(&["job", "kill", &id]);
+    assert_eq!(status, 0);
+}

@@ -62,3 +62,54 @@ fn the_schema_rejects_what_is_not_a_result() {
     v.as_object_mut().unwrap().remove("exit_code");
     assert!(!validator.is_valid(&v));
 }
+
+#[test]
+fn errors_match_the_error_schema() {
+    let out = dsh()
+        .args(["--json", "-C", "/nonexistent/dir", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 125);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["error"]["code"], "WORKDIR_UNUSABLE");
+    assert_matches_schema("error", &v);
+    let out = dsh()
+        .args(["--json", "--timeout", "soon", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 125);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["error"]["code"], "USAGE");
+    assert_matches_schema("error", &v);
+}
+
+/// `dsh-exec parse-status` of `text`, as JSON.
+fn parse_status(text: &str) -> Value {
+    use std::io::Write;
+    let mut child = dsh()
+        .arg("parse-status")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+#[test]
+fn parse_status_output_matches_its_schema() {
+    let (text, _) = run(&["--timeout", "100ms", "--", "sleep 5"]);
+    let v = parse_status(&text);
+    assert_eq!(v["timed_out"], true);
+    assert_matches_schema("parse-status", &v);
+    let (text, _) = run(&["--", "exit 3"]);
+    let v = parse_status(&text);
+    assert_eq!(v["exit_code"], 3);
+    assert_matches_schema("parse-status", &v);
+}

@@ -575,3 +575,62 @@ fn a_root_replaced_after_the_servers_start_is_not_writable() {
     assert!(!ws.join("after").exists(), "{r}");
     assert_ne!(r["structuredContent"]["exit_code"], 0, "{r}");
 }
+
+#[test]
+fn the_served_tools_are_the_committed_list_and_every_structured_result_matches_its_schema() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut m = Mcp::start(&["-C", ws.path().to_str().unwrap()]);
+    let served = m.request("tools/list", json!({}))["result"]["tools"].clone();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/mcp-tools.json");
+    let committed: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(
+        served, committed,
+        "tools/list drifted from schema/mcp-tools.json"
+    );
+    let output_schema = |name: &str| {
+        let tool = committed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap();
+        jsonschema::validator_for(&tool["outputSchema"]).unwrap()
+    };
+    let check = |name: &str, r: &Value| {
+        let content = &r["structuredContent"];
+        let errors: Vec<String> = output_schema(name)
+            .iter_errors(content)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{name}: {errors:?}\n{r}");
+    };
+    let r = m.call("run", json!({"command": "echo hi; exit 3"}));
+    check("run", &r);
+    let r = m.call("start", json!({"command": "cat", "stdin_pipe": true}));
+    check("start", &r);
+    let id = r["structuredContent"]["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = m.call(
+        "write_stdin",
+        json!({"job_id": id, "data": "typed\n", "close": true}),
+    );
+    check("write_stdin", &r);
+    let r = m.call("wait", json!({"job_id": id, "timeout_ms": 10000}));
+    assert_eq!(r["structuredContent"]["status"], "finished", "{r}");
+    check("wait", &r);
+    let r = m.call("read", json!({"job_id": id}));
+    check("read", &r);
+    let r = m.call("list", json!({}));
+    check("list", &r);
+    let r = m.call("start", json!({"command": "sleep 30"}));
+    let id = r["structuredContent"]["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = m.call("kill", json!({"job_id": id}));
+    assert_eq!(r["structuredContent"]["killed"], true, "{r}");
+    check("kill", &r);
+    assert!(m.close().success());
+}

@@ -17,11 +17,13 @@
 
 mod client;
 mod protocol;
+mod reports;
 mod store;
 mod supervisor;
 
 pub use self::client::{Waited, WriteFailed, close_stdin, kill, read, resize, wait, write};
 pub use self::protocol::{ReadReply, WriteReply};
+pub use self::reports::{JobDetached, JobListing, JobStarted, JobWaited};
 pub use self::store::{
     JobMeta, Status, SupervisorRecord, all, jobs_root, meta, prune, result, status, supervisor,
     valid_id,

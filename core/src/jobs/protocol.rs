@@ -83,6 +83,7 @@ pub(crate) enum Handoff {
 
 /// An incremental read, as `job read --json` prints it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ReadReply {
     /// stdout written since the previous read (lossy UTF-8).
     pub delta_stdout: String,

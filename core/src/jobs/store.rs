@@ -35,6 +35,17 @@ pub enum Status {
     Lost,
 }
 
+impl Status {
+    /// `running`, `finished` or `lost`, as the JSON says.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Finished => "finished",
+            Status::Lost => "lost",
+        }
+    }
+}
+
 /// The per-user root of job directories: `STATE/jobs`, with `state_dir`
 /// the directory of `dsh-exec`'s own state ([`crate::Ambient::state_dir`]).
 /// Created 0700; refused when it, or the `dsh-exec` directory above it,

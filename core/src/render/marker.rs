@@ -20,8 +20,10 @@ pub fn marker(result: &RunResult) -> String {
     }
 }
 
-/// An exit status read back from a rendered result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// An exit status read back from a rendered result: what `parse-status`
+/// prints (`schema/parse-status.schema.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ParsedStatus {
     /// The exit code of `[exit code: N]`, else `null`.
     pub exit_code: Option<i32>,

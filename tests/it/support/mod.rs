@@ -329,3 +329,27 @@ pub fn processes_naming(marker: &str) -> Vec<i32> {
         .filter(|pid| alive(*pid))
         .collect()
 }
+
+/// Fails unless `value` is valid against the committed schema
+/// `schema/STEM.schema.json`, and unless that schema refuses `value` with
+/// an unknown field added (an object) or in its items (an array).
+pub fn assert_matches_schema(stem: &str, value: &serde_json::Value) {
+    let path = format!("{}/schema/{stem}.schema.json", env!("CARGO_MANIFEST_DIR"));
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{stem}: {errors:?}\n{value}");
+    let mut extra = value.clone();
+    let target = match &mut extra {
+        serde_json::Value::Array(items) => items.first_mut(),
+        other => Some(other),
+    };
+    if let Some(serde_json::Value::Object(map)) = target {
+        map.insert("surprise".into(), serde_json::Value::Bool(true));
+        assert!(!validator.is_valid(&extra), "{stem} takes an unknown field");
+    }
+}
