@@ -83,9 +83,11 @@ impl Tree {
         }
     }
 
-    /// The run's processes that are alive (not zombies), found by a walk.
-    pub(crate) fn live(&self) -> Vec<Seen> {
-        let mut found = Vec::new();
+    /// Walks the run's processes, each once: `visit` gets each pid and its
+    /// `stat`. A process gone by the time its `stat` is read is skipped,
+    /// and so are its children (they are reparented here, and found from
+    /// the root on the next walk).
+    fn walk(&self, mut visit: impl FnMut(i32, &procfs::Stat)) {
         let mut queue: Vec<i32> = children(self.root)
             .into_iter()
             .filter(|p| !self.preexisting.contains(p))
@@ -98,6 +100,15 @@ impl Tree {
             let Some(stat) = procfs::stat(&pid.to_string()) else {
                 continue;
             };
+            visit(pid, &stat);
+            queue.extend(children(pid));
+        }
+    }
+
+    /// The run's processes that are alive (not zombies), found by a walk.
+    pub(crate) fn live(&self) -> Vec<Seen> {
+        let mut found = Vec::new();
+        self.walk(|pid, stat| {
             if !stat.is_dead() {
                 found.push(Seen {
                     pid,
@@ -105,8 +116,7 @@ impl Tree {
                     pgrp: stat.pgrp,
                 });
             }
-            queue.extend(children(pid));
-        }
+        });
         found
     }
 
@@ -160,18 +170,7 @@ impl Tree {
     /// that ignores SIGCHLD are counted nowhere once reaped.
     pub(crate) fn cpu_ticks(&self) -> u64 {
         let mut total = 0u64;
-        let mut queue: Vec<i32> = children(self.root)
-            .into_iter()
-            .filter(|p| !self.preexisting.contains(p))
-            .collect();
-        let mut visited = HashSet::new();
-        while let Some(pid) = queue.pop() {
-            if !visited.insert(pid) {
-                continue;
-            }
-            total += procfs::stat(&pid.to_string()).map_or(0, |s| s.cpu_ticks);
-            queue.extend(children(pid));
-        }
+        self.walk(|_, stat| total += stat.cpu_ticks);
         total
     }
 

@@ -22,86 +22,69 @@ pub(crate) fn result(rc: isize) -> Result<i64, i32> {
     if rc < 0 { Err(errno()) } else { Ok(rc as i64) }
 }
 
-/// An int-valued socket option (getsockopt(2)), or the errno.
-pub(crate) fn get_int(sock: &impl AsRawFd, level: i32, name: i32) -> Result<i32, i32> {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt fills at most `len` bytes of the int we own.
+/// A socket option read into a `T` (getsockopt(2)), or the errno. `T` is
+/// plain data the kernel fills (an int, a `timeval`, a `ucred`).
+fn get_option<T: Copy>(sock: &impl AsRawFd, level: i32, name: i32, mut v: T) -> Result<T, i32> {
+    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes (the size of `T`)
+    // into the value we own; every `T` used here is plain data for which
+    // any bytes are a valid value.
     let rc =
         unsafe { libc::getsockopt(sock.as_raw_fd(), level, name, (&raw mut v).cast(), &mut len) };
     if rc == 0 { Ok(v) } else { Err(errno()) }
 }
 
-/// Sets an int-valued socket option (setsockopt(2)), or the errno.
-pub(crate) fn set_int(sock: &impl AsRawFd, level: i32, name: i32, v: i32) -> Result<(), i32> {
-    // SAFETY: setsockopt reads the int we own.
+/// Sets a socket option from a `T` (setsockopt(2)), or the errno.
+fn set_option<T: Copy>(sock: &impl AsRawFd, level: i32, name: i32, v: T) -> Result<(), i32> {
+    // SAFETY: setsockopt reads `size_of::<T>()` bytes of the value we own.
     let rc = unsafe {
         libc::setsockopt(
             sock.as_raw_fd(),
             level,
             name,
             (&raw const v).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            std::mem::size_of::<T>() as libc::socklen_t,
         )
     };
     if rc == 0 { Ok(()) } else { Err(errno()) }
 }
 
+/// An int-valued socket option (getsockopt(2)), or the errno.
+pub(crate) fn get_int(sock: &impl AsRawFd, level: i32, name: i32) -> Result<i32, i32> {
+    get_option(sock, level, name, 0 as libc::c_int)
+}
+
+/// Sets an int-valued socket option (setsockopt(2)), or the errno.
+pub(crate) fn set_int(sock: &impl AsRawFd, level: i32, name: i32, v: i32) -> Result<(), i32> {
+    set_option(sock, level, name, v as libc::c_int)
+}
+
 /// The send timeout of a socket (`SO_SNDTIMEO`, socket(7)), or `None`.
 pub(crate) fn send_timeout(sock: &impl AsRawFd) -> Option<libc::timeval> {
-    let mut tv = libc::timeval {
+    let zero = libc::timeval {
         tv_sec: 0,
         tv_usec: 0,
     };
-    let mut len = std::mem::size_of::<libc::timeval>() as libc::socklen_t;
-    // SAFETY: getsockopt fills at most `len` bytes of the timeval we own.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_SNDTIMEO,
-            (&raw mut tv).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0).then_some(tv)
+    get_option(sock, libc::SOL_SOCKET, libc::SO_SNDTIMEO, zero).ok()
 }
 
 /// Sets the send timeout of a socket; false when it could not be set.
 pub(crate) fn set_send_timeout(sock: &impl AsRawFd, tv: libc::timeval) -> bool {
-    // SAFETY: setsockopt reads the timeval we own.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_SNDTIMEO,
-            (&raw const tv).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    rc == 0
+    set_option(sock, libc::SOL_SOCKET, libc::SO_SNDTIMEO, tv).is_ok()
 }
 
 /// The pid of a connected Unix socket's peer (`SO_PEERCRED`, unix(7)), as
 /// it was when the connection was made.
 pub(crate) fn peer_pid(sock: &impl AsRawFd) -> Option<i32> {
-    let mut cred = libc::ucred {
+    let none = libc::ucred {
         pid: 0,
         uid: 0,
         gid: 0,
     };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: getsockopt fills at most `len` bytes of the ucred we own.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&raw mut cred).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0 && cred.pid > 0).then_some(cred.pid)
+    get_option(sock, libc::SOL_SOCKET, libc::SO_PEERCRED, none)
+        .ok()
+        .map(|c| c.pid)
+        .filter(|pid| *pid > 0)
 }
 
 /// The address a socket is bound to (getsockname(2)), at most `max` bytes.
