@@ -7,6 +7,7 @@
 #   BENCH_KILL_RUNS=20 BENCH_ESCAPE_RUNS=3 bash bench/run.sh   # (the defaults)
 #   DSH_EXEC_BIN=/path/to/dsh-exec bash bench/run.sh   # skip the build
 #   DSH_EXEC_STATIC_BIN=/path/to/static/dsh-exec ...    # and the static one
+#   DSH_EXEC_BASELINE_BIN=/path/to/older/dsh-exec ...   # measured beside it, same run
 #
 # Timing is done by a small embedded python3 loop (time.perf_counter_ns around
 # subprocess.run, stdin/stdout/stderr on /dev/null). The loop's own fork/exec
@@ -65,6 +66,11 @@ fi
 BIN=$(realpath "$BIN")
 [[ -x $BIN ]] || { echo "bench: $BIN is not executable" >&2; exit 1; }
 [[ -z $STATIC_BIN ]] || STATIC_BIN=$(realpath "$STATIC_BIN")
+# A baseline build (an earlier commit's release binary) measured in the
+# same run: startup, confined startup and capture, each with its own ratio
+# to the same peers, so a change's cost is read beside its peer's.
+BASE_BIN=${DSH_EXEC_BASELINE_BIN:-}
+[[ -z $BASE_BIN ]] || BASE_BIN=$(realpath "$BASE_BIN")
 
 echo "# dsh-exec benchmark"
 echo
@@ -72,6 +78,7 @@ echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "- kernel: $(uname -r), nproc: $(nproc)"
 echo "- binary: $BIN ($("$BIN" --version 2>&1 | head -n1))"
 [[ -z $STATIC_BIN ]] || echo "- static binary: $STATIC_BIN"
+[[ -z $BASE_BIN ]] || echo "- baseline binary: $BASE_BIN ($("$BASE_BIN" --version 2>&1 | head -n1))"
 echo "- startup runs: $RUNS, 1 GiB runs: $BIG_RUNS, kill runs: $KILL_RUNS, escape runs: $ESCAPE_RUNS"
 echo
 
@@ -83,12 +90,13 @@ fi
 BWRAP=$(command -v bwrap || true)
 
 GATE_RUNS=${BENCH_GATE_RUNS:-3}
-export BIN STATIC_BIN RUNS BIG_RUNS KILL_RUNS ESCAPE_RUNS BENCH_TMP BWRAP GATE_FS GATE_FS_KIND GATE_RUNS
+export BIN STATIC_BIN BASE_BIN RUNS BIG_RUNS KILL_RUNS ESCAPE_RUNS BENCH_TMP BWRAP GATE_FS GATE_FS_KIND GATE_RUNS
 python3 - <<'PY'
 import math, os, resource, shutil, signal, statistics, subprocess, sys, tempfile, time
 
 BIN, TMP, BWRAP = os.environ["BIN"], os.environ["BENCH_TMP"], os.environ["BWRAP"]
 STATIC_BIN = os.environ["STATIC_BIN"]
+BASE_BIN = os.environ["BASE_BIN"]
 RUNS, BIG_RUNS = int(os.environ["RUNS"]), int(os.environ["BIG_RUNS"])
 KILL_RUNS, ESCAPE_RUNS = int(os.environ["KILL_RUNS"]), int(os.environ["ESCAPE_RUNS"])
 GIB, MIB = 1 << 30, 1 << 20
@@ -185,6 +193,8 @@ STATIC = "`dsh-exec -- true` (static-pie build)"
 SANDBOXED = "`dsh-exec --sandbox workspace-write -- true`"
 NO_DENY = "`dsh-exec --sandbox workspace-write --allow-read / -- true` (no read deny list)"
 BWRAP_WS = "`bwrap --ro-bind / / --dev /dev --bind WS WS -- bash -c true`"
+BASE_UNSANDBOXED = "baseline: `dsh-exec -- true`"
+BASE_SANDBOXED = "baseline: `dsh-exec --sandbox workspace-write -- true`"
 start = [("`bash -c true`", ["bash", "-c", "true"]),
          ("`timeout 10 bash -c true`", ["timeout", "10", "bash", "-c", "true"]),
          (UNSANDBOXED, [BIN, "--", "true"]),
@@ -195,6 +205,9 @@ start = [("`bash -c true`", ["bash", "-c", "true"]),
          # The same with the read deny list lifted: its cost is the split
          # of the Landlock grants along the way to each denied entry.
          (NO_DENY, [BIN, "--sandbox", "workspace-write", "--allow-read", "/", "-C", "@DIR@", "--", "true"])]
+if BASE_BIN:
+    start += [(BASE_UNSANDBOXED, [BASE_BIN, "--", "true"]),
+              (BASE_SANDBOXED, [BASE_BIN, "--sandbox", "workspace-write", "-C", "@DIR@", "--", "true"])]
 if BWRAP:  # the sandboxing peer (namespaces + bind mounts), same job
     start.append((BWRAP_WS, [BWRAP, "--ro-bind", "/", "/", "--dev", "/dev",
                              "--bind", "@DIR@", "@DIR@", "--", "bash", "-c", "true"]))
@@ -223,10 +236,11 @@ t_base = med(res["`timeout 10 bash -c true`"][0])
 for label, _ in start:
     xs = res[label][0]
     ratio, target = "", ""
-    if label in (UNSANDBOXED, STATIC):
+    if label in (UNSANDBOXED, STATIC, BASE_UNSANDBOXED):
         ratio, target = f"{med(xs) / t_base:.2f}x timeout", "<= 1.15x timeout"
-    elif label == SANDBOXED:
-        ratio = f"{med(xs) / med(res[UNSANDBOXED][0]):.2f}x unsandboxed"
+    elif label in (SANDBOXED, BASE_SANDBOXED):
+        plain = UNSANDBOXED if label == SANDBOXED else BASE_UNSANDBOXED
+        ratio = f"{med(xs) / med(res[plain][0]):.2f}x unsandboxed"
         target = "<= 1.5x unsandboxed"
         if BWRAP:
             ratio += f", {med(xs) / med(res[BWRAP_WS][0]):.2f}x bwrap"
@@ -255,26 +269,30 @@ big = [(FILE_LABEL, time_rss + ["bash", "-c", f"head -c {GIB} /dev/zero > @DIR@/
                                f"head -c {GIB} /dev/zero | tee @DIR@/spill | tail -c {MIB}"]),
        (DSH_LABEL, time_rss + [BIN, "--timeout", "0", "--stdout-max-bytes", "1MiB",
                                "--spill-dir", "@DIR@", "--", f"head -c {GIB} /dev/zero"])]
+BASE_DSH_LABEL = "baseline: " + DSH_LABEL
+if BASE_BIN:
+    big.append((BASE_DSH_LABEL, time_rss + [BASE_BIN, "--timeout", "0", "--stdout-max-bytes", "1MiB",
+                                            "--spill-dir", "@DIR@", "--", f"head -c {GIB} /dev/zero"]))
 res = bench(big, BIG_RUNS, warmup=0)
 t_file, c_file = med(res[FILE_LABEL][0]), med(res[FILE_LABEL][3])
 t_tee = med(res[TEE_LABEL][0])
 for label, _ in big:
     xs, cpus = res[label][0], res[label][3]
     ratio, target = "", ""
-    if label == DSH_LABEL:
+    if label in (DSH_LABEL, BASE_DSH_LABEL):
         ratio = f"{med(xs) / t_file:.2f}x > FILE, {med(xs) / t_tee:.2f}x tee"
         target = "<= 0.75x > FILE"
     rows.append((f"1 GiB stdout, wall: {label}", BIG_RUNS, f"{med(xs) / 1e9:.2f} s",
                  f"{p90(xs) / 1e9:.2f} s", ratio, target))
     ratio, target = "", ""
-    if label == DSH_LABEL:
+    if label in (DSH_LABEL, BASE_DSH_LABEL):
         ratio, target = f"{med(cpus) / c_file:.2f}x > FILE", "<= 1.1x > FILE"
     rows.append((f"1 GiB stdout, CPU: {label}", BIG_RUNS, f"{med(cpus) / 1e9:.2f} s",
                  f"{p90(cpus) / 1e9:.2f} s", ratio, target))
 # 3. Peak memory during the 1 GiB run (max over runs), MiB.
 for label, _ in big:
     mib = max(res[label][1]) / 1024
-    mine = label == DSH_LABEL
+    mine = label in (DSH_LABEL, BASE_DSH_LABEL)
     rows.append((f"peak RSS: {label}", BIG_RUNS,
                  f"{mib:.1f} MiB", "", "", "< 16 MiB" if mine else ""))
 
