@@ -1,8 +1,9 @@
 //! Generates the shell completions (`completions/`) and the man pages
 //! (`man/`) from the one clap definition in `src/cli.rs` (included here as
 //! a module, as clap_complete suggests for build scripts), and the JSON
-//! Schema of the `--json` result (`schema/run-result.schema.json`) from
-//! `RunResult`.
+//! Schemas of the `--json` result (`schema/run-result.schema.json`) from
+//! `RunResult` and of `explain --json` (`schema/explain.schema.json`) from
+//! `Explanation`.
 //!
 //! ```text
 //! cargo run --example gen_docs            # write the files
@@ -36,12 +37,19 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
         files.push((Path::new("completions").join(name), out));
     }
     files.push((Path::new("man").join("dsh-exec.1"), man_page()));
-    let schema =
-        serde_json::to_string_pretty(&dsh_exec_core::result::json_schema()).expect("json") + "\n";
-    files.push((
-        Path::new("schema").join("run-result.schema.json"),
-        schema.into_bytes(),
-    ));
+    for (name, schema) in [
+        (
+            "run-result.schema.json",
+            dsh_exec_core::result::json_schema(),
+        ),
+        (
+            "explain.schema.json",
+            dsh_exec_core::render::explain_schema(),
+        ),
+    ] {
+        let text = serde_json::to_string_pretty(&schema).expect("json") + "\n";
+        files.push((Path::new("schema").join(name), text.into_bytes()));
+    }
     // A page for each subcommand, and for each of `job`'s, which the job
     // page names (dsh-exec-job-read(1), ...).
     // (file name, the command as typed, its definition)
@@ -210,7 +218,10 @@ fn main() {
     }
     if !drifted.is_empty() {
         for rel in &drifted {
-            eprintln!("gen_docs: {} differs from src/cli.rs", rel.display());
+            eprintln!(
+                "gen_docs: {} differs from what src/cli.rs and the core's types generate",
+                rel.display()
+            );
         }
         eprintln!("gen_docs: run `cargo run --example gen_docs` and commit the result");
         std::process::exit(1);
