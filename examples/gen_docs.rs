@@ -221,7 +221,10 @@ fn main() {
     }
     if !drifted.is_empty() {
         for rel in &drifted {
-            eprintln!("gen_docs: {} differs from src/cli.rs", rel.display());
+            eprintln!(
+                "gen_docs: {} differs from what src/cli.rs and the core's types generate",
+                rel.display()
+            );
         }
         eprintln!("gen_docs: run `cargo run --example gen_docs` and commit the result");
         std::process::exit(1);

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Where a resolved value came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
     /// A command-line flag (or a library caller's explicit value).

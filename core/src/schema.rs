@@ -50,6 +50,11 @@ pub fn all() -> Vec<(&'static str, serde_json::Value, &'static str)> {
             "dsh-exec job list --json",
         ),
         (
+            "explain",
+            crate::render::explain_schema(),
+            "dsh-exec explain --json",
+        ),
+        (
             "parse-status",
             schema_of::<ParsedStatus>(&["detached", "limit_exceeded"]),
             "dsh-exec parse-status",

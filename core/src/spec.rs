@@ -18,7 +18,7 @@ pub use crate::origin::{Origin, Sourced};
 
 /// How the result's text fields are rendered (`--render`).
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum Render {
@@ -282,7 +282,9 @@ pub const DEFAULT_SPILL_MAX_BYTES: u64 = 4 << 30;
 
 /// Which ambient variables reach the child (`--env-policy`, config key
 /// `env_policy`), as Codex's `shell_environment_policy` has it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum EnvPolicy {
     /// Everything but what [`scrub_rule`](crate::request::env::scrub_rule) catches (the default).
@@ -295,7 +297,7 @@ pub enum EnvPolicy {
 }
 
 /// Which layer set a variable in the child environment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Layer {
     /// Layer 2, a non-interactive override.

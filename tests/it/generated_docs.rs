@@ -1,5 +1,7 @@
-//! The completions and man pages are generated from the clap definition and
-//! must not drift from it; the man page must render cleanly.
+//! The completions and man pages are generated from the clap definition, and
+//! the JSON Schemas (schema/run-result.schema.json,
+//! schema/explain.schema.json) from the core's types; none may drift. The
+//! man page must render cleanly.
 use crate::support::*;
 
 #[test]

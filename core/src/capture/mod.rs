@@ -37,7 +37,9 @@ pub(crate) use self::spill::{is_spill_dir_name, random_suffix};
 use self::utf8::char_boundary_skip;
 
 /// Which part of a stream that outgrew its budget the result keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum Keep {
     /// The last `budget` bytes (the default, as DESIGN.md has it).
     #[default]

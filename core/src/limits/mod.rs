@@ -86,7 +86,9 @@ impl LimitKind {
 }
 
 /// What to do when a limit cannot be enforced as asked (`--limits`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum LimitMode {
     /// Refuse to run: `LIMIT_UNAVAILABLE`, exit status 125.

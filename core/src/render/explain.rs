@@ -2,19 +2,401 @@
 //! child environment changes, and the sandbox as it would be applied (the
 //! writable roots opened as a run would open them). Runs nothing; values of
 //! credential-shaped names are masked.
+//!
+//! The JSON form (`explain --json`) is [`Explanation`], built by
+//! [`explanation`] and serialized with serde; its schema is
+//! [`explain_schema`].
+
+use std::collections::BTreeMap;
 
 use owo_colors::OwoColorize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use crate::request::env::{Layer, display_value};
+use crate::capture::Keep;
+use crate::limits::{LimitKind, LimitMode};
+use crate::net::rules::HostRule;
+use crate::request::env::{EnvPolicy, Layer, display_value};
 use crate::request::shell::find_shell;
 use crate::sandbox::landlock::enforcement;
+use crate::sandbox::{EnforcementLevel, Network, NetworkEnforcement};
+use crate::signal::Signal;
+use crate::spec::Render;
 use crate::units::{format_duration, format_size};
 use std::path::PathBuf;
 
 use crate::sandbox::protect::Protection;
 use crate::sandbox::{self, Mode, Policy, Roots, kernel_abi, open_roots};
 use crate::spec::{Origin, Sourced, Spec, StdinSource};
+
+/// The explanation of a spec: the `explain --json` object of `dsh-exec`.
+/// Nothing is run to make it; values of credential-shaped names are
+/// masked. Every field is always present (`null` when it has no value).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Explanation {
+    /// The script given to `bash -c`.
+    pub command: String,
+    /// The configuration file that supplied defaults or caps; `null` when
+    /// none was read.
+    pub config_file: Option<String>,
+    /// The `bash` that would run the command: the first executable one on
+    /// the child environment's `PATH`; `null` when there is none.
+    pub shell: Option<String>,
+    /// The absolute working directory.
+    pub workdir: SourcedValue<String>,
+    /// The deadline, in milliseconds; value `null` for no deadline.
+    pub timeout_ms: SourcedValue<Option<u64>>,
+    /// The grace period between the first signal and SIGKILL, in
+    /// milliseconds.
+    pub kill_after_ms: SourcedValue<u64>,
+    /// The first signal sent at the deadline or on an abort, by name
+    /// (e.g. `SIGTERM`).
+    #[schemars(with = "SourcedValue<String>")]
+    pub signal: SourcedValue<Signal>,
+    /// The budget of stdout kept in the result, in bytes.
+    pub stdout_max_bytes: SourcedValue<u64>,
+    /// The budget of stderr kept in the result, in bytes.
+    pub stderr_max_bytes: SourcedValue<u64>,
+    /// The largest file the command may write (RLIMIT_FSIZE), in bytes;
+    /// value `null`: as inherited.
+    pub file_size_max_bytes: SourcedValue<Option<u64>>,
+    /// The whole tree's memory (cgroup `memory.max`), in bytes; value
+    /// `null`: unlimited.
+    pub memory_max_bytes: SourcedValue<Option<u64>>,
+    /// Processes and threads of the tree at once (cgroup `pids.max`);
+    /// value `null`: unlimited.
+    pub pids_max: SourcedValue<Option<u64>>,
+    /// CPU time of the whole tree, in milliseconds; value `null`:
+    /// unlimited.
+    pub cpu_max_ms: SourcedValue<Option<u64>>,
+    /// What a limit that cannot be enforced does: `strict` or
+    /// `best-effort`.
+    pub limits: SourcedValue<LimitMode>,
+    /// How each tree limit that is set would be enforced, by limit
+    /// (`memory`, `pids`, `cpu`); empty when none is set.
+    #[schemars(schema_with = "limit_mechanisms_schema")]
+    pub limit_mechanisms: BTreeMap<LimitKind, LimitMechanism>,
+    /// The most bytes one spill file holds.
+    pub spill_max_bytes: SourcedValue<u64>,
+    /// Which part of a stream that outgrew its budget is kept: `tail`,
+    /// `head` or `head+tail`.
+    pub keep: SourcedValue<Keep>,
+    /// How the result's text fields are rendered: `raw` or `plain`.
+    pub render: SourcedValue<Render>,
+    /// The configuration file's `prune_spill_after`, in milliseconds:
+    /// spill directories unchanged for this long are pruned at each start;
+    /// `null` when not set.
+    pub prune_spill_after_ms: Option<u64>,
+    /// Where the command's stdin comes from.
+    pub stdin: SourcedValue<ExplainedStdin>,
+    /// The parent directory of the run's private spill directory, as
+    /// resolved (see `sandbox.spill_dir` for where a confined run puts it).
+    pub spill_dir: SourcedValue<String>,
+    /// The child environment: what is inherited, scrubbed and set.
+    pub environment: ExplainedEnvironment,
+    /// The sandbox as it would be applied; `null` when neither `--sandbox`
+    /// nor `--network` was given.
+    pub sandbox: Option<ExplainedSandbox>,
+}
+
+/// A resolved value with its origin: `{"value", "origin"}`, and `"capped"`
+/// when a cap of the configuration file lowered it. The unit of `value` is
+/// in the name of the field that holds it (`_ms`, `_bytes`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields, rename = "SourcedValue_{T}")]
+pub struct SourcedValue<T> {
+    /// The value.
+    pub value: T,
+    /// Where it came from: `flag`, `config` or `default`.
+    pub origin: Origin,
+    /// What was asked for and the cap that applied, e.g. `4h capped at
+    /// 2h`; absent when no cap lowered the value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capped: Option<String>,
+}
+
+/// How one tree limit would be enforced: `{"mechanism", "detail"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct LimitMechanism {
+    /// Its name: `cgroup-v2`, `cgroup-v1`, `accounting` (CPU time added up
+    /// by `dsh-exec`) or `none` (unavailable here).
+    pub mechanism: String,
+    /// One line on it (`unavailable: ...` when it cannot be enforced).
+    pub detail: String,
+}
+
+/// Where the command's stdin comes from, tagged by `kind`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[schemars(deny_unknown_fields)]
+pub enum ExplainedStdin {
+    /// `{"kind": "closed"}`: the command reads end-of-file at once.
+    Closed,
+    /// `{"kind": "file", "path"}`: the bytes of this file.
+    File {
+        /// The file (lossy UTF-8).
+        path: String,
+    },
+    /// `{"kind": "inherited"}`: the bytes of `dsh-exec`'s own stdin
+    /// (`--stdin-file -`).
+    Inherited,
+    /// `{"kind": "pipe"}`: a pipe kept open for `job write` (`--stdin pipe`).
+    Pipe,
+    /// `{"kind": "text", "bytes"}`: a text given by the caller (an MCP
+    /// `run` call's `stdin`).
+    Text {
+        /// Its length, in bytes.
+        bytes: u64,
+    },
+}
+
+/// The child environment as it would be built.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ExplainedEnvironment {
+    /// How many of this process's variables the command inherits.
+    pub inherited_count: u64,
+    /// The names scrubbed from the inherited variables, sorted (names
+    /// only, never values).
+    pub scrubbed: Vec<String>,
+    /// Each scrubbed name with the rule that caught it, in the order of
+    /// `scrubbed`.
+    pub scrub_rules: Vec<ScrubbedName>,
+    /// Which of this process's variables are inherited: `inherit`, `core`
+    /// or `none` (`--env-policy`).
+    pub policy: EnvPolicy,
+    /// How many variables the policy left out, besides the scrub.
+    pub policy_dropped: u64,
+    /// The variables the later layers set, in merge order, the last
+    /// setting of each name only; credential-shaped values masked.
+    pub set: Vec<ExplainedSetting>,
+    /// `--env NAME` names that are not set here, so pass nothing.
+    pub missing_pass_through: Vec<String>,
+}
+
+/// A scrubbed name and the rule that caught it: `{"name", "rule"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ScrubbedName {
+    /// The variable's name (lossy UTF-8).
+    pub name: String,
+    /// The rule, e.g. `name contains TOKEN` or `control socket`.
+    pub rule: String,
+}
+
+/// A variable a layer sets: `{"name", "value", "layer"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ExplainedSetting {
+    /// The variable's name.
+    pub name: String,
+    /// Its value (lossy UTF-8), or `<masked>` when the name or the value
+    /// is credential-shaped.
+    pub value: String,
+    /// The layer that sets it: `override`, `explicit` (`--env`) or
+    /// `managed` (`--dsh-env`).
+    pub layer: Layer,
+}
+
+/// The sandbox as a run would apply it. Paths are lossy UTF-8. The parts
+/// of the confining modes (`gate` to `read_denied`) are `null` in
+/// `full-access`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ExplainedSandbox {
+    /// The calls the gate (seccomp user notification) judges.
+    pub gate: Option<ExplainedGate>,
+    /// What bounds metadata changes (mode, owner, times, xattrs) to the
+    /// writable roots.
+    pub metadata: Option<String>,
+    /// What the command gets of `/dev/shm`.
+    pub shm: Option<String>,
+    /// The private scratch directory a run gets (`read-only`,
+    /// `--no-temp-write`); `null` when it gets none.
+    pub scratch: Option<String>,
+    /// Which pathname Unix sockets outside the run the command may connect to.
+    pub unix_sockets: Option<ExplainedUnixSockets>,
+    /// The paths kept read-only inside the writable roots, and how.
+    pub protected: Option<ExplainedProtection>,
+    /// The terminals the command may open.
+    pub terminals: Option<String>,
+    /// The read deny list, and how it is enforced.
+    pub read_denied: Option<ExplainedReadDeny>,
+    /// The parent directory of the run's spill directory under this
+    /// sandbox: the top-level `spill_dir`, or `dsh-exec`'s `STATE/spill`
+    /// when a writable root covers that one.
+    pub spill_dir: String,
+    /// The mode: `read-only`, `workspace-write` or `full-access`.
+    pub mode: SourcedValue<Mode>,
+    /// The network policy: `allow`, `deny`, `loopback` or `allow-list`.
+    pub network: SourcedValue<Network>,
+    /// The hosts of `--network allow=` (normalized, e.g.
+    /// `*.example.org:8443`); empty for the other policies.
+    pub network_allow: Vec<HostRule>,
+    /// How the network policy is enforced, in one line (`none` for
+    /// `allow`).
+    pub network_mechanism: String,
+    /// Where the allow-list proxy would listen and how the command finds
+    /// it; `null` without an allow-list.
+    pub network_proxy: Option<String>,
+    /// The workspace root, as given.
+    pub workspace_root: SourcedValue<String>,
+    /// Every directory the command may write under (real paths); empty
+    /// outside `workspace-write`.
+    pub writable: Vec<String>,
+    /// The real temp directory, when it is writable; `null` otherwise.
+    pub temp_dir: Option<String>,
+    /// The package caches of `--allow-caches`.
+    pub caches: Vec<ExplainedCache>,
+    /// Writable roots that would be skipped, and why.
+    pub skipped: Vec<ExplainedSkip>,
+    /// What a careful user wants to know (a writable root reached through
+    /// a symlink, a writable root of `/`, ...).
+    pub warnings: Vec<String>,
+    /// The kernel's Landlock ABI version; `null` when Landlock is
+    /// unavailable.
+    pub landlock_abi: Option<i32>,
+    /// How completely the kernel would enforce the policy, or why it
+    /// cannot.
+    pub enforcement: ExplainedEnforcement,
+}
+
+/// The calls the gate judges: `{"calls", "mechanism"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ExplainedGate {
+    /// The trapped calls, in one line.
+    pub calls: String,
+    /// `seccomp user notification`.
+    pub mechanism: String,
+}
+
+/// The pathname Unix sockets a confined command may connect to:
+/// `{"mechanism", "allowed"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ExplainedUnixSockets {
+    /// `gate`.
+    pub mechanism: String,
+    /// The `--allow-unix-socket` sockets that exist (real paths), besides
+    /// the run's own.
+    pub allowed: Vec<String>,
+}
+
+/// The protected paths: `{"mechanism", "paths", "removed_if_created",
+/// "notes"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ExplainedProtection {
+    /// How they are kept: read-only bind mounts in a mount namespace, or
+    /// restored after the run (without CAP_SYS_ADMIN).
+    pub mechanism: String,
+    /// The protected paths that exist.
+    pub paths: Vec<String>,
+    /// The protected paths that do not exist: removed after the run if
+    /// created.
+    pub removed_if_created: Vec<String>,
+    /// A search that stopped early, a path skipped.
+    pub notes: Vec<String>,
+}
+
+/// The read deny list: `{"mechanism", "paths", "exceptions", "read_roots"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ExplainedReadDeny {
+    /// How it is enforced (Landlock), in one line.
+    pub mechanism: String,
+    /// The entries of the deny list that exist (real paths).
+    pub paths: Vec<String>,
+    /// Paths readable again inside a denied directory: the built-in
+    /// devices and `--allow-read`.
+    pub exceptions: Vec<String>,
+    /// The `--read-root` paths: when not empty, reads are granted only on
+    /// these, the workspace, the writable roots and the system's
+    /// directories.
+    pub read_roots: Vec<String>,
+}
+
+/// A package cache of `--allow-caches`: `{"path", "exists"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ExplainedCache {
+    /// The cache directory.
+    pub path: String,
+    /// False when it would be made before the run (and kept).
+    pub exists: bool,
+}
+
+/// A writable root that would be skipped: `{"path", "reason"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ExplainedSkip {
+    /// The path as given.
+    pub path: String,
+    /// The operating system's error, or `not a directory`.
+    pub reason: String,
+}
+
+/// How completely the kernel would enforce the policy: the enforcement,
+/// or `{"error"}` when Landlock is unavailable (untagged).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum ExplainedEnforcement {
+    /// Landlock is available.
+    Landlock(LandlockEnforcement),
+    /// Landlock is not: a run would fail closed.
+    Unavailable(LandlockUnavailable),
+}
+
+/// The enforcement on this kernel: `{"abi", "level", "missing", "network"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct LandlockEnforcement {
+    /// The kernel's Landlock ABI version.
+    pub abi: i32,
+    /// `full`, or `partial` when something the mode relies on is not
+    /// enforced.
+    pub level: EnforcementLevel,
+    /// What the policy would use but is not enforced here, one line each
+    /// with the ABI that would enforce it, e.g. `truncate (ABI 3)`.
+    pub missing: Vec<String>,
+    /// How IPv4/IPv6 networking is restricted: `full`, `gate` or `none`.
+    pub network: NetworkEnforcement,
+}
+
+/// Why the enforcement cannot be known: `{"error"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct LandlockUnavailable {
+    /// The error, e.g. `Landlock is not available in this kernel (ENOSYS)`.
+    pub error: String,
+}
+
+/// The schema of `limit_mechanisms`: an object whose keys are limit kinds
+/// (schemars leaves the keys of a map by an enum of documented variants
+/// unconstrained).
+fn limit_mechanisms_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut schema =
+        <BTreeMap<String, LimitMechanism> as schemars::JsonSchema>::json_schema(generator);
+    let kinds = generator.subschema_for::<LimitKind>();
+    schema.insert("propertyNames".into(), kinds.to_value());
+    schema
+}
+
+/// The JSON Schema (draft 2020-12) of `explain --json`, generated from
+/// [`Explanation`]; committed as `schema/explain.schema.json`.
+///
+/// Generated for serialization: a field is required unless serde skips it
+/// (only `capped`), so the fields that can be `null` are required and
+/// allow `null`.
+pub fn explain_schema() -> serde_json::Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator();
+    serde_json::to_value(generator.into_root_schema_for::<Explanation>()).unwrap_or_default()
+}
 
 fn origin_text(o: Origin) -> &'static str {
     o.as_str()
@@ -56,21 +438,30 @@ fn lossy(p: &std::path::Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-fn stdin_json(s: &StdinSource) -> Value {
+fn explained_stdin(s: &StdinSource) -> ExplainedStdin {
     match s {
-        StdinSource::Closed => json!({"kind": "closed"}),
-        StdinSource::File(p) => json!({"kind": "file", "path": lossy(p)}),
-        StdinSource::Inherited => json!({"kind": "inherited"}),
-        StdinSource::Pipe => json!({"kind": "pipe"}),
-        StdinSource::Text(t) => json!({"kind": "text", "bytes": t.len()}),
+        StdinSource::Closed => ExplainedStdin::Closed,
+        StdinSource::File(p) => ExplainedStdin::File { path: lossy(p) },
+        StdinSource::Inherited => ExplainedStdin::Inherited,
+        StdinSource::Pipe => ExplainedStdin::Pipe,
+        StdinSource::Text(t) => ExplainedStdin::Text {
+            bytes: t.len() as u64,
+        },
     }
 }
 
-fn sourced_json<T>(s: &Sourced<T>, value: Value) -> Value {
-    match &s.capped {
-        Some(c) => json!({"value": value, "origin": s.origin, "capped": c}),
-        None => json!({"value": value, "origin": s.origin}),
+/// `value` with the origin and cap of `s`.
+fn sourced<T, U>(s: &Sourced<T>, value: U) -> SourcedValue<U> {
+    SourcedValue {
+        value,
+        origin: s.origin,
+        capped: s.capped.clone(),
     }
+}
+
+/// Paths as (lossy) strings.
+fn lossy_all<'a>(paths: impl IntoIterator<Item = &'a std::path::Path>) -> Vec<String> {
+    paths.into_iter().map(lossy).collect()
 }
 
 /// How the sandbox of a spec would be applied, as a run would prepare it.
@@ -169,55 +560,83 @@ fn protection_mechanism(a: &Applied) -> &'static str {
 /// How the read deny list is enforced.
 const READ_DENY_MECHANISM: &str = "Landlock: read granted on every entry beside the way to each denied one (names stay listable; entries made during the run directly in those directories are not readable)";
 
-/// The sandbox part of the explanation, as JSON (`null` without a sandbox).
-fn sandbox_json(spec: &Spec) -> Value {
-    let Some(policy) = &spec.sandbox else {
-        return Value::Null;
-    };
+/// The sandbox part of the explanation (`None` without a sandbox).
+fn explained_sandbox(spec: &Spec) -> Option<ExplainedSandbox> {
+    let policy = spec.sandbox.as_ref()?;
     let a = applied(spec, policy);
     let roots = &a.roots;
-    let (abi, enforcement) = match kernel_abi() {
-        Ok(abi) => (json!(abi), json!(full_enforcement(policy, abi, &a))),
-        Err(e) => (Value::Null, json!({"error": e.to_string()})),
+    let (landlock_abi, enforcement) = match kernel_abi() {
+        Ok(abi) => {
+            let e = full_enforcement(policy, abi, &a);
+            let explained = LandlockEnforcement {
+                abi: e.abi,
+                level: e.level(),
+                missing: e.missing.iter().map(|m| m.describe()).collect(),
+                network: e.network,
+            };
+            (Some(abi), ExplainedEnforcement::Landlock(explained))
+        }
+        Err(e) => (
+            None,
+            ExplainedEnforcement::Unavailable(LandlockUnavailable {
+                error: e.to_string(),
+            }),
+        ),
     };
     let confining = policy.mode.value.confines();
-    json!({
-        "gate": confining.then(|| json!({"calls": gate_calls(spec, &a), "mechanism": "seccomp user notification"})),
-        "metadata": confining.then(|| metadata_mechanism(spec, &a)),
-        "shm": confining.then(|| shm(&a)),
-        "scratch": policy.scratch_parent.as_deref().map(scratch),
-        "unix_sockets": confining.then(|| json!({
-            "mechanism": "gate",
-            "allowed": roots.unix_sockets.iter().map(|(_, p)| lossy(p)).collect::<Vec<_>>(),
-        })),
-        "protected": confining.then(|| json!({
-            "mechanism": protection_mechanism(&a),
-            "paths": a.protection.paths().into_iter().map(lossy).collect::<Vec<_>>(),
-            "removed_if_created": a.protection.absent.iter().map(|p| lossy(p)).collect::<Vec<_>>(),
-            "notes": a.protection.notes,
-        })),
-        "terminals": confining.then(|| terminals(spec, &a)),
-        "read_denied": confining.then(|| json!({
-            "mechanism": READ_DENY_MECHANISM,
-            "paths": roots.read_denied.iter().map(|p| lossy(p)).collect::<Vec<_>>(),
-            "exceptions": roots.read_exceptions.iter().map(|p| lossy(p)).collect::<Vec<_>>(),
-            "read_roots": roots.read_roots.iter().map(|p| lossy(p)).collect::<Vec<_>>(),
-        })),
-        "spill_dir": lossy(&a.spill_dir.0),
-        "mode": policy.mode,
-        "network": policy.network,
-        "network_allow": policy.network_allow,
-        "network_mechanism": network_mechanism(policy.network.value),
-        "network_proxy": (policy.network.value == crate::sandbox::Network::AllowList)
-            .then_some(PROXY_WHERE),
-        "workspace_root": sourced_json(&policy.workspace_root, json!(lossy(&policy.workspace_root.value))),
-        "writable": roots.writable_paths().into_iter().map(lossy).collect::<Vec<_>>(),
-        "temp_dir": roots.temp_dir.as_deref().map(lossy),
-        "caches": policy.caches.iter().map(|c| json!({"path": lossy(c), "exists": c.is_dir()})).collect::<Vec<_>>(),
-        "skipped": roots.skipped.iter().map(|s| json!({"path": lossy(&s.path), "reason": s.reason})).collect::<Vec<_>>(),
-        "warnings": roots.warnings,
-        "landlock_abi": abi,
-        "enforcement": enforcement,
+    Some(ExplainedSandbox {
+        gate: confining.then(|| ExplainedGate {
+            calls: gate_calls(spec, &a).into(),
+            mechanism: "seccomp user notification".into(),
+        }),
+        metadata: confining.then(|| metadata_mechanism(spec, &a).into()),
+        shm: confining.then(|| shm(&a).into()),
+        scratch: policy.scratch_parent.as_deref().map(scratch),
+        unix_sockets: confining.then(|| ExplainedUnixSockets {
+            mechanism: "gate".into(),
+            allowed: lossy_all(roots.unix_sockets.iter().map(|(_, p)| p.as_path())),
+        }),
+        protected: confining.then(|| ExplainedProtection {
+            mechanism: protection_mechanism(&a).into(),
+            paths: lossy_all(a.protection.paths()),
+            removed_if_created: lossy_all(a.protection.absent.iter().map(|p| p.as_path())),
+            notes: a.protection.notes.clone(),
+        }),
+        terminals: confining.then(|| terminals(spec, &a).into()),
+        read_denied: confining.then(|| ExplainedReadDeny {
+            mechanism: READ_DENY_MECHANISM.into(),
+            paths: lossy_all(roots.read_denied.iter().map(|p| p.as_path())),
+            exceptions: lossy_all(roots.read_exceptions.iter().map(|p| p.as_path())),
+            read_roots: lossy_all(roots.read_roots.iter().map(|p| p.as_path())),
+        }),
+        spill_dir: lossy(&a.spill_dir.0),
+        mode: sourced(&policy.mode, policy.mode.value),
+        network: sourced(&policy.network, policy.network.value),
+        network_allow: policy.network_allow.clone(),
+        network_mechanism: network_mechanism(policy.network.value).into(),
+        network_proxy: (policy.network.value == Network::AllowList).then(|| PROXY_WHERE.into()),
+        workspace_root: sourced(&policy.workspace_root, lossy(&policy.workspace_root.value)),
+        writable: lossy_all(roots.writable_paths()),
+        temp_dir: roots.temp_dir.as_deref().map(lossy),
+        caches: policy
+            .caches
+            .iter()
+            .map(|c| ExplainedCache {
+                path: lossy(c),
+                exists: c.is_dir(),
+            })
+            .collect(),
+        skipped: roots
+            .skipped
+            .iter()
+            .map(|s| ExplainedSkip {
+                path: lossy(&s.path),
+                reason: s.reason.clone(),
+            })
+            .collect(),
+        warnings: roots.warnings.clone(),
+        landlock_abi,
+        enforcement,
     })
 }
 
@@ -433,51 +852,80 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
     rows
 }
 
-/// The explanation as one JSON object.
-pub fn explain_json(spec: &Spec) -> Value {
+/// The explanation of `spec`, as `explain --json` prints it. Runs
+/// nothing; opens the writable roots and probes the kernel as a run would.
+pub fn explanation(spec: &Spec) -> Explanation {
     let env = &spec.env;
-    let shell = find_shell(&env.child_env()).map(|p| lossy(&p));
-    json!({
-        "command": spec.script,
-        "config_file": spec.config_file.as_deref().map(lossy),
-        "shell": shell,
-        "workdir": sourced_json(&spec.workdir, json!(lossy(&spec.workdir.value))),
-        "timeout_ms": sourced_json(&spec.timeout, json!(spec.timeout.value.map(|t| t.as_millis() as u64))),
-        "kill_after_ms": sourced_json(&spec.kill_after, json!(spec.kill_after.value.as_millis() as u64)),
-        "signal": sourced_json(&spec.signal, json!(spec.signal.value)),
-        "stdout_max_bytes": sourced_json(&spec.stdout_max_bytes, json!(spec.stdout_max_bytes.value)),
-        "stderr_max_bytes": sourced_json(&spec.stderr_max_bytes, json!(spec.stderr_max_bytes.value)),
-        "file_size_max_bytes": sourced_json(&spec.file_size_max, json!(spec.file_size_max.value)),
-        "memory_max_bytes": sourced_json(&spec.memory_max, json!(spec.memory_max.value)),
-        "pids_max": sourced_json(&spec.pids_max, json!(spec.pids_max.value)),
-        "cpu_max_ms": sourced_json(&spec.cpu_max, json!(spec.cpu_max.value.map(|d| d.as_millis() as u64))),
-        "limits": sourced_json(&spec.limits, json!(spec.limits.value.as_str())),
-        "limit_mechanisms": crate::limits::explained(&spec.limits_asked()).into_iter()
-            .map(|(kind, _, name, line)| (kind.as_str().to_string(), json!({"mechanism": name, "detail": line})))
-            .collect::<serde_json::Map<String, Value>>(),
-        "spill_max_bytes": sourced_json(&spec.spill_max_bytes, json!(spec.spill_max_bytes.value)),
-        "keep": sourced_json(&spec.keep, json!(spec.keep.value)),
-        "render": sourced_json(&spec.render, json!(spec.render.value)),
-        "prune_spill_after_ms": spec.prune_spill_after.map(|d| d.as_millis() as u64),
-        "stdin": sourced_json(&spec.stdin, stdin_json(&spec.stdin.value)),
-        "spill_dir": sourced_json(&spec.spill_dir, json!(lossy(&spec.spill_dir.value))),
-        "environment": {
-            "inherited_count": env.inherited.len(),
-            "scrubbed": env.scrubbed.iter().map(|n| n.to_string_lossy()).collect::<Vec<_>>(),
-            "scrub_rules": env.scrubbed.iter().zip(&env.scrub_rules)
-                .map(|(n, r)| json!({"name": n.to_string_lossy(), "rule": r}))
-                .collect::<Vec<_>>(),
-            "policy": env.policy,
-            "policy_dropped": env.policy_dropped,
-            "set": env.effective_settings().iter().map(|s| json!({
-                "name": s.name,
-                "value": display_value(&s.name, &s.value),
-                "layer": s.layer,
-            })).collect::<Vec<_>>(),
-            "missing_pass_through": env.missing_pass_through,
+    let ms = |d: std::time::Duration| d.as_millis() as u64;
+    Explanation {
+        command: spec.script.clone(),
+        config_file: spec.config_file.as_deref().map(lossy),
+        shell: find_shell(&env.child_env()).map(|p| lossy(&p)),
+        workdir: sourced(&spec.workdir, lossy(&spec.workdir.value)),
+        timeout_ms: sourced(&spec.timeout, spec.timeout.value.map(ms)),
+        kill_after_ms: sourced(&spec.kill_after, ms(spec.kill_after.value)),
+        signal: sourced(&spec.signal, spec.signal.value),
+        stdout_max_bytes: sourced(&spec.stdout_max_bytes, spec.stdout_max_bytes.value),
+        stderr_max_bytes: sourced(&spec.stderr_max_bytes, spec.stderr_max_bytes.value),
+        file_size_max_bytes: sourced(&spec.file_size_max, spec.file_size_max.value),
+        memory_max_bytes: sourced(&spec.memory_max, spec.memory_max.value),
+        pids_max: sourced(&spec.pids_max, spec.pids_max.value),
+        cpu_max_ms: sourced(&spec.cpu_max, spec.cpu_max.value.map(ms)),
+        limits: sourced(&spec.limits, spec.limits.value),
+        limit_mechanisms: crate::limits::explained(&spec.limits_asked())
+            .into_iter()
+            .map(|(kind, _, name, line)| {
+                let mechanism = LimitMechanism {
+                    mechanism: name.into(),
+                    detail: line,
+                };
+                (kind, mechanism)
+            })
+            .collect(),
+        spill_max_bytes: sourced(&spec.spill_max_bytes, spec.spill_max_bytes.value),
+        keep: sourced(&spec.keep, spec.keep.value),
+        render: sourced(&spec.render, spec.render.value),
+        prune_spill_after_ms: spec.prune_spill_after.map(ms),
+        stdin: sourced(&spec.stdin, explained_stdin(&spec.stdin.value)),
+        spill_dir: sourced(&spec.spill_dir, lossy(&spec.spill_dir.value)),
+        environment: ExplainedEnvironment {
+            inherited_count: env.inherited.len() as u64,
+            scrubbed: env
+                .scrubbed
+                .iter()
+                .map(|n| n.to_string_lossy().into_owned())
+                .collect(),
+            scrub_rules: env
+                .scrubbed
+                .iter()
+                .zip(&env.scrub_rules)
+                .map(|(n, r)| ScrubbedName {
+                    name: n.to_string_lossy().into_owned(),
+                    rule: r.clone(),
+                })
+                .collect(),
+            policy: env.policy,
+            policy_dropped: env.policy_dropped as u64,
+            set: env
+                .effective_settings()
+                .iter()
+                .map(|s| ExplainedSetting {
+                    name: s.name.clone(),
+                    value: display_value(&s.name, &s.value),
+                    layer: s.layer,
+                })
+                .collect(),
+            missing_pass_through: env.missing_pass_through.clone(),
         },
-        "sandbox": sandbox_json(spec),
-    })
+        sandbox: explained_sandbox(spec),
+    }
+}
+
+/// The explanation as one JSON object: [`explanation`] as a
+/// [`serde_json::Value`] (its keys sorted when printed).
+pub fn explain_json(spec: &Spec) -> Value {
+    // Plain data (strings, numbers, string-keyed maps) always converts.
+    serde_json::to_value(explanation(spec)).unwrap_or_default()
 }
 
 /// Colours one aligned row for a terminal: names bold, the sandbox mode by

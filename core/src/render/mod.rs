@@ -1,13 +1,14 @@
 //! Rendering: the text result ([`text`](mod@text)), its marker and `parse-status`
 //! ([`marker`](mod@marker)), and the `explain` view ([`explain`](mod@explain)). The JSON result is
-//! the serde form of [`crate::RunResult`].
+//! the serde form of [`crate::RunResult`]; `explain --json` is that of
+//! [`Explanation`].
 
 pub mod explain;
 pub mod marker;
 pub mod plain;
 pub mod text;
 
-pub use self::explain::{explain_json, explain_text};
+pub use self::explain::{Explanation, explain_json, explain_schema, explain_text, explanation};
 pub use self::marker::{ParsedStatus, marker, parse_status};
 pub use self::text::{
     ATTRIBUTE_RESET, escape_own_lines, is_own_line_shape, notices, render_after_stream,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{Mode, Network};
 
 /// How completely the kernel enforced a sandbox policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EnforcementLevel {
     /// Every right the mode relies on is enforced.
@@ -18,7 +18,7 @@ pub enum EnforcementLevel {
 }
 
 /// How IPv4/IPv6 networking is restricted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NetworkEnforcement {
     /// IPv4 and IPv6 sockets are refused (seccomp, plus Landlock TCP rules

@@ -67,7 +67,7 @@ macro_rules! named_values {
 }
 
 /// How far the command may change files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// Read and execute anything but the read deny list; write nothing but
@@ -119,7 +119,7 @@ named_values!(
 );
 
 /// Whether the command may use IPv4/IPv6 sockets, and where to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Network {
     /// IPv4 and IPv6 sockets work.
