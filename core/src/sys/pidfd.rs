@@ -3,7 +3,7 @@
 //! Linux 5.3). Also waitid(2) without reaping.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd, RawFd};
 
 use rustix::process::{
     Pid, PidfdFlags, PidfdGetfdFlags, WaitId, WaitIdOptions, pidfd_getfd, pidfd_open, waitid,
@@ -32,24 +32,12 @@ pub(crate) fn open_thread(tid: i32) -> io::Result<OwnedFd> {
 }
 
 /// Sends signal number `sig` to the process `fd` names
-/// (pidfd_send_signal(2), no siginfo). True when it was sent.
-///
-/// Raw: rustix's `pidfd_send_signal` takes its `Signal` type, which names
-/// only the standard signals safely, and `--signal` may be a real-time one.
+/// (pidfd_send_signal(2), no siginfo). True when it was sent; false too
+/// for a number that is no standard signal (the sweep sends only those:
+/// `--signal` takes names nix knows).
 pub(crate) fn send_signal(fd: &impl AsFd, sig: i32) -> bool {
-    use nix::libc;
-    // SAFETY: a plain system call on a descriptor the caller owns, with a
-    // null siginfo pointer, which pidfd_send_signal(2) allows.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            fd.as_fd().as_raw_fd(),
-            sig,
-            std::ptr::null::<libc::siginfo_t>(),
-            0,
-        )
-    };
-    rc == 0
+    rustix::process::Signal::from_named_raw(sig)
+        .is_some_and(|s| rustix::process::pidfd_send_signal(fd, s).is_ok())
 }
 
 /// A duplicate, in this process, of descriptor `target` of the process
