@@ -28,8 +28,8 @@
 // Only `sys` talks to the kernel directly; it alone allows `unsafe`.
 #![deny(unsafe_code)]
 
-// In layer order: each module uses only those above it
-// (`tests/layering.rs` checks this; `docs/layout.md` explains it).
+// The layer order is `ORDER` in `tests/layering.rs`, which checks that
+// each module uses only those before it; `docs/layout.md` explains it.
 mod capture;
 pub mod error;
 mod exec;
