@@ -169,8 +169,11 @@ def bench(cmds, runs, warmup, pids=False):
         for _, argv, ok in cmds:
             run_once(argv, ok, pids)
     out = {label: ([], [], [], []) for label, _, _ in cmds}
-    for _ in range(runs):
-        for label, argv, ok in cmds:
+    for i in range(runs):
+        # Each round starts one command later, so that no command always
+        # runs right after the same one (a 1 GiB file write leaves the
+        # next run to share the machine with its writeback).
+        for label, argv, ok in cmds[i % len(cmds):] + cmds[:i % len(cmds)]:
             dt, rss, surv, cpu = run_once(argv, ok, pids)
             out[label][0].append(dt)
             out[label][3].append(cpu)
