@@ -4,9 +4,13 @@
 //!
 //! Names are single path components or byte paths given as the caller got
 //! them; each call reports the errno (`Err(i32)`) or an `io::Error` as its
-//! caller needs. openat2(2) (Linux 5.6) is raw: neither nix 0.32 nor the
-//! libc crate wraps it, and rustix's `openat2` would need its `fs` feature
-//! and a second set of flag types for the same call.
+//! caller needs. The calls are the libc crate's, not nix's or rustix's:
+//! their callers hold raw descriptor numbers (`AT_FDCWD`, and numbers the
+//! gate took from a confined task) that those crates' `AsFd` arguments
+//! would need an unsafe borrow for each, and the gate answers the task with
+//! the raw errno. openat2(2) (Linux 5.6) is a raw system call: neither nix
+//! 0.32 nor the libc crate wraps it, and rustix's would need its `fs`
+//! feature and a second set of flag types for the same call.
 
 use std::ffi::{CStr, CString, OsStr};
 use std::io;
