@@ -18,7 +18,14 @@ pub use crate::spec::{EnvPlan, EnvPolicy, EnvSetting, Layer};
 /// variable a secret: `MY_API_KEY`, `MYSQL_PWD`, `GH_PAT`, `BW_SESSION`.
 /// Words, not substrings: `MONKEY` and `PYTHON_KEYRING_BACKEND` are no
 /// secrets. `CONNECTION_STRING` is two words in a row.
-pub const SECRET_WORDS: [&str; 23] = [
+///
+/// Checked against the credential words of codex's `shell_environment_policy`
+/// (`*KEY*`, `*SECRET*`, `*TOKEN*`) and of the keyword lists of secret
+/// scanners (gitleaks, trufflehog, detect-secrets): `BEARER`, `OAUTH`,
+/// `HMAC`, `TOTP`, `PASSCODE` and `PASSKEY` came from there. Not `SAS`
+/// (Azure's tokens are `*_SAS_TOKEN`; the word would take `SASS_*`, node-sass's
+/// settings) nor `OTP` (`OTP_VERSION` is Erlang's).
+pub const SECRET_WORDS: [&str; 29] = [
     "KEY",
     "APIKEY",
     "SECRET",
@@ -42,6 +49,12 @@ pub const SECRET_WORDS: [&str; 23] = [
     "SIGNATURE",
     "CERTKEY",
     "SALT",
+    "BEARER",
+    "OAUTH",
+    "HMAC",
+    "TOTP",
+    "PASSCODE",
+    "PASSKEY",
 ];
 
 /// Names scrubbed as they are: they hand out an agent (ssh, gpg) or a
