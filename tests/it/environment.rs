@@ -360,7 +360,10 @@ fn credential_words_of_secret_scanners_are_scrubbed() {
         ("VAULT_PASSCODE", "abc"),
         ("WEB_PASSKEY", "abc"),
     ];
-    let kept = [("SASS_BINARY_SITE", "https://example.org/"), ("OTP_VERSION", "26")];
+    let kept = [
+        ("SASS_BINARY_SITE", "https://example.org/"),
+        ("OTP_VERSION", "26"),
+    ];
     let mut t = Test::new();
     for (k, v) in scrubbed.iter().chain(&kept) {
         t = t.env(k, v);
