@@ -237,7 +237,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
         }
         'dsh-exec;prune' {
             [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Only those unchanged for this long')
-            [CompletionResult]::new('--spill-dir', '--spill-dir', [CompletionResultType]::ParameterName, 'Look in DIR instead of STATE/spill and the temp dir')
+            [CompletionResult]::new('--spill-dir', '--spill-dir', [CompletionResultType]::ParameterName, 'Look in DIR instead of the configured spill_dir, STATE/spill and the temp dir')
             [CompletionResult]::new('--spill', '--spill', [CompletionResultType]::ParameterName, 'Prune spill directories (what `prune` removes; required)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')

@@ -223,7 +223,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
         }
         &'dsh-exec;prune'= {
             cand --older-than 'Only those unchanged for this long'
-            cand --spill-dir 'Look in DIR instead of STATE/spill and the temp dir'
+            cand --spill-dir 'Look in DIR instead of the configured spill_dir, STATE/spill and the temp dir'
             cand --spill 'Prune spill directories (what `prune` removes; required)'
             cand -h 'Print help'
             cand --help 'Print help'

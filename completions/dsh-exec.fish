@@ -196,7 +196,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_s
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from prune" -l spill -d 'Also remove their spill files'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand job; and __fish_seen_subcommand_from prune" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand prune" -l older-than -d 'Only those unchanged for this long' -r
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand prune" -l spill-dir -d 'Look in DIR instead of STATE/spill and the temp dir' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand prune" -l spill-dir -d 'Look in DIR instead of the configured spill_dir, STATE/spill and the temp dir' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand prune" -l spill -d 'Prune spill directories (what `prune` removes; required)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand prune" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand parse-status" -s h -l help -d 'Print help'

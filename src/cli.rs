@@ -189,7 +189,7 @@ pub enum Sub {
         /// Only those unchanged for this long.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "7d")]
         older_than: Duration,
-        /// Look in DIR instead of STATE/spill and the temp dir.
+        /// Look in DIR instead of the configured spill_dir, STATE/spill and the temp dir.
         #[arg(long, value_name = "DIR")]
         spill_dir: Option<PathBuf>,
     },

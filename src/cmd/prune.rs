@@ -11,9 +11,10 @@ use dsh_exec_core::{Ambient, Error, prune_spill_dirs};
 
 use crate::output::{infrastructure_error, print_stdout, usage_error};
 
-/// Prunes the spill directories in `spill_dir`, else in `STATE/spill` and
-/// the temp dir (where runs spill by default), that nothing changed for
-/// `older_than`; prints how many and how many bytes.
+/// Prunes the spill directories in `spill_dir`, else in the configuration
+/// file's `spill_dir`, `STATE/spill` and the temp dir (where runs spill),
+/// that nothing changed for `older_than`; prints how many and how many
+/// bytes. A configured directory that does not exist is skipped.
 pub(crate) fn prune(spill: bool, older_than: Duration, spill_dir: Option<PathBuf>) -> ExitCode {
     if !spill {
         return usage_error("prune needs --spill (spill directories are what it removes)");
@@ -22,8 +23,22 @@ pub(crate) fn prune(spill: bool, older_than: Duration, spill_dir: Option<PathBuf
         Some(dir) => vec![dir],
         None => match Ambient::current(None) {
             Ok(ambient) => {
-                let mut parents = vec![default_spill_parent(&ambient), ambient.temp_dir.clone()];
-                parents.dedup();
+                // Where runs spill: the configuration file's `spill_dir`
+                // (relative to here, as a run takes it), then the built-in
+                // places.
+                let configured = match dsh_exec_core::request::config::load(&ambient.env) {
+                    Ok(config) => config.and_then(|c| c.defaults.spill_dir),
+                    Err(e) => return infrastructure_error(&e, false),
+                };
+                let mut parents: Vec<PathBuf> = configured
+                    .map(|p| ambient.cwd.join(p))
+                    .into_iter()
+                    .collect();
+                for place in [default_spill_parent(&ambient), ambient.temp_dir.clone()] {
+                    if !parents.contains(&place) {
+                        parents.push(place);
+                    }
+                }
                 parents
             }
             Err(e) => {

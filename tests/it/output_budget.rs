@@ -355,3 +355,42 @@ fn file_size_max_bounds_the_files_the_command_writes_not_its_output() {
         "{text}"
     );
 }
+
+/// `prune --spill` without `--spill-dir` looks where runs spill: the
+/// configuration file's `spill_dir` too, not only the built-in places.
+#[test]
+fn prune_spill_looks_in_the_configured_spill_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let spills = dir.path().join("spills");
+    std::fs::create_dir(&spills).unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!("[defaults]\nspill_dir = {:?}\n", spills.to_str().unwrap()),
+    )
+    .unwrap();
+    let v = Test::new()
+        .env("DSH_EXEC_CONFIG", &cfg)
+        .args(["--json", "--stdout-max-bytes", "1", "--", "echo x"])
+        .run()
+        .json();
+    let old = std::path::PathBuf::from(v["stdout"]["spill_path"].as_str().unwrap());
+    assert!(old.starts_with(&spills), "{v}");
+    for p in [old.clone(), old.parent().unwrap().to_path_buf()] {
+        let s = std::process::Command::new("touch")
+            .args(["-h", "-d", "10 days ago"])
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(s.success());
+    }
+    Test::new()
+        .env("DSH_EXEC_CONFIG", &cfg)
+        .args(["prune", "--spill"])
+        .run()
+        .expect_status(0);
+    assert!(
+        !old.parent().unwrap().exists(),
+        "the configured spill dir was not pruned"
+    );
+}
