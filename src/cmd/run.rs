@@ -59,6 +59,17 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return infrastructure_error(&e, json),
     };
+    if json && spec.stream.is_some() {
+        // The live copy went to stderr: the log it makes ends as the text
+        // form does, with where the full streams are (or the kept output,
+        // when the live copy fell behind), the notices and the marker, so
+        // that a CI log never stops without saying how the run ended.
+        let color = use_color(color) && std::io::stderr().is_terminal();
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            render_after_stream(&result, color).as_bytes(),
+        );
+    }
     let text = if json {
         to_json(&result)
     } else if spec.stream.is_some() {

@@ -50,7 +50,10 @@ fn with_json_the_live_output_goes_to_stderr_and_the_object_alone_to_stdout() {
             "echo out; sleep 0.2; echo err >&2; exit 2",
         ])
         .run();
-    out.expect_status(2).expect_stderr("out\nerr\n");
+    // The log the live copy makes ends as the text form does: the marker
+    // says how the run ended.
+    out.expect_status(2)
+        .expect_stderr("out\nerr\n[exit code: 2]\n");
     let v = out.json();
     assert_eq!(v["stdout"]["text"], "out\n");
     assert_eq!(v["stderr"]["text"], "err\n");
@@ -75,8 +78,17 @@ fn streaming_keeps_the_budget_and_the_spill_file() {
         .output()
         .unwrap()
         .stdout;
-    assert_eq!(out.stderr.as_bytes(), all);
     let v = out.json();
+    let (live, end) = out.stderr.as_bytes().split_at(all.len());
+    assert_eq!(live, all);
+    assert_eq!(
+        String::from_utf8_lossy(end),
+        format!(
+            "[stdout: {} bytes shown live, 9 kept; full stream: {}]\n[exit code: 0]\n",
+            all.len(),
+            v["stdout"]["spill_path"].as_str().unwrap()
+        )
+    );
     assert_eq!(v["stdout"]["truncated"], true);
     assert_eq!(
         std::fs::read(v["stdout"]["spill_path"].as_str().unwrap()).unwrap(),
@@ -229,4 +241,24 @@ fn live_output_cannot_forge_a_notice_and_the_marker_gets_its_own_line() {
         "{}",
         out.stdout
     );
+}
+
+/// With `--json`, a CI log made of the live copy never stops without
+/// saying how the run ended: a timeout's notice and the marker follow it on
+/// stderr, on a line of their own after output that ended mid-line.
+#[test]
+fn with_json_the_live_log_ends_with_the_notices_and_the_marker() {
+    let out = Test::new()
+        .args([
+            "--stream",
+            "--json",
+            "--timeout",
+            "300ms",
+            "--",
+            "echo started; printf partial; sleep 10",
+        ])
+        .run();
+    out.expect_status(124)
+        .expect_stderr("started\npartial\n[timed out after 300ms]\n[killed by signal: SIGTERM]\n");
+    assert_eq!(out.json()["timed_out"], true);
 }

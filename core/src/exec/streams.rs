@@ -266,14 +266,19 @@ impl Live {
     /// Waits, at most [`LIVE_FLUSH`], for the queued live output to be
     /// written (as fast as its reader takes it); the bytes of (stdout,
     /// stderr) not shown live.
-    /// Whether the live output ended mid-line where this process's stdout
-    /// goes (the result follows there): the last byte written to stdout, or
-    /// to stderr when stderr was written last and is the same file as
-    /// stdout (`2>&1`), is not a newline.
+    /// Whether the live output ended mid-line where the result's end
+    /// follows it: with `--json` ([`LiveOutput::Stderr`]) this process's
+    /// stderr, whose last byte written is not a newline; otherwise its
+    /// stdout: the last byte written to stdout, or to stderr when stderr was
+    /// written last and is the same file as stdout (`2>&1`), is not a
+    /// newline.
     fn ended_mid_line(&self) -> bool {
         let Ok(e) = self.ends.lock() else {
             return false;
         };
+        if self.target == Some(LiveOutput::Stderr) {
+            return e.last[1].is_some_and(|b| b != b'\n');
+        }
         let same_file = {
             let id = |fd: std::os::fd::BorrowedFd<'_>| {
                 nix::sys::stat::fstat(fd).ok().map(|s| (s.st_dev, s.st_ino))
