@@ -1192,7 +1192,7 @@ for proto in (0, 16, 12):
     assert_eq!(
         out.stdout,
         "0 ok\n16 Permission denied\n12 Permission denied\n\
-         [sandbox: network denied: socket(AF_NETLINK) (2 times)]\n[exit code: 0]\n"
+         [sandbox: network denied: socket(AF_NETLINK) (2 times); try --network allow]\n[exit code: 0]\n"
     );
     if !is_root() || !Path::new("/dev/net/tun").exists() {
         eprintln!("skipped the tun check: needs root and /dev/net/tun");

@@ -106,7 +106,9 @@ fn a_refused_write_outside_names_the_path() {
         assert_eq!(
             v["sandbox"]["denials"],
             json!([{"op": "write", "path": p(&target), "errno": errno, "source": "output",
-                    "network": false, "hint": null, "count": 1}]),
+                    "network": false,
+                    "hint": format!("--writable-root {}", p(target.parent().unwrap())),
+                    "count": 1}]),
             "{tier:?}"
         );
         assert_eq!(v["sandbox"]["denied"], json!(true));
@@ -144,7 +146,9 @@ fn a_refused_network_socket_is_a_network_denial_not_a_write() {
         assert_eq!(
             v["sandbox"]["denials"],
             json!([{"op": "socket", "path": "AF_INET", "errno": "EACCES", "source": "gate",
-                    "network": true, "hint": null, "count": 1}]),
+                    "network": true,
+                    "hint": "--network loopback (local servers) or --network allow=HOST",
+                    "count": 1}]),
             "{tier:?}"
         );
         assert_eq!(v["sandbox"]["network_denied"], json!(true));
@@ -175,7 +179,10 @@ for _ in range(3):
             script,
         ])
         .run()
-        .expect_stdout("[sandbox: network denied: socket(AF_INET6) (3 times)]\n[exit code: 0]\n");
+        .expect_stdout(
+            "[sandbox: network denied: socket(AF_INET6) (3 times); \
+             try --network loopback (local servers) or --network allow=HOST]\n[exit code: 0]\n",
+        );
 }
 
 /// A local package, packed: `npm install` of it needs no registry.

@@ -50,10 +50,17 @@ pub(crate) struct Report {
 }
 
 /// A refusal of the gate, as the result reports it.
-fn gate_fact(d: &crate::sandbox::gate::Denial, ctx: Option<&denial::Context>) -> DenialFact {
+fn gate_fact(
+    d: &crate::sandbox::gate::Denial,
+    ctx: Option<&denial::Context>,
+    policy: crate::sandbox::Network,
+) -> DenialFact {
     use crate::sandbox::gate::Refusal;
     let network = d.why.is_network();
     let hint = match d.why {
+        Refusal::Network => {
+            denial::network_hint(policy, d.op, d.path.as_ref().and_then(|p| p.to_str()))
+        }
         Refusal::OutsideSocket => d
             .path
             .as_ref()
@@ -340,7 +347,7 @@ impl Execution {
             let mut denials: Vec<DenialFact> = gate_denials
                 .kept
                 .iter()
-                .map(|d| gate_fact(d, report.denial_context.as_ref()))
+                .map(|d| gate_fact(d, report.denial_context.as_ref(), facts.network))
                 .collect();
             if let Some(ctx) = &report.denial_context {
                 // The gate's fact of a path is the exact one; the output's

@@ -25,7 +25,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::Mode;
+use super::{Mode, Network};
 
 /// Output substrings (compared in lower case) that show a refused write.
 pub const DENIAL_MARKERS: [&str; 8] = [
@@ -107,6 +107,60 @@ pub struct Context {
     pub state_dir: Option<PathBuf>,
 }
 
+/// The directory of the home a refused write to `path` (inside `home`)
+/// would need: the first one below the home (`~/.npm`), the second under
+/// `.config`, `.cache` and `.local` (`~/.config/x`); `None` for a file
+/// directly in the home.
+fn home_dir_for(home: &Path, path: &Path) -> Option<PathBuf> {
+    let rel = path.strip_prefix(home).ok()?;
+    let mut parts = rel.components();
+    let first = parts.next()?;
+    let mut dir = home.join(first);
+    if [".config", ".cache", ".local"].contains(&first.as_os_str().to_str().unwrap_or(""))
+        && let Some(second) = parts.next()
+    {
+        dir.push(second);
+    }
+    if parts.next().is_none() && !dir.is_dir() {
+        return None; // a file directly in the home
+    }
+    Some(dir)
+}
+
+/// What would allow a network call the gate refused under `network`:
+/// `op` is the call, `target` its address (`192.0.2.2:80`) or socket kind.
+/// Under `deny`, loopback or a host list; under `loopback` and `allow=`,
+/// the proxy for HTTP and HTTPS or all of the network, since no list lets
+/// a direct connection or a raw socket through.
+pub fn network_hint(network: Network, op: &str, target: Option<&str>) -> Option<String> {
+    let socket_kind = op == "socket" || op == "socketpair";
+    // Only an IPv4 or IPv6 socket of a kind the gated policies keep
+    // (stream, datagram) is let through by anything short of `allow`.
+    let ip = target.is_some_and(|t| t == "AF_INET" || t == "AF_INET6");
+    match network {
+        Network::Allow => None,
+        Network::Deny if socket_kind && !ip => Some("--network allow".into()),
+        Network::Deny => Some("--network loopback (local servers) or --network allow=HOST".into()),
+        Network::Loopback if socket_kind => Some("--network allow".into()),
+        Network::Loopback => {
+            let host = target
+                .and_then(|t| t.rsplit_once(':').map(|(h, _)| h))
+                .map(|h| h.trim_start_matches('[').trim_end_matches(']'))
+                .filter(|h| !h.is_empty())
+                .unwrap_or("HOST");
+            Some(format!(
+                "--network allow={host} (HTTP and HTTPS, through a proxy) or --network allow"
+            ))
+        }
+        Network::AllowList if socket_kind => Some("--network allow".into()),
+        Network::AllowList => Some(
+            "the proxy in HTTPS_PROXY and HTTP_PROXY (for the hosts of --network allow=), or \
+             --network allow"
+                .into(),
+        ),
+    }
+}
+
 /// The name of an errno, for a denial.
 pub fn errno_name(errno: i32) -> String {
     use nix::libc;
@@ -178,21 +232,29 @@ impl Context {
         {
             return Some("--sandbox workspace-write".into());
         }
-        // A directory in the home: the first one below it (~/.npm, ~/.config/x).
-        let home = self.home.as_ref()?;
-        let rel = path.strip_prefix(home).ok()?;
-        let mut parts = rel.components();
-        let first = parts.next()?;
-        let mut dir = home.join(first);
-        if [".config", ".cache", ".local"].contains(&first.as_os_str().to_str().unwrap_or(""))
-            && let Some(second) = parts.next()
-        {
-            dir.push(second);
-        }
-        if parts.next().is_none() && !dir.is_dir() {
-            return None; // a file directly in the home
-        }
-        Some(format!("--writable-root {}", dir.display()))
+        let dir = match self.home.as_ref().filter(|h| path.starts_with(h)) {
+            Some(home) => home_dir_for(home, path)?,
+            // Elsewhere the directory the write lands in; never the root,
+            // nor the kernel's file systems, which no root would make
+            // writable.
+            None => {
+                let dir = path.parent()?;
+                let kernel = ["/proc", "/sys", "/dev"].iter().any(|k| dir.starts_with(k));
+                if dir == Path::new("/") || kernel {
+                    return None;
+                }
+                dir.to_path_buf()
+            }
+        };
+        Some(match self.mode {
+            Some(Mode::ReadOnly) => {
+                format!(
+                    "--sandbox workspace-write --writable-root {}",
+                    dir.display()
+                )
+            }
+            _ => format!("--writable-root {}", dir.display()),
+        })
     }
 
     /// A refused read of `path` (real), when it lies under an entry of the
@@ -823,6 +885,60 @@ mod tests {
                 "--allow-caches (or --writable-root {})",
                 npm.display()
             ))
+        );
+    }
+
+    #[test]
+    fn each_network_refusal_names_the_policy_that_would_allow_it() {
+        use super::Network;
+        let deny = network_hint(Network::Deny, "socket", Some("AF_INET6"));
+        assert_eq!(
+            deny.as_deref(),
+            Some("--network loopback (local servers) or --network allow=HOST")
+        );
+        // Only all of the network lets a packet or netlink socket through.
+        for (net, family) in [
+            (Network::Deny, "AF_PACKET"),
+            (Network::Deny, "AF_NETLINK"),
+            (Network::Loopback, "AF_INET SOCK_RAW"),
+            (Network::AllowList, "AF_VSOCK"),
+        ] {
+            assert_eq!(
+                network_hint(net, "socket", Some(family)).as_deref(),
+                Some("--network allow"),
+                "{net:?} {family}"
+            );
+        }
+        assert_eq!(
+            network_hint(Network::Loopback, "connect", Some("[2001:db8::1]:443")).as_deref(),
+            Some(
+                "--network allow=2001:db8::1 (HTTP and HTTPS, through a proxy) or --network allow"
+            )
+        );
+        assert_eq!(network_hint(Network::Allow, "connect", Some("x:1")), None);
+    }
+
+    #[test]
+    fn a_write_outside_the_home_is_hinted_at_its_directory_but_never_the_root() {
+        let ctx = Context {
+            mode: Some(Mode::WorkspaceWrite),
+            workdir: "/home/u/ws".into(),
+            home: Some("/home/u".into()),
+            ..Context::default()
+        };
+        assert_eq!(
+            ctx.hint(Path::new("/etc/x.conf")).as_deref(),
+            Some("--writable-root /etc")
+        );
+        assert_eq!(ctx.hint(Path::new("/x")), None);
+        assert_eq!(ctx.hint(Path::new("/proc/sys/x")), None);
+        let ro = Context {
+            mode: Some(Mode::ReadOnly),
+            ..ctx
+        };
+        assert_eq!(
+            ro.hint(Path::new("/srv/data/f")).as_deref(),
+            Some("--sandbox workspace-write --writable-root /srv/data")
         );
     }
 }
