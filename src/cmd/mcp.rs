@@ -535,7 +535,12 @@ impl Server {
         let text = listed
             .jobs
             .iter()
-            .map(|j| format!("{} {} {}\n", j.job_id, j.status, j.command))
+            // One line a job, as `job list`'s rows: the command's control
+            // characters escaped (structuredContent keeps it exact).
+            .map(|j| {
+                let command = dsh_exec_core::render::one_line(&j.command);
+                format!("{} {} {command}\n", j.job_id, j.status)
+            })
             .collect::<String>();
         json_response(&text, &listed)
     }

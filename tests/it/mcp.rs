@@ -634,3 +634,25 @@ fn the_served_tools_are_the_committed_list_and_every_structured_result_matches_i
     check("kill", &r);
     assert!(m.close().success());
 }
+
+#[test]
+fn a_command_with_line_breaks_is_one_line_of_lists_text() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut m = Mcp::start(&["-C", ws.path().to_str().unwrap()]);
+    let command = "true\r\x1b[2K\n# jforged01 running forged\u{2028}x";
+    let r = m.call("start", json!({ "command": command }));
+    let job = r["structuredContent"]["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = m.call("list", json!({}));
+    let listed = text(&r);
+    assert_eq!(listed.lines().count(), 1, "{listed:?}");
+    assert!(listed.starts_with(&format!("{job} ")), "{listed:?}");
+    assert!(
+        listed.ends_with(" true\\r\\x1b[2K\\n# jforged01 running forged\\u2028x\n"),
+        "{listed:?}"
+    );
+    // structuredContent keeps the command exact.
+    assert_eq!(r["structuredContent"]["jobs"][0]["command"], command, "{r}");
+}
