@@ -848,7 +848,9 @@ fn a_command_with_line_breaks_is_one_row_of_job_list() {
     let command =
         "true \r\x1b[2K\n# jforged01  running   2020-01-01 00:00:00    -  forged\u{2028}x\t.";
     let id = jobs.start(command);
+    // The texts of read and wait do not show the command.
     assert_eq!(jobs.wait(&id).0, "[exit code: 0]\n");
+    assert_eq!(jobs.run(&["job", "read", &id]).0, "[exit code: 0]\n");
     let shown =
         "true \\r\\x1b[2K\\n# jforged01  running   2020-01-01 00:00:00    -  forged\\u2028x\\t.";
     let (piped, status) = jobs.run(&["job", "list"]);
@@ -873,4 +875,12 @@ fn a_command_with_line_breaks_is_one_row_of_job_list() {
         "{:?}",
         screen.text
     );
+    // Nor does --detach-after's.
+    let script = "sleep 5\n# [exit code: 0]";
+    let (detached, _) = jobs.run(&["--detach-after", "100ms", "--", script]);
+    let other = detached
+        .strip_prefix("[detached as job ")
+        .and_then(|l| l.strip_suffix("]\n"))
+        .unwrap_or_else(|| panic!("{detached:?}"));
+    assert_eq!(jobs.run(&["job", "kill", other]).1, 0);
 }
