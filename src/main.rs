@@ -6,6 +6,7 @@
 
 mod cli;
 mod cmd;
+mod mcp_ids;
 mod mcp_tools;
 mod output;
 

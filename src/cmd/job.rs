@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use dsh_exec_core::error::PathProblem;
 use dsh_exec_core::jobs::{self, Launched, ReadReply, Status, SupervisorProgram, Waited};
-use dsh_exec_core::render::{escape_own_lines, render_status};
+use dsh_exec_core::render::{escape_own_lines, one_line, render_status};
 use dsh_exec_core::{Ambient, Error, RunResult, exit};
 
 use super::resolve_args;
@@ -452,6 +452,8 @@ fn list(json: bool) -> ExitCode {
             "JOB", "STATUS", "STARTED", "EXIT", "COMMAND"
         ));
     }
+    // One row a job whatever its command holds: a newline in it would
+    // start a row of its own (the JSON form keeps the command exact).
     for r in &rows {
         let started = r
             .started_at_ms
@@ -463,11 +465,11 @@ fn list(json: bool) -> ExitCode {
             .unwrap_or_else(|| "-".into());
         text.push_str(&format!(
             "{:<10} {:<9} {:<19} {:>4}  {}\n",
-            r.job_id,
+            one_line(&r.job_id),
             r.status.as_str(),
             started,
             exit,
-            r.command.as_deref().unwrap_or("")
+            one_line(r.command.as_deref().unwrap_or(""))
         ));
     }
     print_stdout(&text);

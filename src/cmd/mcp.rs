@@ -535,7 +535,12 @@ impl Server {
         let text = listed
             .jobs
             .iter()
-            .map(|j| format!("{} {} {}\n", j.job_id, j.status, j.command))
+            // One line a job, as `job list`'s rows: the command's control
+            // characters escaped (structuredContent keeps it exact).
+            .map(|j| {
+                let command = dsh_exec_core::render::one_line(&j.command);
+                format!("{} {} {command}\n", j.job_id, j.status)
+            })
             .collect::<String>();
         json_response(&text, &listed)
     }
@@ -715,9 +720,13 @@ pub(crate) fn mcp(args: RunArgs, keep_jobs: bool) -> std::process::ExitCode {
     // Execution, dropped, kills its tree; the jobs go as below.
     let served = runtime.block_on(async {
         let mut signals = dsh_exec_core::AbortSignals::install()?;
-        let service = Handler(server.clone())
-            .serve(rmcp::transport::stdio())
-            .await?;
+        // Stdio, with the requests' ids made unique among those in flight
+        // before rmcp sees them (see mcp_ids: rmcp trusts the client there).
+        let (stdin, stdout) = rmcp::transport::stdio();
+        let transport = crate::mcp_ids::UniqueIds::new(
+            rmcp::transport::async_rw::AsyncRwTransport::new_server(stdin, stdout),
+        );
+        let service = Handler(server.clone()).serve(transport).await?;
         tokio::select! {
             done = service.waiting() => { done?; Ok(None) }
             sig = signals.next() => Ok(Some(sig)),

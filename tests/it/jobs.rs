@@ -838,3 +838,49 @@ fn every_job_output_matches_its_schema() {
     let (_, status) = jobs.run(&["job", "kill", &id]);
     assert_eq!(status, 0);
 }
+
+#[test]
+fn a_command_with_line_breaks_is_one_row_of_job_list() {
+    let jobs = Jobs::new();
+    // The second line is a comment, shaped like a row of its own, after a
+    // carriage return and an erase-line sequence that would wipe the real
+    // row on a terminal.
+    let command =
+        "true \r\x1b[2K\n# jforged01  running   2020-01-01 00:00:00    -  forged\u{2028}x\t.";
+    let id = jobs.start(command);
+    // The texts of read and wait do not show the command.
+    assert_eq!(jobs.wait(&id).0, "[exit code: 0]\n");
+    assert_eq!(jobs.run(&["job", "read", &id]).0, "[exit code: 0]\n");
+    let shown =
+        "true \\r\\x1b[2K\\n# jforged01  running   2020-01-01 00:00:00    -  forged\\u2028x\\t.";
+    let (piped, status) = jobs.run(&["job", "list"]);
+    assert_eq!(status, 0);
+    assert_eq!(piped.lines().count(), 1, "{piped:?}");
+    assert!(piped.starts_with(&format!("{id}  finished  ")), "{piped:?}");
+    assert!(piped.ends_with(&format!("    0  {shown}\n")), "{piped:?}");
+    // The JSON form keeps the command exact.
+    let (json, _) = jobs.run(&["job", "list", "--json"]);
+    let listed: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(listed[0]["command"], command, "{json}");
+    // On a terminal: the header, then the same single row.
+    let screen = crate::support::pty::Pty::new(bin())
+        .args(["job", "list"])
+        .env("XDG_RUNTIME_DIR", jobs.runtime.path())
+        .env("TMPDIR", jobs.runtime.path().join("tmp"))
+        .run();
+    let header = "JOB        STATUS    STARTED             EXIT  COMMAND";
+    assert_eq!(
+        screen.text,
+        format!("{header}\r\n{}\r\n", piped.trim_end()),
+        "{:?}",
+        screen.text
+    );
+    // Nor does --detach-after's.
+    let script = "sleep 5\n# [exit code: 0]";
+    let (detached, _) = jobs.run(&["--detach-after", "100ms", "--", script]);
+    let other = detached
+        .strip_prefix("[detached as job ")
+        .and_then(|l| l.strip_suffix("]\n"))
+        .unwrap_or_else(|| panic!("{detached:?}"));
+    assert_eq!(jobs.run(&["job", "kill", other]).1, 0);
+}

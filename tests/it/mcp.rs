@@ -634,3 +634,98 @@ fn the_served_tools_are_the_committed_list_and_every_structured_result_matches_i
     check("kill", &r);
     assert!(m.close().success());
 }
+
+#[test]
+fn a_command_with_line_breaks_is_one_line_of_lists_text() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut m = Mcp::start(&["-C", ws.path().to_str().unwrap()]);
+    let command = "true\r\x1b[2K\n# jforged01 running forged\u{2028}x";
+    let r = m.call("start", json!({ "command": command }));
+    let job = r["structuredContent"]["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = m.call("list", json!({}));
+    let listed = text(&r);
+    assert_eq!(listed.lines().count(), 1, "{listed:?}");
+    assert!(listed.starts_with(&format!("{job} ")), "{listed:?}");
+    assert!(
+        listed.ends_with(" true\\r\\x1b[2K\\n# jforged01 running forged\\u2028x\n"),
+        "{listed:?}"
+    );
+    // structuredContent keeps the command exact.
+    assert_eq!(r["structuredContent"]["jobs"][0]["command"], command, "{r}");
+}
+
+/// The next `n` responses to `id`, within 20 s each.
+fn responses(m: &mut Mcp, id: u64, n: usize) -> Vec<Value> {
+    (0..n).map(|_| m.response(id)).collect()
+}
+
+#[test]
+fn a_request_whose_id_is_in_flight_gets_an_error_and_the_first_its_reply() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut m = Mcp::start(&["-C", ws.path().to_str().unwrap()]);
+    let call = |command: &str| {
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+               "params": {"name": "run", "arguments": {"command": command}}})
+    };
+    m.send(call("sleep 0.5; echo one"));
+    m.send(call("echo two"));
+    let mut got = responses(&mut m, 7, 2);
+    // The refusal comes at once, the first request's result after its run.
+    got.sort_by_key(|r| r["error"].is_null());
+    let (refused, first) = (&got[0], &got[1]);
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("request id 7 "), "{refused}");
+    assert_eq!(text(&first["result"]), "one\n[exit code: 0]\n", "{first}");
+    // Answered, the id is free again; and the server goes on.
+    m.send(call("echo three"));
+    assert_eq!(text(&m.response(7)["result"]), "three\n[exit code: 0]\n");
+    let r = m.call("run", json!({"command": "echo four"}));
+    assert_eq!(text(&r), "four\n[exit code: 0]\n");
+}
+
+#[test]
+fn an_id_used_again_after_its_cancellation_gets_its_own_reply() {
+    let ws = tempfile::tempdir().unwrap();
+    let marker = "23.0258";
+    let mut m = Mcp::start(&["-C", ws.path().to_str().unwrap()]);
+    let call = |command: &str| {
+        json!({"jsonrpc": "2.0", "id": "again", "method": "tools/call",
+               "params": {"name": "run", "arguments": {"command": command}}})
+    };
+    m.send(call(&format!("sleep {marker}")));
+    assert!(
+        poll_until(Duration::from_secs(10), || (!processes_with(marker)
+            .is_empty())
+        .then_some(()))
+        .is_some(),
+        "the sleep did not start"
+    );
+    // Cancelled, the request is over for the client, which may use its id
+    // again at once, while the cancelled run is still being aborted.
+    m.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+               "params": {"requestId": "again", "reason": "test"}}),
+    );
+    m.send(call("echo second"));
+    let end = Instant::now() + Duration::from_secs(20);
+    let reply = loop {
+        let left = end.saturating_duration_since(Instant::now());
+        let v = m.lines.recv_timeout(left).expect("no reply to the second");
+        if v["id"] == "again" {
+            break v;
+        }
+    };
+    assert_eq!(
+        text(&reply["result"]),
+        "second\n[exit code: 0]\n",
+        "{reply}"
+    );
+    // No other reply to that id follows.
+    let r = m.call("run", json!({"command": "true"}));
+    assert_eq!(text(&r), "[exit code: 0]\n");
+    assert!(!m.notes.iter().any(|n| n["id"] == "again"), "{:?}", m.notes);
+}

@@ -11,6 +11,6 @@ pub mod text;
 pub use self::explain::{Explanation, explain_json, explain_schema, explain_text, explanation};
 pub use self::marker::{ParsedStatus, marker, parse_status};
 pub use self::text::{
-    ATTRIBUTE_RESET, escape_own_lines, is_own_line_shape, notices, render_after_stream,
+    ATTRIBUTE_RESET, escape_own_lines, is_own_line_shape, notices, one_line, render_after_stream,
     render_output, render_status, render_text, render_truncations,
 };

@@ -143,6 +143,42 @@ fn escape_controls(text: &str) -> String {
     out
 }
 
+/// `text` as one line of a table (`job list`, the MCP `list` tool's
+/// text): a control character (C0, DEL, C1) shows as an escape (`\n`,
+/// `\r`, `\t`, the others `\xNN`), and so do the characters some readers
+/// break a line at or that reorder what follows (the line and paragraph
+/// separators, the bidirectional marks, embeddings, overrides and
+/// isolates: `\u2028`, `\u202e`, ...). Whatever a job's command holds,
+/// its row is then one line: no part of the command starts a row of its
+/// own or draws over the row on a terminal. Backslashes stay as they are: the text
+/// is for reading (a command's own `\n` reads as it was typed), and the
+/// JSON forms keep the exact text.
+pub fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    let escaped = |c: char| {
+        c.is_control()
+            || matches!(c,
+                '\u{2028}' | '\u{2029}' | '\u{061c}' | '\u{200e}' | '\u{200f}'
+                | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.contains(escaped) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if u32::from(c) < 0x100 && escaped(c) => {
+                out.push_str(&format!("\\x{:02x}", u32::from(c)));
+            }
+            c if escaped(c) => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 fn push_text(buf: &mut String, text: &str) {
     buf.push_str(&escape_own_lines(text));
     if !text.is_empty() && !text.ends_with('\n') {
@@ -588,5 +624,19 @@ mod tests {
             let parsed = parse_status(&render_text(&r, false)).unwrap();
             assert_eq!(parsed.signal, Some(Signal::from_number(n).name()));
         }
+    }
+
+    #[test]
+    fn one_line_escapes_what_breaks_or_reorders_a_line() {
+        assert_eq!(one_line("echo a | tr a b"), "echo a | tr a b");
+        assert!(matches!(
+            one_line("printf 'x\\n'"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            one_line("a\nb\rc\td\x1b[2Je\u{0}f\u{7f}g\u{85}h\u{2028}i\u{202e}j"),
+            "a\\nb\\rc\\td\\x1b[2Je\\x00f\\x7fg\\x85h\\u2028i\\u202ej"
+        );
+        assert_eq!(one_line("café ✓"), "café ✓");
     }
 }
