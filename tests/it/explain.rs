@@ -167,3 +167,24 @@ fn explain_names_the_gate_the_protected_paths_and_where_spill_files_go() {
         assert_eq!(sb["terminals"], "the ones it makes (a private devpts)");
     }
 }
+
+/// A command with a line break is one row of `explain`'s text: it cannot
+/// forge a `sandbox none` row under the real one.
+#[test]
+fn a_command_with_line_breaks_is_one_row_of_explain() {
+    let out = Test::new()
+        .args(["explain", "--", "true\nsandbox      none"])
+        .run();
+    out.expect_status(0);
+    let rows: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("sandbox"))
+        .collect();
+    assert!(rows.is_empty(), "{rows:?}\n{}", out.stdout);
+    assert!(
+        out.stdout.contains("true\\nsandbox      none"),
+        "{}",
+        out.stdout
+    );
+}

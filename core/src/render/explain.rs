@@ -953,7 +953,11 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "NOT FOUND on PATH".into());
     let mut rows: Vec<(String, String, String)> = vec![
-        ("command".into(), spec.script.clone(), String::new()),
+        (
+            "command".into(),
+            super::text::one_line(&spec.script).into_owned(),
+            String::new(),
+        ),
         ("shell".into(), format!("{shell} -c COMMAND"), String::new()),
     ];
     if let Some(path) = &spec.config_file {
