@@ -19,9 +19,10 @@
 //!    (never a name resolved again), and then relays bytes both ways
 //!    unchanged: a `CONNECT` tunnel carries TLS end to end (no
 //!    interception); a plain request is sent on in origin form
-//!    (`GET /path`), its `Proxy-*` and hop-by-hop headers dropped, with
-//!    `Connection: close`, so every later byte of that client connection
-//!    goes to the same checked destination.
+//!    (`GET /path`) with `Host` set to the target judged (whatever the
+//!    client sent: a server may serve several names), its `Proxy-*` and
+//!    hop-by-hop headers dropped, with `Connection: close`, so every later
+//!    byte of that client connection goes to the same checked destination.
 //!
 //! Refusals are recorded ([`NetworkStats`]) and answered with a one-line
 //! body naming the rule. Relaying copies through a 64 KiB buffer per
@@ -458,6 +459,22 @@ fn authority(auth: &str, default: Option<u16>) -> Option<(String, u16)> {
     Some((host, port))
 }
 
+/// The Host field of a request to `host` (normalized, or an address)
+/// and `port`: `[v6]` for an IPv6 address, and the port unless it is
+/// http's default, 80 (RFC 9110 4.2.1, 7.2).
+fn host_field(host: &str, port: u16) -> String {
+    let host = match parse_addr(host) {
+        Some(IpAddr::V6(a)) => format!("[{a}]"),
+        _ if host.contains(':') => format!("[{host}]"),
+        _ => host.to_string(),
+    };
+    if port == 80 {
+        host
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 /// Headers a proxy does not pass on (RFC 9110 7.6.1, and the proxy's own).
 fn hop_by_hop(name: &str) -> bool {
     [
@@ -512,6 +529,9 @@ fn head_of(req: &httparse::Request, rest: Vec<u8>) -> Result<Head, (u16, String)
     let method = req.method.unwrap_or("");
     let target = req.path.unwrap_or("");
     if method.eq_ignore_ascii_case("CONNECT") {
+        // The target is what is judged and dialed; the request's own
+        // headers, Host among them, go nowhere, and what the tunnel
+        // carries is the client's (TLS end to end: nothing to rewrite).
         let (host, port) = authority(target, None)
             .ok_or_else(|| (400, format!("CONNECT needs host:port, not '{target}'")))?;
         return Ok(Head {
@@ -546,24 +566,43 @@ fn head_of(req: &httparse::Request, rest: Vec<u8>) -> Result<Head, (u16, String)
         p if p.starts_with('/') => p.to_string(),
         p => format!("/{p}"),
     };
+    // Host names the server's virtual host, and a server behind the listed
+    // address may serve others: what goes upstream is the target judged.
+    // A proxy that gets the absolute form ignores the Host it was sent and
+    // sends the target's authority instead (RFC 9112 3.2.2, RFC 9110 7.2);
+    // several Host lines, or none in HTTP/1.1, are answered 400, as a
+    // server must (RFC 9112 3.2).
+    let hosts = req
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("host"))
+        .count();
+    let version = req.version.unwrap_or(1).min(1);
+    if hosts > 1 {
+        return Err((
+            400,
+            format!("a request with {hosts} Host headers: send one (RFC 9112 3.2)"),
+        ));
+    }
+    if hosts == 0 && version == 1 {
+        return Err((
+            400,
+            "an HTTP/1.1 request without a Host header (RFC 9112 3.2)".into(),
+        ));
+    }
     let mut head = format!(
-        "{method} {path} HTTP/1.{}\r\n",
-        req.version.unwrap_or(1).min(1)
+        "{method} {path} HTTP/1.{version}\r\nHost: {}\r\n",
+        host_field(&host, port)
     )
     .into_bytes();
-    let mut has_host = false;
     for h in req.headers.iter() {
-        if hop_by_hop(h.name) {
+        if hop_by_hop(h.name) || h.name.eq_ignore_ascii_case("host") {
             continue;
         }
-        has_host |= h.name.eq_ignore_ascii_case("host");
         head.extend_from_slice(h.name.as_bytes());
         head.extend_from_slice(b": ");
         head.extend_from_slice(h.value);
         head.extend_from_slice(b"\r\n");
-    }
-    if !has_host {
-        head.extend_from_slice(format!("Host: {auth}\r\n").as_bytes());
     }
     head.extend_from_slice(b"Connection: close\r\n\r\n");
     Ok(Head {
@@ -891,6 +930,48 @@ mod tests {
             "GET /x?y HTTP/1.1\r\nHost: a.org:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n"
         );
         assert_eq!(head.rest, b"BODY");
+    }
+
+    fn parsed(raw: &[u8]) -> Result<Head, (u16, String)> {
+        let mut headers = [httparse::EMPTY_HEADER; 16];
+        let mut req = httparse::Request::new(&mut headers);
+        let n = match req.parse(raw).unwrap() {
+            httparse::Status::Complete(n) => n,
+            httparse::Status::Partial => panic!("partial"),
+        };
+        head_of(&req, raw[n..].to_vec())
+    }
+
+    #[test]
+    fn host_is_the_target_s_authority_and_one_host_line_is_required() {
+        let upstream =
+            |raw: &[u8]| String::from_utf8(parsed(raw).ok().unwrap().upstream_head).unwrap();
+        // Another host, in any case: replaced, and sent first.
+        assert_eq!(
+            upstream(b"GET http://A.org./x HTTP/1.1\r\nAccept: */*\r\nhOsT: other.example\r\n\r\n"),
+            "GET /x HTTP/1.1\r\nHost: a.org\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+        );
+        assert_eq!(
+            upstream(b"GET http://[::FFFF:7f00:1]:8080/ HTTP/1.1\r\nHost: x\r\n\r\n"),
+            "GET / HTTP/1.1\r\nHost: [::ffff:127.0.0.1]:8080\r\nConnection: close\r\n\r\n"
+        );
+        // HTTP/1.0 may leave it out: it is added.
+        assert_eq!(
+            upstream(b"GET http://a.org:81/ HTTP/1.0\r\n\r\n"),
+            "GET / HTTP/1.0\r\nHost: a.org:81\r\nConnection: close\r\n\r\n"
+        );
+        for raw in [
+            &b"GET http://a.org/ HTTP/1.1\r\nHost: a.org\r\nHost: b.org\r\n\r\n"[..],
+            b"GET http://a.org/ HTTP/1.0\r\nHost: a.org\r\nhost: a.org\r\n\r\n",
+            b"GET http://a.org/ HTTP/1.1\r\nAccept: */*\r\n\r\n",
+        ] {
+            assert_eq!(parsed(raw).err().unwrap().0, 400);
+        }
+        // CONNECT: the target alone counts.
+        let h = parsed(b"CONNECT a.org:443 HTTP/1.1\r\nHost: b.org:443\r\n\r\n")
+            .ok()
+            .unwrap();
+        assert_eq!((h.host.as_str(), h.port, h.tunnel), ("a.org", 443, true));
     }
 
     #[test]
