@@ -619,6 +619,86 @@ fn the_proxy_sends_the_target_it_judged_as_host_and_refuses_an_ambiguous_one() {
     );
 }
 
+#[test]
+fn the_proxy_refuses_a_wildcard_name_that_resolves_to_an_ipv6_form_of_a_special_address() {
+    if !can_make_namespaces() {
+        return skip("needs root with CAP_SYS_ADMIN, unshare and ip for a private /etc/hosts");
+    }
+    // In a network namespace of its own with loopback alone, so that
+    // nothing leaves the host whatever the proxy does.
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts");
+    std::fs::write(
+        &hosts,
+        "127.0.0.1 localhost\n\
+         2002:7f00:1::1 six.embedded.test\n\
+         2001:0:5db8:d70e::f5ff:fffe teredo.embedded.test\n\
+         2001:db8::200:5efe:c0a8:101 isatap.embedded.test\n\
+         2002:a9fe:a9fe::1 metadata.embedded.test\n",
+    )
+    .unwrap();
+    let port = 18464;
+    let allow = format!("allow=*.embedded.test:{port},metadata.embedded.test:{port}");
+    let names = ["six", "teredo", "isatap", "metadata"];
+    let mut script: Vec<String> = names
+        .iter()
+        .map(|n| {
+            format!(
+                "curl -sS --noproxy '' -w ' %{{http_code}}\\n' http://{n}.embedded.test:{port}/"
+            )
+        })
+        .collect();
+    script.push(format!(
+        "curl -sS --noproxy '' -w ' %{{http_code}}\\n' http://[2002:7f00:1::1]:{port}/"
+    ));
+    let out = Command::new("unshare")
+        .args(["--mount", "--net", "--propagation", "private", "bash", "-c"])
+        .arg(format!(
+            "ip link set lo up && mount --bind {} /etc/hosts && \
+             exec \"$DSH\" --json --network \"$ALLOW\" -- \"$SCRIPT\"",
+            hosts.display()
+        ))
+        .env("DSH", bin())
+        .env("ALLOW", &allow)
+        .env("SCRIPT", script.join("\n"))
+        .env("HOME", "/nonexistent-home")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+    let rebinding = "only a host or address listed exactly may reach it (DNS rebinding)";
+    let reasons = [
+        "resolves to 2002:7f00:1::1 (6to4 of 127.0.0.1), a loopback address",
+        "resolves to 2001:0:5db8:d70e::f5ff:fffe (Teredo client of 10.0.0.1), a private address",
+        "resolves to 2001:db8::200:5efe:c0a8:101 (ISATAP of 192.168.1.1), a private address",
+        // Listed exactly by name, and still: metadata only by its address.
+        "resolves to 2002:a9fe:a9fe::1 (6to4 of 169.254.169.254), a cloud metadata address",
+    ]
+    .map(|r| format!("{r}: {rebinding}"));
+    let mut want = String::new();
+    for (n, r) in names.iter().zip(&reasons) {
+        want += &format!("dsh-exec: {n}.embedded.test:{port} refused: {r}\n 403\n");
+    }
+    // An address literal is judged by the list alone: only a rule naming
+    // it exactly holds it (and then it is the user's to reach).
+    want += &format!(
+        "dsh-exec: [2002:7f00:1::1]:{port} refused: not in the --network allow= list: \
+         *.embedded.test:{port},metadata.embedded.test:{port}\n 403\n"
+    );
+    assert_eq!(v["stdout"]["text"].as_str().unwrap(), want, "{v}");
+    let mut denials: Vec<serde_json::Value> = names
+        .iter()
+        .zip(&reasons)
+        .map(|(n, r)| {
+            json!({"host": format!("{n}.embedded.test"), "port": port, "reason": r, "count": 1})
+        })
+        .collect();
+    denials.push(json!({"host": "2002:7f00:1::1", "port": port,
+        "reason": "not in the --network allow= list", "count": 1}));
+    assert_eq!(v["sandbox"]["network_denials"], json!(denials));
+    assert_eq!(v["sandbox"].get("network_allowed"), None, "{v}");
+}
+
 /// A client for the proxy: CONNECT to `localhost:PORT`, then 10 MiB of
 /// seeded random bytes each way; prints the digests of what it sent and
 /// what came back.

@@ -12,9 +12,11 @@
 //!    ([`super::rules`]), else answers 403;
 //! 3. resolves the name itself (getaddrinfo(3)) and drops every address of
 //!    a special class ([`super::addr::special_class`]: loopback, private,
-//!    link-local, cloud metadata, ...) unless a rule names the host or that
-//!    address exactly: a name under a wildcard cannot be rebound to an
-//!    address inside the host or its network (DNS rebinding);
+//!    link-local, cloud metadata, ...; an IPv6 address that carries an
+//!    IPv4 address, as 6to4, Teredo, NAT64 and ISATAP do, is of that
+//!    address's class) unless a rule names the host or that address
+//!    exactly: a name under a wildcard cannot be rebound to an address
+//!    inside the host or its network (DNS rebinding);
 //! 4. connects to one of the addresses it kept, the very ones it judged
 //!    (never a name resolved again), and then relays bytes both ways
 //!    unchanged: a `CONNECT` tunnel carries TLS end to end (no
@@ -37,7 +39,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::addr::special_class;
+use super::addr::{METADATA, Special, classify, embedded_ipv4};
 use super::rules::{HostRule, normalize, parse_addr};
 
 /// The largest request head the proxy reads: 64 KiB.
@@ -650,15 +652,39 @@ fn decide(
             Err(e) => return Err((502, format!("cannot resolve {host}: {e}"))),
         },
     };
+    keep(rules, own, host, exact, resolved)
+}
+
+/// The addresses `host` resolved to that the rules let the proxy reach
+/// (`exact`: a rule names the host itself), or the refusal.
+fn keep(
+    rules: &[HostRule],
+    own: &[IpAddr],
+    host: &str,
+    exact: bool,
+    resolved: Vec<SocketAddr>,
+) -> Result<Vec<SocketAddr>, (u16, String)> {
     let mut refused = None;
     let kept: Vec<SocketAddr> = resolved
         .into_iter()
         .filter(|a| {
             let ip = super::addr::unmapped(a.ip());
-            let class = special_class(ip).or_else(|| {
+            // The address, or an IPv4 address it carries (6to4, Teredo,
+            // NAT64, ISATAP, ...), judged as that address would be.
+            let class = classify(ip).or_else(|| {
+                let inside = super::addr::ipv4_inside(ip);
                 own.iter()
-                    .any(|o| super::addr::unmapped(*o) == ip)
-                    .then_some("an address of this host")
+                    .map(|o| super::addr::unmapped(*o))
+                    .find(|o| *o == ip || matches!(o, IpAddr::V4(v4) if inside.contains(v4)))
+                    .map(|o| Special {
+                        class: "an address of this host",
+                        via: match (o, ip) {
+                            (IpAddr::V4(v4), IpAddr::V6(six)) => embedded_ipv4(six)
+                                .into_iter()
+                                .find(|(_, inner)| *inner == v4),
+                            _ => None,
+                        },
+                    })
             });
             let listed = rules
                 .iter()
@@ -667,7 +693,7 @@ fn decide(
                 None => true,
                 // A metadata service only by its address: a name, listed
                 // or not, may be its owner's to point anywhere.
-                Some(c) if c.contains("metadata") && !listed => {
+                Some(c) if c.class == METADATA && !listed => {
                     refused.get_or_insert((a.ip(), c));
                     false
                 }
@@ -681,11 +707,16 @@ fn decide(
         .collect();
     if kept.is_empty() {
         return Err(match refused {
-            Some((ip, class)) => (
+            Some((ip, c)) => (
                 403,
                 format!(
-                    "resolves to {ip}, {class}: only a host or address listed exactly may \
-                     reach it (DNS rebinding)"
+                    "resolves to {ip}{}, {}: only a host or address listed exactly may \
+                     reach it (DNS rebinding)",
+                    match c.via {
+                        Some((form, v4)) => format!(" ({form} of {v4})"),
+                        None => String::new(),
+                    },
+                    c.class
                 ),
             ),
             None => (502, format!("{host} has no address")),
@@ -994,5 +1025,53 @@ mod tests {
         // Metadata only by its address, never by a name.
         let r = rules("169.254.169.254:80");
         assert!(decide(&r, &[], "169.254.169.254", 80).is_ok());
+    }
+
+    #[test]
+    fn an_address_carrying_a_special_ipv4_address_is_judged_as_that_address() {
+        let at = |ip: &str| vec![SocketAddr::new(ip.parse().unwrap(), 80)];
+        let r = rules("*.wild.test,exact.test");
+        let own: [IpAddr; 1] = ["192.0.2.1".parse().unwrap()];
+        for (ip, why) in [
+            ("2002:7f00:1::1", "(6to4 of 127.0.0.1), a loopback address"),
+            (
+                "2001:0:5db8:d70e::f5ff:fffe",
+                "(Teredo client of 10.0.0.1), a private address",
+            ),
+            (
+                "2001:db8::200:5efe:a9fe:a9fe",
+                "(ISATAP of 169.254.169.254), a cloud metadata address",
+            ),
+            (
+                "64:ff9b::c0a8:1",
+                "(NAT64 of 192.168.0.1), a private address",
+            ),
+            (
+                "::7f00:1",
+                "(IPv4-compatible of 127.0.0.1), a loopback address",
+            ),
+            (
+                "2002:c000:201::1",
+                "(6to4 of 192.0.2.1), an address of this host",
+            ),
+        ] {
+            let (status, line) = keep(&r, &own, "a.wild.test", false, at(ip)).unwrap_err();
+            assert_eq!(status, 403);
+            assert!(
+                line.starts_with(&format!("resolves to {ip} {why}:")),
+                "{line}"
+            );
+        }
+        // A public address inside: through.
+        assert!(keep(&r, &own, "a.wild.test", false, at("2002:5db8:d70e::1")).is_ok());
+        // A name listed exactly may reach a special address, as it may
+        // the IPv4 address itself; a metadata one only by its address.
+        assert!(keep(&r, &own, "exact.test", true, at("2002:7f00:1::1")).is_ok());
+        assert!(keep(&r, &own, "exact.test", true, at("2002:a9fe:a9fe::")).is_err());
+        // The address listed exactly, and not as its IPv4 address.
+        let r = rules("[2002:7f00:1::1]:80,127.0.0.1:80");
+        assert!(decide(&r, &own, "2002:7f00:1::1", 80).is_ok());
+        assert!(keep(&r, &own, "a.wild.test", false, at("2002:7f00:1::1")).is_ok());
+        assert!(keep(&r, &own, "a.wild.test", false, at("2002:7f00:2::1")).is_err());
     }
 }
