@@ -507,6 +507,198 @@ fn the_proxy_refuses_a_wildcard_name_that_resolves_to_loopback() {
     );
 }
 
+/// A client that talks to the proxy by hand: each request head it sends
+/// (its own connection each), and the status line and body it got back.
+const RAW_REQUESTS: &str = r#"
+import base64, os, socket, sys, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTP_PROXY"])
+auth = b"Proxy-Authorization: Basic " + base64.b64encode(("%s:%s" % (proxy.username, proxy.password)).encode())
+port = sys.argv[1].encode()
+def ask(name, head):
+    s = socket.create_connection((proxy.hostname, proxy.port))
+    s.sendall(head.replace(b"PORT", port).replace(b"AUTH", auth) + b"\r\n\r\n")
+    got = b""
+    while chunk := s.recv(65536):
+        got += chunk
+    s.close()
+    status, _, rest = got.partition(b"\r\n")
+    print("%s: %s: %s" % (name, status.decode(), rest.partition(b"\r\n\r\n")[2].decode().strip()))
+ask("other host", b"GET http://localhost:PORT/ HTTP/1.1\r\nHost: other.example\r\nAUTH")
+ask("two hosts", b"GET http://localhost:PORT/ HTTP/1.1\r\nHost: localhost:PORT\r\nhost: other.example\r\nAUTH")
+ask("no host", b"GET http://localhost:PORT/ HTTP/1.1\r\nAUTH")
+ask("no host, 1.0", b"GET http://localhost:PORT/ HTTP/1.0\r\nAUTH")
+ask("connect", b"CONNECT other.example:443 HTTP/1.1\r\nHost: localhost:PORT\r\nAUTH")
+"#;
+
+/// A server on 127.0.0.1 that answers every request with the Host lines
+/// it got (`(none)` without one) and records them, until the flag is set.
+fn host_echo(
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> (std::thread::JoinHandle<Vec<String>>, u16) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let server = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            let Ok((mut s, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            };
+            s.set_nonblocking(false).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).is_ok_and(|n| n == 1) {
+                head.push(byte[0]);
+            }
+            let head = String::from_utf8_lossy(&head).into_owned();
+            let hosts: Vec<&str> = head
+                .lines()
+                .filter_map(|l| l.split_once(':'))
+                .filter(|(k, _)| k.eq_ignore_ascii_case("host"))
+                .map(|(_, v)| v.trim())
+                .collect();
+            let body = if hosts.is_empty() {
+                "(none)".to_string()
+            } else {
+                hosts.join(" + ")
+            };
+            let _ = s.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+            seen.push(body);
+        }
+        seen
+    });
+    (server, port)
+}
+
+#[test]
+fn the_proxy_sends_the_target_it_judged_as_host_and_refuses_an_ambiguous_one() {
+    // A server behind a listed address may serve other names (virtual
+    // hosts): the Host it gets is the listed target, whatever the client
+    // wrote, and a request with several or (in HTTP/1.1) none gets 400.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (server, port) = host_echo(stop.clone());
+    let out = Test::new()
+        .args(["--network"])
+        .arg(format!("allow=localhost:{port}"))
+        .args(["-e", "SCRIPT", "--"])
+        .arg(format!("python3 -c \"$SCRIPT\" {port}"))
+        .env("SCRIPT", RAW_REQUESTS)
+        .run();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let seen = server.join().unwrap();
+    assert_eq!(
+        out.stdout,
+        format!(
+            "other host: HTTP/1.1 200 OK: localhost:{port}\n\
+             two hosts: HTTP/1.1 400 Bad Request: dsh-exec: a request with 2 Host headers: \
+             send one (RFC 9112 3.2)\n\
+             no host: HTTP/1.1 400 Bad Request: dsh-exec: an HTTP/1.1 request without a Host \
+             header (RFC 9112 3.2)\n\
+             no host, 1.0: HTTP/1.1 200 OK: localhost:{port}\n\
+             connect: HTTP/1.1 403 Forbidden: dsh-exec: other.example:443 refused: not in the \
+             --network allow= list: localhost:{port}\n\
+             [sandbox: network denied: proxy refused other.example:443 (not in the --network \
+             allow= list)]\n\
+             [exit code: 0]\n"
+        ),
+        "{}",
+        out.stderr
+    );
+    // Only the two unambiguous requests reached the server.
+    assert_eq!(
+        seen,
+        [format!("localhost:{port}"), format!("localhost:{port}")]
+    );
+}
+
+#[test]
+fn the_proxy_refuses_a_wildcard_name_that_resolves_to_an_ipv6_form_of_a_special_address() {
+    if !can_make_namespaces() {
+        return skip("needs root with CAP_SYS_ADMIN, unshare and ip for a private /etc/hosts");
+    }
+    // In a network namespace of its own with loopback alone, so that
+    // nothing leaves the host whatever the proxy does.
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts");
+    std::fs::write(
+        &hosts,
+        "127.0.0.1 localhost\n\
+         2002:7f00:1::1 six.embedded.test\n\
+         2001:0:5db8:d70e::f5ff:fffe teredo.embedded.test\n\
+         2001:db8::200:5efe:c0a8:101 isatap.embedded.test\n\
+         2002:a9fe:a9fe::1 metadata.embedded.test\n",
+    )
+    .unwrap();
+    let port = 18464;
+    let allow = format!("allow=*.embedded.test:{port},metadata.embedded.test:{port}");
+    let names = ["six", "teredo", "isatap", "metadata"];
+    let mut script: Vec<String> = names
+        .iter()
+        .map(|n| {
+            format!(
+                "curl -sS --noproxy '' -w ' %{{http_code}}\\n' http://{n}.embedded.test:{port}/"
+            )
+        })
+        .collect();
+    script.push(format!(
+        "curl -sS --noproxy '' -w ' %{{http_code}}\\n' http://[2002:7f00:1::1]:{port}/"
+    ));
+    let out = Command::new("unshare")
+        .args(["--mount", "--net", "--propagation", "private", "bash", "-c"])
+        .arg(format!(
+            "ip link set lo up && mount --bind {} /etc/hosts && \
+             exec \"$DSH\" --json --network \"$ALLOW\" -- \"$SCRIPT\"",
+            hosts.display()
+        ))
+        .env("DSH", bin())
+        .env("ALLOW", &allow)
+        .env("SCRIPT", script.join("\n"))
+        .env("HOME", "/nonexistent-home")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+    let rebinding = "only a host or address listed exactly may reach it (DNS rebinding)";
+    let reasons = [
+        "resolves to 2002:7f00:1::1 (6to4 of 127.0.0.1), a loopback address",
+        "resolves to 2001:0:5db8:d70e::f5ff:fffe (Teredo client of 10.0.0.1), a private address",
+        "resolves to 2001:db8::200:5efe:c0a8:101 (ISATAP of 192.168.1.1), a private address",
+        // Listed exactly by name, and still: metadata only by its address.
+        "resolves to 2002:a9fe:a9fe::1 (6to4 of 169.254.169.254), a cloud metadata address",
+    ]
+    .map(|r| format!("{r}: {rebinding}"));
+    let mut want = String::new();
+    for (n, r) in names.iter().zip(&reasons) {
+        want += &format!("dsh-exec: {n}.embedded.test:{port} refused: {r}\n 403\n");
+    }
+    // An address literal is judged by the list alone: only a rule naming
+    // it exactly holds it (and then it is the user's to reach).
+    want += &format!(
+        "dsh-exec: [2002:7f00:1::1]:{port} refused: not in the --network allow= list: \
+         *.embedded.test:{port},metadata.embedded.test:{port}\n 403\n"
+    );
+    assert_eq!(v["stdout"]["text"].as_str().unwrap(), want, "{v}");
+    let mut denials: Vec<serde_json::Value> = names
+        .iter()
+        .zip(&reasons)
+        .map(|(n, r)| {
+            json!({"host": format!("{n}.embedded.test"), "port": port, "reason": r, "count": 1})
+        })
+        .collect();
+    denials.push(json!({"host": "2002:7f00:1::1", "port": port,
+        "reason": "not in the --network allow= list", "count": 1}));
+    assert_eq!(v["sandbox"]["network_denials"], json!(denials));
+    assert_eq!(v["sandbox"].get("network_allowed"), None, "{v}");
+}
+
 /// A client for the proxy: CONNECT to `localhost:PORT`, then 10 MiB of
 /// seeded random bytes each way; prints the digests of what it sent and
 /// what came back.

@@ -12,16 +12,19 @@
 //!    ([`super::rules`]), else answers 403;
 //! 3. resolves the name itself (getaddrinfo(3)) and drops every address of
 //!    a special class ([`super::addr::special_class`]: loopback, private,
-//!    link-local, cloud metadata, ...) unless a rule names the host or that
-//!    address exactly: a name under a wildcard cannot be rebound to an
-//!    address inside the host or its network (DNS rebinding);
+//!    link-local, cloud metadata, ...; an IPv6 address that carries an
+//!    IPv4 address, as 6to4, Teredo, NAT64 and ISATAP do, is of that
+//!    address's class) unless a rule names the host or that address
+//!    exactly: a name under a wildcard cannot be rebound to an address
+//!    inside the host or its network (DNS rebinding);
 //! 4. connects to one of the addresses it kept, the very ones it judged
 //!    (never a name resolved again), and then relays bytes both ways
 //!    unchanged: a `CONNECT` tunnel carries TLS end to end (no
 //!    interception); a plain request is sent on in origin form
-//!    (`GET /path`), its `Proxy-*` and hop-by-hop headers dropped, with
-//!    `Connection: close`, so every later byte of that client connection
-//!    goes to the same checked destination.
+//!    (`GET /path`) with `Host` set to the target judged (whatever the
+//!    client sent: a server may serve several names), its `Proxy-*` and
+//!    hop-by-hop headers dropped, with `Connection: close`, so every later
+//!    byte of that client connection goes to the same checked destination.
 //!
 //! Refusals are recorded ([`NetworkStats`]) and answered with a one-line
 //! body naming the rule. Relaying copies through a 64 KiB buffer per
@@ -36,7 +39,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::addr::special_class;
+use super::addr::{METADATA, Special, classify, embedded_ipv4};
 use super::rules::{HostRule, normalize, parse_addr};
 
 /// The largest request head the proxy reads: 64 KiB.
@@ -458,6 +461,22 @@ fn authority(auth: &str, default: Option<u16>) -> Option<(String, u16)> {
     Some((host, port))
 }
 
+/// The Host field of a request to `host` (normalized, or an address)
+/// and `port`: `[v6]` for an IPv6 address, and the port unless it is
+/// http's default, 80 (RFC 9110 4.2.1, 7.2).
+fn host_field(host: &str, port: u16) -> String {
+    let host = match parse_addr(host) {
+        Some(IpAddr::V6(a)) => format!("[{a}]"),
+        _ if host.contains(':') => format!("[{host}]"),
+        _ => host.to_string(),
+    };
+    if port == 80 {
+        host
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 /// Headers a proxy does not pass on (RFC 9110 7.6.1, and the proxy's own).
 fn hop_by_hop(name: &str) -> bool {
     [
@@ -512,6 +531,9 @@ fn head_of(req: &httparse::Request, rest: Vec<u8>) -> Result<Head, (u16, String)
     let method = req.method.unwrap_or("");
     let target = req.path.unwrap_or("");
     if method.eq_ignore_ascii_case("CONNECT") {
+        // The target is what is judged and dialed; the request's own
+        // headers, Host among them, go nowhere, and what the tunnel
+        // carries is the client's (TLS end to end: nothing to rewrite).
         let (host, port) = authority(target, None)
             .ok_or_else(|| (400, format!("CONNECT needs host:port, not '{target}'")))?;
         return Ok(Head {
@@ -546,24 +568,43 @@ fn head_of(req: &httparse::Request, rest: Vec<u8>) -> Result<Head, (u16, String)
         p if p.starts_with('/') => p.to_string(),
         p => format!("/{p}"),
     };
+    // Host names the server's virtual host, and a server behind the listed
+    // address may serve others: what goes upstream is the target judged.
+    // A proxy that gets the absolute form ignores the Host it was sent and
+    // sends the target's authority instead (RFC 9112 3.2.2, RFC 9110 7.2);
+    // several Host lines, or none in HTTP/1.1, are answered 400, as a
+    // server must (RFC 9112 3.2).
+    let hosts = req
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("host"))
+        .count();
+    let version = req.version.unwrap_or(1).min(1);
+    if hosts > 1 {
+        return Err((
+            400,
+            format!("a request with {hosts} Host headers: send one (RFC 9112 3.2)"),
+        ));
+    }
+    if hosts == 0 && version == 1 {
+        return Err((
+            400,
+            "an HTTP/1.1 request without a Host header (RFC 9112 3.2)".into(),
+        ));
+    }
     let mut head = format!(
-        "{method} {path} HTTP/1.{}\r\n",
-        req.version.unwrap_or(1).min(1)
+        "{method} {path} HTTP/1.{version}\r\nHost: {}\r\n",
+        host_field(&host, port)
     )
     .into_bytes();
-    let mut has_host = false;
     for h in req.headers.iter() {
-        if hop_by_hop(h.name) {
+        if hop_by_hop(h.name) || h.name.eq_ignore_ascii_case("host") {
             continue;
         }
-        has_host |= h.name.eq_ignore_ascii_case("host");
         head.extend_from_slice(h.name.as_bytes());
         head.extend_from_slice(b": ");
         head.extend_from_slice(h.value);
         head.extend_from_slice(b"\r\n");
-    }
-    if !has_host {
-        head.extend_from_slice(format!("Host: {auth}\r\n").as_bytes());
     }
     head.extend_from_slice(b"Connection: close\r\n\r\n");
     Ok(Head {
@@ -611,15 +652,39 @@ fn decide(
             Err(e) => return Err((502, format!("cannot resolve {host}: {e}"))),
         },
     };
+    keep(rules, own, host, exact, resolved)
+}
+
+/// The addresses `host` resolved to that the rules let the proxy reach
+/// (`exact`: a rule names the host itself), or the refusal.
+fn keep(
+    rules: &[HostRule],
+    own: &[IpAddr],
+    host: &str,
+    exact: bool,
+    resolved: Vec<SocketAddr>,
+) -> Result<Vec<SocketAddr>, (u16, String)> {
     let mut refused = None;
     let kept: Vec<SocketAddr> = resolved
         .into_iter()
         .filter(|a| {
             let ip = super::addr::unmapped(a.ip());
-            let class = special_class(ip).or_else(|| {
+            // The address, or an IPv4 address it carries (6to4, Teredo,
+            // NAT64, ISATAP, ...), judged as that address would be.
+            let class = classify(ip).or_else(|| {
+                let inside = super::addr::ipv4_inside(ip);
                 own.iter()
-                    .any(|o| super::addr::unmapped(*o) == ip)
-                    .then_some("an address of this host")
+                    .map(|o| super::addr::unmapped(*o))
+                    .find(|o| *o == ip || matches!(o, IpAddr::V4(v4) if inside.contains(v4)))
+                    .map(|o| Special {
+                        class: "an address of this host",
+                        via: match (o, ip) {
+                            (IpAddr::V4(v4), IpAddr::V6(six)) => embedded_ipv4(six)
+                                .into_iter()
+                                .find(|(_, inner)| *inner == v4),
+                            _ => None,
+                        },
+                    })
             });
             let listed = rules
                 .iter()
@@ -628,7 +693,7 @@ fn decide(
                 None => true,
                 // A metadata service only by its address: a name, listed
                 // or not, may be its owner's to point anywhere.
-                Some(c) if c.contains("metadata") && !listed => {
+                Some(c) if c.class == METADATA && !listed => {
                     refused.get_or_insert((a.ip(), c));
                     false
                 }
@@ -642,11 +707,16 @@ fn decide(
         .collect();
     if kept.is_empty() {
         return Err(match refused {
-            Some((ip, class)) => (
+            Some((ip, c)) => (
                 403,
                 format!(
-                    "resolves to {ip}, {class}: only a host or address listed exactly may \
-                     reach it (DNS rebinding)"
+                    "resolves to {ip}{}, {}: only a host or address listed exactly may \
+                     reach it (DNS rebinding)",
+                    match c.via {
+                        Some((form, v4)) => format!(" ({form} of {v4})"),
+                        None => String::new(),
+                    },
+                    c.class
                 ),
             ),
             None => (502, format!("{host} has no address")),
@@ -893,6 +963,48 @@ mod tests {
         assert_eq!(head.rest, b"BODY");
     }
 
+    fn parsed(raw: &[u8]) -> Result<Head, (u16, String)> {
+        let mut headers = [httparse::EMPTY_HEADER; 16];
+        let mut req = httparse::Request::new(&mut headers);
+        let n = match req.parse(raw).unwrap() {
+            httparse::Status::Complete(n) => n,
+            httparse::Status::Partial => panic!("partial"),
+        };
+        head_of(&req, raw[n..].to_vec())
+    }
+
+    #[test]
+    fn host_is_the_target_s_authority_and_one_host_line_is_required() {
+        let upstream =
+            |raw: &[u8]| String::from_utf8(parsed(raw).ok().unwrap().upstream_head).unwrap();
+        // Another host, in any case: replaced, and sent first.
+        assert_eq!(
+            upstream(b"GET http://A.org./x HTTP/1.1\r\nAccept: */*\r\nhOsT: other.example\r\n\r\n"),
+            "GET /x HTTP/1.1\r\nHost: a.org\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+        );
+        assert_eq!(
+            upstream(b"GET http://[::FFFF:7f00:1]:8080/ HTTP/1.1\r\nHost: x\r\n\r\n"),
+            "GET / HTTP/1.1\r\nHost: [::ffff:127.0.0.1]:8080\r\nConnection: close\r\n\r\n"
+        );
+        // HTTP/1.0 may leave it out: it is added.
+        assert_eq!(
+            upstream(b"GET http://a.org:81/ HTTP/1.0\r\n\r\n"),
+            "GET / HTTP/1.0\r\nHost: a.org:81\r\nConnection: close\r\n\r\n"
+        );
+        for raw in [
+            &b"GET http://a.org/ HTTP/1.1\r\nHost: a.org\r\nHost: b.org\r\n\r\n"[..],
+            b"GET http://a.org/ HTTP/1.0\r\nHost: a.org\r\nhost: a.org\r\n\r\n",
+            b"GET http://a.org/ HTTP/1.1\r\nAccept: */*\r\n\r\n",
+        ] {
+            assert_eq!(parsed(raw).err().unwrap().0, 400);
+        }
+        // CONNECT: the target alone counts.
+        let h = parsed(b"CONNECT a.org:443 HTTP/1.1\r\nHost: b.org:443\r\n\r\n")
+            .ok()
+            .unwrap();
+        assert_eq!((h.host.as_str(), h.port, h.tunnel), ("a.org", 443, true));
+    }
+
     #[test]
     fn a_wildcard_never_reaches_a_special_address_and_an_exact_rule_may() {
         let r = rules("*.localhost:9,localhost:9,127.0.0.2:9");
@@ -913,5 +1025,53 @@ mod tests {
         // Metadata only by its address, never by a name.
         let r = rules("169.254.169.254:80");
         assert!(decide(&r, &[], "169.254.169.254", 80).is_ok());
+    }
+
+    #[test]
+    fn an_address_carrying_a_special_ipv4_address_is_judged_as_that_address() {
+        let at = |ip: &str| vec![SocketAddr::new(ip.parse().unwrap(), 80)];
+        let r = rules("*.wild.test,exact.test");
+        let own: [IpAddr; 1] = ["192.0.2.1".parse().unwrap()];
+        for (ip, why) in [
+            ("2002:7f00:1::1", "(6to4 of 127.0.0.1), a loopback address"),
+            (
+                "2001:0:5db8:d70e::f5ff:fffe",
+                "(Teredo client of 10.0.0.1), a private address",
+            ),
+            (
+                "2001:db8::200:5efe:a9fe:a9fe",
+                "(ISATAP of 169.254.169.254), a cloud metadata address",
+            ),
+            (
+                "64:ff9b::c0a8:1",
+                "(NAT64 of 192.168.0.1), a private address",
+            ),
+            (
+                "::7f00:1",
+                "(IPv4-compatible of 127.0.0.1), a loopback address",
+            ),
+            (
+                "2002:c000:201::1",
+                "(6to4 of 192.0.2.1), an address of this host",
+            ),
+        ] {
+            let (status, line) = keep(&r, &own, "a.wild.test", false, at(ip)).unwrap_err();
+            assert_eq!(status, 403);
+            assert!(
+                line.starts_with(&format!("resolves to {ip} {why}:")),
+                "{line}"
+            );
+        }
+        // A public address inside: through.
+        assert!(keep(&r, &own, "a.wild.test", false, at("2002:5db8:d70e::1")).is_ok());
+        // A name listed exactly may reach a special address, as it may
+        // the IPv4 address itself; a metadata one only by its address.
+        assert!(keep(&r, &own, "exact.test", true, at("2002:7f00:1::1")).is_ok());
+        assert!(keep(&r, &own, "exact.test", true, at("2002:a9fe:a9fe::")).is_err());
+        // The address listed exactly, and not as its IPv4 address.
+        let r = rules("[2002:7f00:1::1]:80,127.0.0.1:80");
+        assert!(decide(&r, &own, "2002:7f00:1::1", 80).is_ok());
+        assert!(keep(&r, &own, "a.wild.test", false, at("2002:7f00:1::1")).is_ok());
+        assert!(keep(&r, &own, "a.wild.test", false, at("2002:7f00:2::1")).is_err());
     }
 }
