@@ -246,14 +246,7 @@ fn prune_spill_after_in_the_config_prunes_old_spill_directories_at_start() {
         std::path::PathBuf::from(v["stdout"]["spill_path"].as_str().unwrap())
     };
     let old = spill();
-    for p in [old.clone(), old.parent().unwrap().to_path_buf()] {
-        let s = std::process::Command::new("touch")
-            .args(["-h", "-d", "10 days ago"])
-            .arg(&p)
-            .status()
-            .unwrap();
-        assert!(s.success());
-    }
+    age_ten_days(&old);
     // Without the key nothing is pruned; with it, the next run prunes.
     spill();
     assert!(old.exists());
@@ -376,14 +369,7 @@ fn prune_spill_looks_in_the_configured_spill_dir() {
         .json();
     let old = std::path::PathBuf::from(v["stdout"]["spill_path"].as_str().unwrap());
     assert!(old.starts_with(&spills), "{v}");
-    for p in [old.clone(), old.parent().unwrap().to_path_buf()] {
-        let s = std::process::Command::new("touch")
-            .args(["-h", "-d", "10 days ago"])
-            .arg(&p)
-            .status()
-            .unwrap();
-        assert!(s.success());
-    }
+    age_ten_days(&old);
     Test::new()
         .env("DSH_EXEC_CONFIG", &cfg)
         .args(["prune", "--spill"])
@@ -393,4 +379,16 @@ fn prune_spill_looks_in_the_configured_spill_dir() {
         !old.parent().unwrap().exists(),
         "the configured spill dir was not pruned"
     );
+}
+
+/// Makes the spill file `file` and its directory ten days old.
+fn age_ten_days(file: &std::path::Path) {
+    for p in [file, file.parent().unwrap()] {
+        let s = std::process::Command::new("touch")
+            .args(["-h", "-d", "10 days ago"])
+            .arg(p)
+            .status()
+            .unwrap();
+        assert!(s.success());
+    }
 }
