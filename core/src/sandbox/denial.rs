@@ -108,18 +108,23 @@ pub struct Context {
 }
 
 /// The directory of the home a refused write to `path` (inside `home`)
-/// would need: the first one below the home (`~/.npm`), the second under
-/// `.config`, `.cache` and `.local` (`~/.config/x`); `None` for a file
-/// directly in the home.
+/// would need: the first one below the home (`~/src`), or one under
+/// `~/.cache` (`~/.cache/x`); `None` for a file directly in the home and
+/// for every other dot directory. Those hold a tool's configuration or
+/// state (`~/.config/git`, `~/.config/systemd`, `~/.ssh`, `~/.cargo/env`,
+/// `~/.local/bin`), which programs obey or run later: granting one is a
+/// decision no hint should make for the caller (the package caches, which
+/// are safe to grant, have `--allow-caches`).
 fn home_dir_for(home: &Path, path: &Path) -> Option<PathBuf> {
     let rel = path.strip_prefix(home).ok()?;
     let mut parts = rel.components();
     let first = parts.next()?;
+    let name = first.as_os_str().to_str().unwrap_or("");
     let mut dir = home.join(first);
-    if [".config", ".cache", ".local"].contains(&first.as_os_str().to_str().unwrap_or(""))
-        && let Some(second) = parts.next()
-    {
-        dir.push(second);
+    if name == ".cache" {
+        dir.push(parts.next()?);
+    } else if name.starts_with('.') {
+        return None;
     }
     if parts.next().is_none() && !dir.is_dir() {
         return None; // a file directly in the home
@@ -932,6 +937,25 @@ mod tests {
         );
         assert_eq!(ctx.hint(Path::new("/x")), None);
         assert_eq!(ctx.hint(Path::new("/proc/sys/x")), None);
+        // In the home: a plain directory or a cache, never a dot directory
+        // that programs obey or run later.
+        assert_eq!(
+            ctx.hint(Path::new("/home/u/src/a/b")).as_deref(),
+            Some("--writable-root /home/u/src")
+        );
+        assert_eq!(
+            ctx.hint(Path::new("/home/u/.cache/pip/x")).as_deref(),
+            Some("--writable-root /home/u/.cache/pip")
+        );
+        for sensitive in [
+            "/home/u/.config/git/config",
+            "/home/u/.config/systemd/user/x.service",
+            "/home/u/.ssh/authorized_keys",
+            "/home/u/.cargo/env",
+            "/home/u/.local/bin/x",
+        ] {
+            assert_eq!(ctx.hint(Path::new(sensitive)), None, "{sensitive}");
+        }
         let ro = Context {
             mode: Some(Mode::ReadOnly),
             ..ctx
