@@ -64,11 +64,19 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
         // form does, with where the full streams are (or the kept output,
         // when the live copy fell behind), the notices and the marker, so
         // that a CI log never stops without saying how the run ended.
-        let color = use_color(color) && std::io::stderr().is_terminal();
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            render_after_stream(&result, color).as_bytes(),
-        );
+        // On a terminal after an attribute reset, as the text form's end:
+        // the live output may have ended in a concealing escape.
+        let terminal = std::io::stderr().is_terminal();
+        let reset = if terminal
+            && (result.stdout.text.contains('\x1b') || result.stderr.text.contains('\x1b'))
+        {
+            ATTRIBUTE_RESET
+        } else {
+            ""
+        };
+        let end = render_after_stream(&result, use_color(color) && terminal);
+        let _ =
+            std::io::Write::write_all(&mut std::io::stderr(), format!("{reset}{end}").as_bytes());
     }
     let text = if json {
         to_json(&result)

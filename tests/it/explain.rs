@@ -188,3 +188,36 @@ fn a_command_with_line_breaks_is_one_row_of_explain() {
         out.stdout
     );
 }
+
+/// Every value of `explain`'s text is one line: a workdir or a variable
+/// with a line break or an escape sequence cannot forge a row nor drive
+/// the terminal.
+#[test]
+fn every_value_of_explain_is_one_line() {
+    let out = Test::new()
+        .args([
+            "explain",
+            "-C",
+            "/nonexistent/d\nsandbox      none\x1b[2J",
+            "-e",
+            "FOO=a\n  explicit   FORGED=1\x1b[31m",
+            "--",
+            "true",
+        ])
+        .run();
+    out.expect_status(0);
+    assert!(!out.stdout.contains('\x1b'), "{}", out.stdout);
+    assert!(
+        !out.stdout
+            .lines()
+            .any(|l| l.starts_with("sandbox") || l.trim_start().starts_with("explicit   FORGED")),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("FOO=a\\n  explicit   FORGED=1\\x1b[31m"),
+        "{}",
+        out.stdout
+    );
+}

@@ -13,6 +13,7 @@ use owo_colors::OwoColorize;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::text::one_line;
 use crate::capture::Keep;
 use crate::limits::{LimitKind, LimitMode};
 use crate::net::rules::HostRule;
@@ -953,11 +954,7 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "NOT FOUND on PATH".into());
     let mut rows: Vec<(String, String, String)> = vec![
-        (
-            "command".into(),
-            super::text::one_line(&spec.script).into_owned(),
-            String::new(),
-        ),
+        ("command".into(), spec.script.clone(), String::new()),
         ("shell".into(), format!("{shell} -c COMMAND"), String::new()),
     ];
     if let Some(path) = &spec.config_file {
@@ -1072,6 +1069,13 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
     if let Some(policy) = &spec.sandbox {
         rows.extend(sandbox_rows(spec, policy));
     }
+    // Every value is one line, whatever a path, a variable or the command
+    // holds: a line break or an escape sequence in one cannot make a row
+    // of its own or drive the terminal.
+    let rows: Vec<(String, String, String)> = rows
+        .into_iter()
+        .map(|(n, v, o)| (n, one_line(&v).into_owned(), one_line(&o).into_owned()))
+        .collect();
     let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     let vwidth = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).min(48);
     let mut text = String::new();
@@ -1109,18 +1113,19 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
     for (name, rule) in env.scrubbed.iter().zip(&env.scrub_rules) {
         text.push_str(&format!(
             "  scrubbed   {} ({rule})\n",
-            name.to_string_lossy()
+            one_line(&name.to_string_lossy())
         ));
     }
     for s in env.effective_settings() {
         text.push_str(&format!(
             "  {:9}  {}={}\n",
             layer_text(s.layer),
-            s.name,
-            display_value(&s.name, &s.value)
+            one_line(&s.name),
+            one_line(&display_value(&s.name, &s.value))
         ));
     }
     for name in &env.missing_pass_through {
+        let name = one_line(name);
         text.push_str(&format!(
             "  skipped    {name} (--env {name}: not set here)\n"
         ));
