@@ -169,6 +169,14 @@ fn plain_secrets_are_scrubbed_and_harmless_names_are_kept() {
         ("MFA_TOTP_SEED", "abc"),
         ("VAULT_PASSCODE", "abc"),
         ("WEB_PASSKEY", "abc"),
+        // An acronym before a capitalised word is one word (HMACKey), and
+        // compounds end or start with the word.
+        ("HMACKey", "abc"),
+        ("TOTPSeed", "abc"),
+        ("USERPASSCODE", "abc"),
+        ("ADMINPASSKEY", "abc"),
+        ("GITHUBOAUTH", "abc"),
+        ("APPBEARER", "abc"),
     ];
     let kept = [
         ("MONKEY", "1"),
@@ -183,6 +191,7 @@ fn plain_secrets_are_scrubbed_and_harmless_names_are_kept() {
         ("SSL_KEY_FILE", "server.key"),
         ("SASS_BINARY_SITE", "https://example.org/"),
         ("OTP_VERSION", "26"),
+        ("OAUTHLIB_DEBUG", "verbose"),
     ];
     let mut t = Test::new();
     for (k, v) in scrubbed.iter().chain(&kept) {

@@ -212,10 +212,11 @@ fn name_words(name: &str) -> Vec<String> {
 
 /// The secret word a word of a name is, if any: one of [`SECRET_WORDS`],
 /// its plural, or a compound that ends with one of the long ones
-/// (`PGPASSWORD`, `ROOTPASSWORD`, `AUTHTOKEN`) or starts with `SECRET`
-/// or `PASSWORD` (`SECRETKEY`; not `TOKENIZERS`).
+/// (`PGPASSWORD`, `ROOTPASSWORD`, `AUTHTOKEN`, `ADMINPASSKEY`) or starts
+/// with `SECRET`, `PASSWORD`, `APIKEY`, `HMAC` or `TOTP` (`SECRETKEY`,
+/// `HMACKEY` as `HMACKey` is written; not `TOKENIZERS`, nor `OAUTHLIB`).
 fn secret_word(word: &str) -> Option<&'static str> {
-    const LONG: [&str; 13] = [
+    const LONG: [&str; 19] = [
         "PASSWORD",
         "PASSWD",
         "PASSPHRASE",
@@ -229,6 +230,12 @@ fn secret_word(word: &str) -> Option<&'static str> {
         "ENCRYPTIONKEY",
         "MASTERKEY",
         "AUTHORIZATION",
+        "BEARER",
+        "OAUTH",
+        "HMAC",
+        "TOTP",
+        "PASSCODE",
+        "PASSKEY",
     ];
     // AUTH0 is a company's name (AUTH0_DOMAIN), not AUTH and a number.
     if word == "AUTH0" {
@@ -248,7 +255,8 @@ fn secret_word(word: &str) -> Option<&'static str> {
             LONG.iter()
                 .find(|l| {
                     singular.ends_with(*l)
-                        || singular.starts_with(*l) && ["SECRET", "PASSWORD", "APIKEY"].contains(l)
+                        || singular.starts_with(*l)
+                            && ["SECRET", "PASSWORD", "APIKEY", "HMAC", "TOTP"].contains(l)
                 })
                 .copied()
         })
