@@ -361,7 +361,13 @@ fn without_a_cgroup_cpu_time_is_accounted_across_the_tree() {
         "--",
         "(while :; do :; done) & while :; do :; done",
     ]);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no result ({e}), status {:?}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
     if v["limits"]["mechanism"]["cpu"] != "accounting" {
         eprintln!("skipped: user 65534 may make a cgroup here: {v}");
         return;
