@@ -277,18 +277,30 @@ impl Unprivileged {
     }
 
     /// The same, with `env` set as well.
+    ///
+    /// The copy of the binary was just written: a process another test
+    /// forks meanwhile holds the write descriptor until its execve (the
+    /// descriptor is close-on-exec, not close-on-fork), and executing the
+    /// copy then fails with ETXTBSY (execve(2)). That is retried.
     fn run_with(&self, env: &[(&str, &std::ffi::OsStr)], args: &[&str]) -> std::process::Output {
-        let mut c = Command::new("setpriv");
-        known_env(&mut c)
-            .env("TMPDIR", "/tmp")
-            .envs(env.iter().copied())
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(self.dir.path().join("dsh-exec"))
-            .args(args)
-            .current_dir("/tmp")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
+        for _ in 0..50 {
+            let mut c = Command::new("setpriv");
+            let out = known_env(&mut c)
+                .env("TMPDIR", "/tmp")
+                .envs(env.iter().copied())
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(self.dir.path().join("dsh-exec"))
+                .args(args)
+                .current_dir("/tmp")
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            if !String::from_utf8_lossy(&out.stderr).contains("Text file busy") {
+                return out;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        panic!("the copy of dsh-exec stayed busy (ETXTBSY) for a second");
     }
 }
 
