@@ -26,6 +26,7 @@ mod environment;
 mod exit_status;
 mod explain;
 mod generated_docs;
+mod git_plants;
 mod hostile;
 mod interactive;
 mod jobs;

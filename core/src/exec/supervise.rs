@@ -371,14 +371,7 @@ impl Execution {
             facts.denied =
                 !denials.is_empty() || facts.denials_more > 0 || !facts.network_denials.is_empty();
             facts.denials = denials;
-            facts.protected_changes = protected_changes
-                .into_iter()
-                .map(|c| crate::result::ProtectedChangeFact {
-                    path: c.path,
-                    change: c.change.into(),
-                    restored: c.restored,
-                })
-                .collect();
+            facts.protected_changes = protected_changes;
             facts
         });
         let limit_exceeded = self.limiter.as_ref().and_then(|l| {

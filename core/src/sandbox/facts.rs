@@ -108,8 +108,15 @@ pub struct ProtectedChangeFact {
     /// The path.
     #[serde(serialize_with = "crate::serde_paths::lossy_path")]
     pub path: PathBuf,
-    /// `created`, `modified`, `removed` or `replaced`.
+    /// `created`, `modified`, `removed` or `replaced`; from the git check
+    /// (docs/sandbox.md, "Planted git metadata") also `quarantined` (a git
+    /// directory, pointer or hook renamed `NAME.dsh-exec-quarantined`) and
+    /// `unchecked` (a directory the check could not reach).
     pub change: String,
-    /// True when it was undone.
+    /// True when it was undone (renamed aside, restored or removed).
     pub restored: bool,
+    /// Why, where the change was judged rather than protected outright:
+    /// e.g. `config key core.fsmonitor`, `hook post-checkout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }

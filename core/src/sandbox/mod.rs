@@ -830,19 +830,28 @@ pub(crate) struct AfterRun {
     /// The run's scratch directory, removed after it (or when the run
     /// never starts: dropped).
     pub(crate) scratch: Option<ScratchGuard>,
-    /// The indexes of the protected repositories, for the submodules a
-    /// run may register in them (`gitcheck`).
-    pub(crate) indexes: Vec<gitcheck::IndexWatch>,
+    /// The git metadata under the writable roots before the run, to judge
+    /// what the run planted (`gitcheck`); `None` outside `workspace-write`.
+    pub(crate) git: Option<gitcheck::Snapshot>,
 }
 
 impl AfterRun {
     /// Undoes the run's changes to protected paths; what it found.
-    pub(crate) fn undo(&self) -> Vec<protect::ProtectedChange> {
-        let mut changes = match &self.snapshot {
+    pub(crate) fn undo(&self) -> Vec<ProtectedChangeFact> {
+        let changes = match &self.snapshot {
             Some(s) => s.restore(),
             None => protect::remove_created(&self.absent),
         };
-        changes.extend(self.indexes.iter().flat_map(gitcheck::IndexWatch::check));
+        let mut changes: Vec<ProtectedChangeFact> = changes
+            .into_iter()
+            .map(|c| ProtectedChangeFact {
+                path: c.path,
+                change: c.change.into(),
+                restored: c.restored,
+                reason: None,
+            })
+            .collect();
+        changes.extend(self.git.iter().flat_map(gitcheck::Snapshot::check));
         if let Some(scratch) = &self.scratch {
             undo::remove_dir(&scratch.0);
         }
@@ -1056,11 +1065,15 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
             .then(|| protect::Snapshot::take(&protection)),
         absent: protect::anchors(&protection.absent, &protection.roots),
         scratch: roots.scratch_guard.take(),
-        indexes: protection
-            .repositories
-            .iter()
-            .map(|r| gitcheck::IndexWatch::record(r))
-            .collect(),
+        git: (policy.mode.value == Mode::WorkspaceWrite).then(|| {
+            gitcheck::Snapshot::take(
+                &roots
+                    .writable
+                    .iter()
+                    .map(|r| r.path.clone())
+                    .collect::<Vec<_>>(),
+            )
+        }),
     };
     if !privileged && !protection.protected.is_empty() {
         enforcement.missing.push(Unenforced::ProtectedPaths);

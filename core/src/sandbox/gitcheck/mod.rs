@@ -1,0 +1,906 @@
+//! Planted git metadata: what a confined run leaves in a git directory
+//! that a later, unconfined git command would run.
+//!
+//! `git status` runs `core.fsmonitor`, a checkout runs hooks, a fetch runs
+//! an `ext::` remote, in whatever repository git finds, including
+//! submodules (any depth), linked worktrees and bare repositories a user
+//! `cd`s into. A confined run may write anywhere under its writable roots,
+//! so it could plant any of these; the protection plan keeps the config
+//! and hooks of the repositories it finds read-only, but cannot foresee a
+//! repository the run makes. So git metadata is judged by what exists
+//! after the run against a snapshot taken before it:
+//!
+//! - **Before the run** ([`Snapshot::take`]) every writable root is walked
+//!   (no symlink followed, every depth) and each git directory found is
+//!   recorded: its (device, inode), its `config`, `config.worktree` and
+//!   `commondir` bytes, and its hooks; so is every `.git` file or symlink
+//!   (a pointer to a git directory elsewhere).
+//! - **After the run** ([`Snapshot::check`]) the roots are walked again.
+//!   A git directory that is new (not in the snapshot at that path with the
+//!   same inode: made, moved or renamed into place) is judged whole: every
+//!   key of its config must be on the allow-list of plain-data keys
+//!   ([`config::refused`]), its `commondir` must lead to a git directory
+//!   that passes, and it may hold no hook git would run. A git directory
+//!   that existed is judged by what the run added: new config keys, a new
+//!   `commondir`, a new or changed hook. A new or changed `.git` symlink is
+//!   put aside whatever it names (git never makes one); a new or changed
+//!   `.git` file passes only when the git directory it names passes, or is
+//!   one git keeps for a worktree (`.git`, `.git/modules/...`,
+//!   `.git/worktrees/*`).
+//! - What fails is **put aside**: a new git directory or pointer is renamed
+//!   `NAME.dsh-exec-quarantined` (git no longer finds it), a changed config
+//!   or `commondir` is restored to its bytes from before the run (the
+//!   run's version kept beside it as `NAME.dsh-exec-quarantined`), a hook
+//!   is renamed. Each is reported as a protected change with its reason.
+//!
+//! A git directory is what git's discovery accepts (setup.c,
+//! is_git_directory): a directory holding `HEAD` and either `commondir` or
+//! both `objects/` and `refs/`. Inside one, `objects/`, `refs/` and `logs/`
+//! are not walked: they hold git's data, often most of a repository's
+//! entries, and git never takes a directory inside them for a repository
+//! of its own.
+//!
+//! The walk after the run reads only the directories that changed: a
+//! directory whose ctime is older than the snapshot's start, with the same
+//! inode, has the entries it had then (creating, removing or renaming an
+//! entry updates the directory's ctime, and no process can set a ctime:
+//! inode(7)), so its listing from the snapshot is reused.
+//!
+//! **Budget.** Each walk reads at most [`WALK_BUDGET`] directory entries,
+//! and goes [`MAX_DEPTH`] directories deep. A git directory found after the
+//! run in a part the snapshot did not reach is judged as new (fail closed:
+//! what was not seen before is not trusted). What the walk after the run
+//! could not reach is reported as `unchecked`, and a directory it could not
+//! reach that the run made is put aside whole.
+//!
+//! What it relies on from the kernel: `openat(2)` with `O_NOFOLLOW |
+//! O_DIRECTORY` relative to a held descriptor reaches the directory named,
+//! never through a symlink; `getdents64(2)` lists a directory's entries
+//! with their types; rename(2) within one directory is atomic; ctime is
+//! set by the kernel on every change of an inode or of a directory's
+//! entries (inode(7)), from a clock no confined process may set
+//! (CAP_SYS_TIME is dropped).
+
+mod config;
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Component, Path, PathBuf};
+
+use nix::libc;
+
+use super::facts::ProtectedChangeFact as ProtectedChange;
+use super::undo;
+
+/// The most directory entries one walk reads, over all writable roots:
+/// about 0.6 s of reading on a warm cache.
+pub(crate) const WALK_BUDGET: usize = 1_000_000;
+
+/// How many directories deep below a writable root the walk goes.
+pub(crate) const MAX_DEPTH: usize = 256;
+
+/// The largest `config`, `config.worktree`, `commondir` or `.git` file
+/// read: 1 MiB. A larger one cannot be judged.
+const FILE_MAX: u64 = 1 << 20;
+
+/// What a renamed entry gets appended.
+const QUARANTINED: &str = ".dsh-exec-quarantined";
+
+/// A directory as the walk saw it.
+#[derive(Debug, Clone, Default)]
+struct Node {
+    /// (device, inode).
+    id: (u64, u64),
+    /// Whether `children` and `marks` are the directory's whole listing
+    /// (false: the budget ran out in it).
+    listed: bool,
+    /// Which of the entries git looks for it holds ([`Marks`]).
+    marks: u8,
+    /// Its subdirectories (not symlinks), by name.
+    children: BTreeMap<OsString, Node>,
+}
+
+/// Entries of a directory that make it, or its `.git`, a repository.
+struct Marks;
+impl Marks {
+    const DOT_GIT: u8 = 1;
+    const HEAD: u8 = 2;
+    const OBJECTS: u8 = 4;
+    const REFS: u8 = 8;
+    const COMMONDIR: u8 = 16;
+
+    /// The mark of an entry named `name`, whatever its type: git tests
+    /// `objects` and `refs` with access(2) (`X_OK`, through symlinks) and
+    /// reads `HEAD` through a symlink, so a symlink or a file counts too.
+    fn of(name: &[u8]) -> u8 {
+        match name {
+            b".git" => Self::DOT_GIT,
+            b"HEAD" => Self::HEAD,
+            b"objects" => Self::OBJECTS,
+            b"refs" => Self::REFS,
+            b"commondir" => Self::COMMONDIR,
+            _ => 0,
+        }
+    }
+
+    /// Whether git's discovery takes a directory with these entries for a
+    /// git directory.
+    fn git_dir(marks: u8) -> bool {
+        marks & Self::HEAD != 0
+            && (marks & Self::COMMONDIR != 0
+                || marks & (Self::OBJECTS | Self::REFS) == Self::OBJECTS | Self::REFS)
+    }
+}
+
+/// A small file of a git directory: its identity and bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileState {
+    id: (u64, u64),
+    ctime: (i64, i64),
+    /// Mode bits, owner and group, to restore the file as it was.
+    mode: (u32, u32, u32),
+    /// `None`: not a regular file, unreadable or larger than [`FILE_MAX`].
+    bytes: Option<Vec<u8>>,
+}
+
+/// A hook entry: (device, inode) and ctime of the entry itself and, for a
+/// symlink, of what it leads to.
+type HookId = ((u64, u64), (i64, i64), Option<((u64, u64), (i64, i64))>);
+
+/// A git directory as it was found.
+#[derive(Debug, Clone)]
+struct GitDir {
+    id: (u64, u64),
+    config: Option<FileState>,
+    config_worktree: Option<FileState>,
+    commondir: Option<FileState>,
+    /// The hooks git would run (executable, not `*.sample`), by name.
+    hooks: BTreeMap<OsString, HookId>,
+    /// `hooks` is a symlink: its target, and its (device, inode).
+    hooks_link: Option<(Vec<u8>, (u64, u64))>,
+}
+
+/// A `.git` file or symlink.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Pointer {
+    id: (u64, u64),
+    symlink: bool,
+    /// The file's bytes (at most [`FILE_MAX`]) or the symlink's target.
+    bytes: Vec<u8>,
+}
+
+/// What one walk found.
+#[derive(Debug, Default)]
+struct Found {
+    /// Per writable root: the tree of its directories.
+    trees: Vec<Node>,
+    git_dirs: BTreeMap<PathBuf, GitDir>,
+    pointers: BTreeMap<PathBuf, Pointer>,
+    /// Directories not walked (budget or depth): path, and whether the
+    /// snapshot knew it (same path and inode).
+    unreached: Vec<(PathBuf, bool)>,
+    /// Entries read so far.
+    read: usize,
+}
+
+/// The git metadata under a run's writable roots before it ran.
+#[derive(Debug)]
+pub(crate) struct Snapshot {
+    roots: Vec<PathBuf>,
+    /// When the snapshot started, as the file system stamps changes: a
+    /// ctime at or after it may be the run's.
+    since: (i64, i64),
+    before: Found,
+}
+
+impl Snapshot {
+    /// Walks the writable roots `roots` (real paths; one inside another is
+    /// walked once) and records their git metadata.
+    pub(crate) fn take(roots: &[PathBuf]) -> Snapshot {
+        let outer: Vec<PathBuf> = roots
+            .iter()
+            .filter(|r| !roots.iter().any(|o| o != *r && r.starts_with(o)))
+            .cloned()
+            .collect();
+        let since = start_stamp(outer.first().map(PathBuf::as_path));
+        let mut before = Found::default();
+        for root in &outer {
+            let tree = Walk {
+                since,
+                after: false,
+                found: &mut before,
+            }
+            .root(root, None);
+            before.trees.push(tree);
+        }
+        Snapshot {
+            roots: outer,
+            since,
+            before,
+        }
+    }
+
+    /// After the run (its process tree gone): walks the roots again, puts
+    /// aside what the run planted, and says what it did.
+    pub(crate) fn check(&self) -> Vec<ProtectedChange> {
+        let mut after = Found::default();
+        for (i, root) in self.roots.iter().enumerate() {
+            let tree = Walk {
+                since: self.since,
+                after: true,
+                found: &mut after,
+            }
+            .root(root, self.before.trees.get(i));
+            after.trees.push(tree);
+        }
+        let mut changes = Vec::new();
+        self.judge(&after, &mut changes);
+        for (dir, known) in &after.unreached {
+            if *known {
+                changes.push(ProtectedChange {
+                    path: dir.clone(),
+                    change: "unchecked".into(),
+                    restored: false,
+                    reason: Some(format!(
+                        "the git check stopped ({WALK_BUDGET} entries or {MAX_DEPTH} levels)"
+                    )),
+                });
+            } else {
+                changes.push(put_aside(
+                    dir,
+                    "unchecked",
+                    "made by the run where the git check could not reach it".into(),
+                ));
+            }
+        }
+        changes
+    }
+
+    fn judge(&self, after: &Found, changes: &mut Vec<ProtectedChange>) {
+        // Where the new and changed pointers lead, resolved before anything
+        // is renamed.
+        let pointers: Vec<(&PathBuf, &Pointer, Option<PathBuf>)> = after
+            .pointers
+            .iter()
+            .filter(|(path, now)| self.before.pointers.get(*path) != Some(*now))
+            .map(|(path, now)| {
+                let dir = path.parent().unwrap_or(path);
+                let target = (!now.symlink)
+                    .then(|| gitfile_target(&now.bytes, dir))
+                    .flatten();
+                (path, now, target)
+            })
+            .collect();
+        // Git directories first: a pointer to one put aside goes too.
+        let mut failed: BTreeMap<&Path, String> = BTreeMap::new();
+        for (path, now) in &after.git_dirs {
+            let before = self.before.git_dirs.get(path).filter(|b| b.id == now.id);
+            let Some(before) = before else {
+                if let Some(reason) = self.judge_whole(path, now, after) {
+                    failed.insert(path, reason.clone());
+                    changes.push(put_aside(path, "quarantined", reason));
+                }
+                continue;
+            };
+            for (name, was, is) in [
+                ("config", &before.config, &now.config),
+                (
+                    "config.worktree",
+                    &before.config_worktree,
+                    &now.config_worktree,
+                ),
+            ] {
+                if was == is {
+                    continue;
+                }
+                if let Some(reason) = self.judge_config_change(path, was.as_ref(), is.as_ref()) {
+                    changes.push(restore(path, name, was.as_ref(), reason));
+                }
+            }
+            if before.commondir != now.commondir
+                && let Some(reason) = self.judge_commondir(path, now.commondir.as_ref(), after)
+            {
+                changes.push(restore(
+                    path,
+                    "commondir",
+                    before.commondir.as_ref(),
+                    reason,
+                ));
+            }
+            if before.hooks_link != now.hooks_link && now.hooks_link.is_some() {
+                changes.push(put_aside(
+                    &path.join("hooks"),
+                    "quarantined",
+                    "a hooks symlink made during the run".into(),
+                ));
+                continue;
+            }
+            for (name, id) in &now.hooks {
+                if before.hooks.get(name) != Some(id) {
+                    changes.push(put_aside(
+                        &path.join("hooks").join(name),
+                        "quarantined",
+                        format!(
+                            "hook {} made or changed during the run",
+                            name.to_string_lossy()
+                        ),
+                    ));
+                }
+            }
+        }
+        for (path, now, target) in pointers {
+            let reason = if now.symlink {
+                Some("a .git symlink made or changed during the run".to_string())
+            } else {
+                target.and_then(|target| match failed.get(target.as_path()) {
+                    Some(r) => Some(format!("names {}, put aside: {r}", target.display())),
+                    None => self
+                        .judge_target(&target, after)
+                        .map(|r| format!("names {}: {r}", target.display())),
+                })
+            };
+            if let Some(reason) = reason {
+                changes.push(put_aside(path, "quarantined", reason));
+            }
+        }
+    }
+
+    /// Why a git directory that is new at `path` must go, if it must.
+    fn judge_whole(&self, path: &Path, g: &GitDir, after: &Found) -> Option<String> {
+        for file in [&g.config, &g.config_worktree].into_iter().flatten() {
+            let Some(bytes) = &file.bytes else {
+                return Some("a config that cannot be read".into());
+            };
+            let entries = match config::parse(bytes) {
+                Ok(e) => e,
+                Err(e) => return Some(format!("a config git may read otherwise ({e})")),
+            };
+            if let Some(r) = entries.iter().find_map(|e| self.refused(path, e)) {
+                return Some(r);
+            }
+        }
+        if let Some(r) = self.judge_commondir(path, g.commondir.as_ref(), after) {
+            return Some(r);
+        }
+        if g.hooks_link.is_some() {
+            return Some("a hooks symlink".into());
+        }
+        g.hooks
+            .keys()
+            .next()
+            .map(|name| format!("hook {}", name.to_string_lossy()))
+    }
+
+    /// Why the change of a config from `was` to `is` must be undone: a key
+    /// added that is not on the allow-list, or a config that cannot be
+    /// judged.
+    fn judge_config_change(
+        &self,
+        git_dir: &Path,
+        was: Option<&FileState>,
+        is: Option<&FileState>,
+    ) -> Option<String> {
+        let is = is?;
+        let Some(bytes) = &is.bytes else {
+            return Some("a config that cannot be read".into());
+        };
+        let now = match config::parse(bytes) {
+            Ok(e) => e,
+            Err(e) => return Some(format!("a config git may read otherwise ({e})")),
+        };
+        let mut before: Vec<config::Entry> = was
+            .and_then(|w| w.bytes.as_deref())
+            .and_then(|b| config::parse(b).ok())
+            .unwrap_or_default();
+        before.sort();
+        for e in &now {
+            // Each entry that was there before is spent once.
+            if let Ok(i) = before.binary_search(e) {
+                before.remove(i);
+                continue;
+            }
+            if let Some(r) = self.refused(git_dir, e) {
+                return Some(r);
+            }
+        }
+        None
+    }
+
+    fn refused(&self, git_dir: &Path, e: &config::Entry) -> Option<String> {
+        config::refused(e, &|rel: &str| {
+            let joined = normalize(&git_dir.join(rel));
+            self.roots.iter().any(|r| joined.starts_with(r))
+        })
+    }
+
+    /// Why a `commondir` (bytes) in the git directory `git_dir` must go.
+    fn judge_commondir(
+        &self,
+        git_dir: &Path,
+        commondir: Option<&FileState>,
+        after: &Found,
+    ) -> Option<String> {
+        let file = commondir?;
+        let Some(bytes) = &file.bytes else {
+            return Some("a commondir that cannot be read".into());
+        };
+        let text = trim_newlines(bytes);
+        let target = git_dir.join(OsStr::from_bytes(text));
+        let target = std::fs::canonicalize(&target).unwrap_or_else(|_| normalize(&target));
+        self.judge_target(&target, after)
+            .map(|r| format!("commondir {}: {r}", target.display()))
+    }
+
+    /// Why a git directory newly named by a pointer (`.git` file,
+    /// `commondir`) must not be: one git keeps for a worktree is trusted
+    /// (it is already in use where it is); any other is judged whole.
+    fn judge_target(&self, target: &Path, after: &Found) -> Option<String> {
+        if kept_for_a_worktree(target) {
+            return None;
+        }
+        let g = match after.git_dirs.get(target) {
+            Some(g) => g.clone(),
+            None => {
+                let fd = undo::open_root(target).ok()?;
+                read_git_dir(&fd)?
+            }
+        };
+        self.judge_whole(target, &g, after)
+    }
+}
+
+/// Whether `dir` is a git directory git keeps for a worktree: `.git`,
+/// or one inside a `.git/modules/` or `.git/worktrees/`.
+fn kept_for_a_worktree(dir: &Path) -> bool {
+    if dir.file_name() == Some(OsStr::new(".git")) {
+        return true;
+    }
+    let parts: Vec<&OsStr> = dir.components().map(|c| c.as_os_str()).collect();
+    parts
+        .windows(2)
+        .any(|w| w[0] == ".git" && (w[1] == "modules" || w[1] == "worktrees"))
+}
+
+/// `path` with `.` and `..` taken lexically.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn trim_newlines(mut b: &[u8]) -> &[u8] {
+    while let [rest @ .., b'\n' | b'\r'] = b {
+        b = rest;
+    }
+    b
+}
+
+/// The directory a `.git` file names, as git reads it (setup.c,
+/// read_gitfile_gently): `gitdir: PATH`, the whole file but its trailing
+/// newlines; PATH relative to the file's directory `here` when not
+/// absolute; resolved through the file system as git would (lexically when
+/// it does not exist).
+fn gitfile_target(bytes: &[u8], here: &Path) -> Option<PathBuf> {
+    let named = trim_newlines(bytes).strip_prefix(b"gitdir: ")?;
+    let path = here.join(OsStr::from_bytes(named));
+    Some(std::fs::canonicalize(&path).unwrap_or_else(|_| normalize(&path)))
+}
+
+/// Puts aside the entry at `path` (renamed `NAME.dsh-exec-quarantined`),
+/// reached from `/` without following a symlink.
+fn put_aside(path: &Path, change: &'static str, reason: String) -> ProtectedChange {
+    let moved = match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => undo::open_root(parent)
+            .and_then(|dir| undo::rename_aside(dir.as_raw_fd(), name, QUARANTINED))
+            .is_ok(),
+        _ => false,
+    };
+    ProtectedChange {
+        path: path.to_path_buf(),
+        change: change.into(),
+        restored: moved,
+        reason: Some(reason),
+    }
+}
+
+/// Restores `name` in the git directory `git_dir` to what it was (`was`;
+/// `None`: it did not exist), keeping the run's version beside it as
+/// `NAME.dsh-exec-quarantined`.
+fn restore(git_dir: &Path, name: &str, was: Option<&FileState>, reason: String) -> ProtectedChange {
+    let path = git_dir.join(name);
+    let done = undo::open_root(git_dir).is_ok_and(|dir| {
+        let fd = dir.as_raw_fd();
+        let aside = undo::rename_aside(fd, OsStr::new(name), QUARANTINED).is_ok();
+        match was.and_then(|w| Some((w.bytes.as_ref()?, w.mode))) {
+            Some((bytes, (mode, uid, gid))) => {
+                undo::write_at(fd, OsStr::new(name), bytes, mode & 0o777).is_ok() && {
+                    // Its owner as before (dsh-exec may be root).
+                    let _ = nix::unistd::fchownat(
+                        &dir,
+                        name,
+                        Some(uid.into()),
+                        Some(gid.into()),
+                        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                    );
+                    true
+                }
+            }
+            None => aside,
+        }
+    });
+    ProtectedChange {
+        path,
+        change: if was.is_some() { "modified" } else { "created" }.into(),
+        restored: done,
+        reason: Some(reason),
+    }
+}
+
+/// The coarse clock now (clock_gettime(2) `CLOCK_REALTIME_COARSE`), which
+/// local file systems stamp changes from (current_time(), fs/inode.c;
+/// multigrain stamps are finer, never older): a change after this moment
+/// has a ctime at or after it. On file systems stamped by another clock
+/// (NFS, FUSE: the server's) a second is taken off for skew.
+fn start_stamp(root: Option<&Path>) -> (i64, i64) {
+    use nix::sys::statfs;
+    use nix::time::{ClockId, clock_gettime};
+    let coarse = match clock_gettime(ClockId::CLOCK_REALTIME_COARSE) {
+        Ok(ts) => (ts.tv_sec(), ts.tv_nsec()),
+        // Unreachable on Linux 2.6.32+; a second back is always safe.
+        Err(_) => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            (now.as_secs() as i64 - 1, 0)
+        }
+    };
+    let local = root.is_some_and(|r| {
+        statfs::statfs(r).is_ok_and(|f| {
+            [
+                statfs::EXT4_SUPER_MAGIC,
+                statfs::XFS_SUPER_MAGIC,
+                statfs::BTRFS_SUPER_MAGIC,
+                statfs::TMPFS_MAGIC,
+                statfs::OVERLAYFS_SUPER_MAGIC,
+            ]
+            .contains(&f.filesystem_type())
+        })
+    });
+    if local {
+        coarse
+    } else {
+        (coarse.0 - 1, coarse.1)
+    }
+}
+
+/// Whether a ctime is at or after `since`. A ctime with no nanoseconds
+/// comes from a file system that stamps whole seconds (or two, FAT):
+/// compared by the second, less one.
+fn changed_since(ctime: (i64, i64), since: (i64, i64)) -> bool {
+    if ctime.1 == 0 {
+        return ctime.0 >= since.0 - 1;
+    }
+    ctime >= since
+}
+
+fn ctime(st: &libc::stat) -> (i64, i64) {
+    (st.st_ctime, st.st_ctime_nsec)
+}
+
+/// The path of an open descriptor, to reach what is in it through the
+/// descriptor (proc(5), `/proc/self/fd`).
+fn fd_path(fd: RawFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{fd}"))
+}
+
+fn open_dir_at(dir: RawFd, name: &[u8]) -> Option<OwnedFd> {
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+    crate::sys::fs::open_at(dir, name, flags, 0).ok()
+}
+
+/// A walk of the writable roots.
+struct Walk<'a> {
+    since: (i64, i64),
+    /// This is the walk after the run: directories unchanged since the
+    /// snapshot are not read again.
+    after: bool,
+    found: &'a mut Found,
+}
+
+impl Walk<'_> {
+    fn root(&mut self, root: &Path, previous: Option<&Node>) -> Node {
+        let Ok(fd) = undo::open_root(root) else {
+            return Node::default();
+        };
+        let mut path = root.to_path_buf();
+        self.dir(fd, &mut path, previous, 0)
+    }
+
+    /// The directory `fd` at `path`, `depth` below its root; `previous`:
+    /// the snapshot's node for the same path.
+    fn dir(
+        &mut self,
+        fd: OwnedFd,
+        path: &mut PathBuf,
+        previous: Option<&Node>,
+        depth: usize,
+    ) -> Node {
+        let Ok(st) = crate::sys::fs::fstat(&fd) else {
+            return Node::default();
+        };
+        let id = (st.st_dev, st.st_ino);
+        let previous = previous.filter(|p| p.id == id);
+        let mut node = Node {
+            id,
+            ..Node::default()
+        };
+        let unchanged = self.after
+            && previous.is_some_and(|p| p.listed)
+            && !changed_since(ctime(&st), self.since);
+        let subdirs: Vec<OsString> = if let Some(p) = previous.filter(|_| unchanged) {
+            node.listed = true;
+            node.marks = p.marks;
+            p.children.keys().cloned().collect()
+        } else {
+            let Some(listing) = self.list(&fd, path) else {
+                return node;
+            };
+            node.listed = listing.complete;
+            node.marks = listing.marks;
+            listing.subdirs
+        };
+        let git_dir = Marks::git_dir(node.marks);
+        if git_dir && let Some(g) = read_git_dir(&fd) {
+            self.found.git_dirs.insert(path.clone(), g);
+        }
+        if node.marks & Marks::DOT_GIT != 0
+            && let Some(p) = read_pointer(fd.as_raw_fd())
+        {
+            self.found.pointers.insert(path.join(".git"), p);
+        }
+        // git's own data in the git directories it keeps for worktrees: not
+        // a repository anyone enters, and most of a repository's entries.
+        // In any other git directory (which the run could make of a
+        // worktree's own top, by adding `HEAD`) everything is walked.
+        let skip_data = git_dir && kept_for_a_worktree(path);
+        for name in subdirs {
+            if skip_data && ["objects", "refs", "logs"].iter().any(|s| name == *s) {
+                continue;
+            }
+            let before = previous.and_then(|p| p.children.get(&name));
+            path.push(&name);
+            if depth + 1 > MAX_DEPTH || self.found.read >= WALK_BUDGET {
+                let known = self.known(fd.as_raw_fd(), &name, before);
+                self.found.unreached.push((path.clone(), known));
+            } else if let Some(child) = open_dir_at(fd.as_raw_fd(), name.as_bytes()) {
+                let child = self.dir(child, path, before, depth + 1);
+                node.children.insert(name.clone(), child);
+            }
+            path.pop();
+        }
+        node
+    }
+
+    /// Whether the directory `name` in `dir` is the one the snapshot had
+    /// (same inode, nothing changed in it since): always true before the
+    /// run.
+    fn known(&self, dir: RawFd, name: &OsStr, before: Option<&Node>) -> bool {
+        if !self.after {
+            return true;
+        }
+        let Ok(st) = undo::stat_at(dir, name) else {
+            return true;
+        };
+        before.is_some_and(|b| b.id == (st.st_dev, st.st_ino))
+    }
+
+    /// Reads the directory `fd`: its subdirectories and marks.
+    fn list(&mut self, fd: &OwnedFd, path: &Path) -> Option<Listing> {
+        let dup =
+            crate::sys::fs::open_at(fd.as_raw_fd(), b".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
+                .ok()?;
+        let mut dir = nix::dir::Dir::from_fd(dup).ok()?;
+        let mut listing = Listing {
+            complete: true,
+            ..Listing::default()
+        };
+        for entry in dir.iter() {
+            let Ok(entry) = entry else {
+                listing.complete = false;
+                break;
+            };
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            if self.found.read >= WALK_BUDGET {
+                listing.complete = false;
+                self.found.unreached.push((path.to_path_buf(), true));
+                break;
+            }
+            self.found.read += 1;
+            use nix::dir::Type;
+            let is_dir = match entry.file_type() {
+                Some(Type::Directory) => true,
+                Some(_) => false,
+                None => undo::stat_at(fd.as_raw_fd(), OsStr::from_bytes(name))
+                    .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR),
+            };
+            listing.marks |= Marks::of(name);
+            if is_dir {
+                listing.subdirs.push(OsStr::from_bytes(name).to_os_string());
+            }
+        }
+        Some(listing)
+    }
+}
+
+#[derive(Default)]
+struct Listing {
+    complete: bool,
+    marks: u8,
+    subdirs: Vec<OsString>,
+}
+
+/// A small file in `dir`, read as git reads it (following a symlink, as
+/// git does), without blocking on a FIFO.
+fn read_file(dir: RawFd, name: &[u8]) -> Option<FileState> {
+    use std::io::Read;
+    // Only a regular file is opened: opening a device can act on it.
+    let regular =
+        std::fs::metadata(fd_path(dir).join(OsStr::from_bytes(name))).is_ok_and(|m| m.is_file());
+    let fd = regular
+        .then(|| crate::sys::fs::open_at(dir, name, libc::O_RDONLY | libc::O_NONBLOCK, 0).ok())
+        .flatten();
+    let Some(fd) = fd else {
+        // A dangling symlink, or one it may not follow: judged by the
+        // entry itself.
+        let st = undo::stat_at(dir, OsStr::from_bytes(name)).ok()?;
+        return Some(FileState {
+            id: (st.st_dev, st.st_ino),
+            ctime: ctime(&st),
+            mode: (st.st_mode & 0o7777, st.st_uid, st.st_gid),
+            bytes: None,
+        });
+    };
+    let st = crate::sys::fs::fstat(&fd).ok()?;
+    let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
+    let bytes = (regular && (st.st_size as u64) <= FILE_MAX)
+        .then(|| {
+            let mut bytes = Vec::new();
+            std::fs::File::from(fd)
+                .take(FILE_MAX + 1)
+                .read_to_end(&mut bytes)
+                .ok()
+                .filter(|_| bytes.len() as u64 <= FILE_MAX)
+                .map(|_| bytes)
+        })
+        .flatten();
+    Some(FileState {
+        id: (st.st_dev, st.st_ino),
+        ctime: ctime(&st),
+        mode: (st.st_mode & 0o7777, st.st_uid, st.st_gid),
+        bytes,
+    })
+}
+
+/// The git directory `fd` as git would use it.
+fn read_git_dir(fd: &OwnedFd) -> Option<GitDir> {
+    let st = crate::sys::fs::fstat(fd).ok()?;
+    let raw = fd.as_raw_fd();
+    let mut g = GitDir {
+        id: (st.st_dev, st.st_ino),
+        config: read_file(raw, b"config"),
+        config_worktree: read_file(raw, b"config.worktree"),
+        commondir: read_file(raw, b"commondir"),
+        hooks: BTreeMap::new(),
+        hooks_link: None,
+    };
+    if let Ok(link) = undo::stat_at(raw, OsStr::new("hooks"))
+        && link.st_mode & libc::S_IFMT == libc::S_IFLNK
+    {
+        let target = std::fs::read_link(fd_path(raw).join("hooks"))
+            .map(|t| t.into_os_string().into_vec())
+            .unwrap_or_default();
+        g.hooks_link = Some((target, (link.st_dev, link.st_ino)));
+        return Some(g);
+    }
+    let Some(hooks) = open_dir_at(raw, b"hooks") else {
+        return Some(g);
+    };
+    for name in undo::names(hooks.as_raw_fd()) {
+        if name.as_bytes().ends_with(b".sample") {
+            continue;
+        }
+        let Ok(entry) = undo::stat_at(hooks.as_raw_fd(), &name) else {
+            continue;
+        };
+        let entry_id = ((entry.st_dev, entry.st_ino), ctime(&entry));
+        let target = if entry.st_mode & libc::S_IFMT == libc::S_IFLNK {
+            // git follows a symlinked hook.
+            match std::fs::metadata(fd_path(hooks.as_raw_fd()).join(&name)) {
+                Ok(m) => {
+                    use std::os::unix::fs::MetadataExt;
+                    if !(m.is_file() && m.mode() & 0o111 != 0) {
+                        continue;
+                    }
+                    Some(((m.dev(), m.ino()), (m.ctime(), m.ctime_nsec())))
+                }
+                Err(_) => continue,
+            }
+        } else {
+            if entry.st_mode & libc::S_IFMT != libc::S_IFREG || entry.st_mode & 0o111 == 0 {
+                continue;
+            }
+            None
+        };
+        g.hooks.insert(name, (entry_id.0, entry_id.1, target));
+    }
+    Some(g)
+}
+
+/// The `.git` entry of the directory `dir`, when it is a file or symlink.
+fn read_pointer(dir: RawFd) -> Option<Pointer> {
+    let st = undo::stat_at(dir, OsStr::new(".git")).ok()?;
+    let id = (st.st_dev, st.st_ino);
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFLNK => {
+            let target = std::fs::read_link(fd_path(dir).join(".git")).ok()?;
+            Some(Pointer {
+                id,
+                symlink: true,
+                bytes: target.into_os_string().into_vec(),
+            })
+        }
+        libc::S_IFREG => {
+            let file = read_file(dir, b".git")?;
+            Some(Pointer {
+                id,
+                symlink: false,
+                // Unreadable or too large: git cannot use it either, but
+                // it is still judged as a change.
+                bytes: file.bytes.unwrap_or_default(),
+            })
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pointers_are_read_as_git_reads_them() {
+        let here = Path::new("/nonexistent/ws/sub");
+        assert_eq!(
+            gitfile_target(b"gitdir: ../.git/modules/sub\n\r\n", here),
+            Some(PathBuf::from("/nonexistent/ws/.git/modules/sub"))
+        );
+        assert_eq!(gitfile_target(b"gitdir:../x", here), None);
+        assert!(kept_for_a_worktree(Path::new("/w/.git")));
+        assert!(kept_for_a_worktree(Path::new("/w/.git/modules/a/b")));
+        assert!(kept_for_a_worktree(Path::new("/w/.git/worktrees/x")));
+        assert!(!kept_for_a_worktree(Path::new("/w/fixtures/evil.git")));
+        assert!(!kept_for_a_worktree(Path::new("/w/modules/x")));
+    }
+
+    #[test]
+    fn a_git_directory_is_what_git_discovery_accepts() {
+        let m = |names: &[&str]| names.iter().fold(0, |m, n| m | Marks::of(n.as_bytes()));
+        assert!(Marks::git_dir(m(&["HEAD", "objects", "refs"])));
+        assert!(Marks::git_dir(m(&["HEAD", "commondir"])));
+        assert!(!Marks::git_dir(m(&["HEAD", "objects"])));
+        assert!(!Marks::git_dir(m(&["objects", "refs", "config"])));
+    }
+}

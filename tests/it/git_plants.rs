@@ -1,0 +1,400 @@
+//! Planted git metadata: what a confined run leaves for a later, unconfined
+//! git command to run is put aside, judged by a snapshot of every git
+//! directory under the writable roots from before the run; ordinary git
+//! work (clone, submodules, worktrees, commits) is left as it is. Each
+//! attack runs in every tier this machine has (with and without a mount
+//! namespace).
+use crate::support::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Dirs {
+    _root: tempfile::TempDir,
+    ws: PathBuf,
+    tmp: PathBuf,
+    /// Where a planted command leaves its mark: outside every root.
+    ran: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let root = tempfile::tempdir().unwrap();
+    let [ws, outside, tmp] = ["ws", "outside", "tmp"].map(|n| root.path().join(n));
+    for d in [&ws, &outside, &tmp] {
+        std::fs::create_dir(d).unwrap();
+    }
+    let ran = outside.join("ran");
+    Dirs {
+        _root: root,
+        ws,
+        tmp,
+        ran,
+    }
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn have_git() -> bool {
+    let ok = Command::new("git")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: git is not installed");
+    }
+    ok
+}
+
+/// Runs `script` with bash in `dir`, unconfined, as a user would later;
+/// no global git config. Panics with its output when it fails and `must`.
+fn sh(dir: &Path, script: &str, must: bool) -> String {
+    let out = Command::new("bash")
+        .args(["-c", script])
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!must || out.status.success(), "{script}: {text}");
+    text
+}
+
+/// A repository with one commit in `dir`.
+fn repository(dir: &Path) {
+    sh(
+        dir,
+        "git init -q && git commit -q --allow-empty -m init",
+        true,
+    );
+}
+
+/// The JSON result of `script` run confined (workspace-write, temp dir
+/// read-only) in `d.ws`, with a git identity and no global config.
+fn run(tier: Tier, d: &Dirs, script: &str) -> Value {
+    Test::in_tier(tier)
+        .env("TMPDIR", &d.tmp)
+        .args(["-s", "workspace-write", "--json", "--no-temp-write"])
+        .args(["-C", p(&d.ws)])
+        .args(["-e", "GIT_CONFIG_GLOBAL=/dev/null"])
+        .args(["-e", "GIT_AUTHOR_NAME=t", "-e", "GIT_AUTHOR_EMAIL=t@t"])
+        .args([
+            "-e",
+            "GIT_COMMITTER_NAME=t",
+            "-e",
+            "GIT_COMMITTER_EMAIL=t@t",
+        ])
+        .args(["--", script])
+        .run()
+        .json()
+}
+
+/// The protected changes of a result, as `(path, change, reason)`.
+fn changes(v: &Value) -> Vec<(String, String, String)> {
+    v["sandbox"]["protected_changes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|c| {
+                    (
+                        c["path"].as_str().unwrap_or("").to_string(),
+                        c["change"].as_str().unwrap_or("").to_string(),
+                        c["reason"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Asserts that `path` was put aside for `reason` (a prefix) and that it
+/// is gone from its place.
+fn put_aside(v: &Value, path: &Path, reason: &str) {
+    let found = changes(v).into_iter().any(|(p, c, r)| {
+        p == path.to_str().unwrap() && c == "quarantined" && r.starts_with(reason)
+    });
+    assert!(
+        found,
+        "{} not put aside for {reason:?}: {v}",
+        path.display()
+    );
+    assert!(
+        std::fs::symlink_metadata(path).is_err(),
+        "{} is still there",
+        path.display()
+    );
+    let mut aside = path.as_os_str().to_os_string();
+    aside.push(".dsh-exec-quarantined");
+    assert!(
+        Path::new(&aside).exists(),
+        "{} was not kept",
+        aside.to_string_lossy()
+    );
+}
+
+/// `touch RAN` as a git config value that runs it.
+fn touch(d: &Dirs) -> String {
+    format!("touch {}; false #", p(&d.ran))
+}
+
+#[test]
+fn a_submodule_hidden_in_a_split_index_is_put_aside() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        repository(&d.ws);
+        let v = run(
+            tier,
+            &d,
+            &format!(
+                "git init -q sub && git -C sub config core.fsmonitor '{}' \
+                 && git -C sub commit -q --allow-empty -m x \
+                 && git update-index --split-index \
+                 && git update-index --add --cacheinfo 160000,$(git -C sub rev-parse HEAD),sub \
+                 && ls .git/sharedindex.* >/dev/null",
+                touch(&d)
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        put_aside(&v, &d.ws.join("sub/.git"), "config key core.fsmonitor");
+        sh(&d.ws, "git status --short", true);
+        assert!(!d.ran.exists(), "{tier:?}: the fsmonitor ran");
+    }
+}
+
+#[test]
+fn a_module_dir_with_a_hook_for_an_empty_submodule_is_put_aside() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        repository(&d.ws);
+        // An upstream outside the run, as a real submodule would have.
+        let up = d.tmp.join("up");
+        std::fs::create_dir(&up).unwrap();
+        repository(&up);
+        let v = run(
+            tier,
+            &d,
+            &format!(
+                "mkdir -p .git/modules && git clone -q --no-checkout --separate-git-dir .git/modules/m {up} m && rm -rf m && mkdir m \
+                 && printf '#!/bin/sh\\ntouch {ran}\\n' > .git/modules/m/hooks/post-checkout \
+                 && chmod +x .git/modules/m/hooks/post-checkout \
+                 && printf '[submodule \"m\"]\\n\\tpath = m\\n\\turl = {up}\\n' > .gitmodules \
+                 && git update-index --add --cacheinfo 160000,$(git -C {up} rev-parse HEAD),m",
+                up = p(&up),
+                ran = p(&d.ran)
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        put_aside(&v, &d.ws.join(".git/modules/m"), "hook post-checkout");
+        sh(
+            &d.ws,
+            "git -c protocol.file.allow=always submodule update --init",
+            true,
+        );
+        assert!(!d.ran.exists(), "{tier:?}: the planted hook ran");
+    }
+}
+
+#[test]
+fn a_new_repository_with_a_key_off_the_allow_list_is_put_aside() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        repository(&d.ws);
+        let v = run(
+            tier,
+            &d,
+            &format!(
+                "git init -q sub && git -C sub config protocol.allow always \
+                 && git -C sub remote add origin 'ext::sh -c touch% {}'",
+                p(&d.ran)
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        put_aside(&v, &d.ws.join("sub/.git"), "config key protocol.allow");
+        sh(&d.ws.join("sub"), "git fetch origin", false);
+        assert!(!d.ran.exists(), "{tier:?}: the ext:: remote ran");
+    }
+}
+
+#[test]
+fn a_submodule_five_deep_is_judged_like_the_first() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        repository(&d.ws);
+        // s1/s2/s3/s4/s5, each a repository registered in its parent's
+        // index; the deepest runs a command on `git status`.
+        let v = run(
+            tier,
+            &d,
+            &format!(
+                "set -e; path=/s1/s2/s3/s4/s5; mkdir -p s1/s2/s3/s4/s5; \
+                 for i in 5 4 3 2 1; do dir=${{path%/s$i/*}}; dir=${{dir%/s$i}}/s$i; dir=${{dir#/}}; \
+                   git -C $dir init -q; \
+                   if [ $i = 5 ]; then git -C $dir config core.fsmonitor '{}'; \
+                   else git -C $dir add -A 2>/dev/null; fi; \
+                   git -C $dir commit -q --allow-empty -m x; done; \
+                 git add s1",
+                touch(&d)
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        put_aside(
+            &v,
+            &d.ws.join("s1/s2/s3/s4/s5/.git"),
+            "config key core.fsmonitor",
+        );
+        assert_eq!(changes(&v).len(), 1, "{tier:?}: {v}");
+        sh(&d.ws, "git status --short", true);
+        assert!(!d.ran.exists(), "{tier:?}: the fsmonitor five deep ran");
+    }
+}
+
+#[test]
+fn a_key_added_to_an_existing_unprotected_config_is_undone_and_the_rest_kept() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        // Deeper than the protection plan looks: its config is writable.
+        let deep = d.ws.join("a/b/c/repo");
+        std::fs::create_dir_all(&deep).unwrap();
+        repository(&deep);
+        let config = d.ws.join("a/b/c/repo/.git/config");
+        let before = std::fs::read_to_string(&config).unwrap();
+        let v = run(
+            tier,
+            &d,
+            &format!(
+                "cd a/b/c/repo && git config user.name agent && git config core.fsmonitor '{}'",
+                touch(&d)
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        assert!(
+            changes(&v).contains(&(
+                p(&config).to_string(),
+                "modified".to_string(),
+                "config key core.fsmonitor".to_string()
+            )),
+            "{tier:?}: {v}"
+        );
+        assert_eq!(std::fs::read_to_string(&config).unwrap(), before);
+        let kept =
+            std::fs::read_to_string(d.ws.join("a/b/c/repo/.git/config.dsh-exec-quarantined"))
+                .unwrap();
+        assert!(kept.contains("fsmonitor"), "{kept}");
+        sh(&deep, "git status --short", true);
+        assert!(!d.ran.exists(), "{tier:?}: the fsmonitor ran");
+    }
+}
+
+#[test]
+fn a_pointer_to_an_existing_bare_repository_with_hooks_is_put_aside() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        repository(&d.ws);
+        // A bare repository shipped as a test fixture, with a live hook
+        // and an fsmonitor: harmless where it is, until something points
+        // git at it.
+        let fixture = d.ws.join("fixtures/evil.git");
+        std::fs::create_dir_all(&fixture).unwrap();
+        sh(
+            &fixture,
+            &format!(
+                "git init -q --bare && git config core.fsmonitor '{}'",
+                touch(&d)
+            ),
+            true,
+        );
+        let v = run(
+            tier,
+            &d,
+            "mkdir w && printf 'gitdir: ../fixtures/evil.git\\n' > w/.git",
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        put_aside(&v, &d.ws.join("w/.git"), "names ");
+        // The fixture itself was there before the run: it stays.
+        assert!(fixture.join("config").exists());
+        // And moved into place, it is new where it lands.
+        let v = run(tier, &d, "mkdir v && mv fixtures/evil.git v/.git");
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        put_aside(&v, &d.ws.join("v/.git"), "config key core.fsmonitor");
+        sh(&d.ws.join("v"), "git status --short", false);
+        assert!(!d.ran.exists(), "{tier:?}: the fixture's fsmonitor ran");
+    }
+}
+
+#[test]
+fn ordinary_git_work_is_left_as_it_is() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        repository(&d.ws);
+        // The user's own config runs things: a run that commits must not
+        // cost them their repository.
+        sh(
+            &d.ws,
+            "git config core.fsmonitor false && git config alias.st status \
+             && printf '#!/bin/sh\\nexit 0\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
+            true,
+        );
+        let up = d.tmp.join("up");
+        std::fs::create_dir(&up).unwrap();
+        repository(&up);
+        let v = run(
+            tier,
+            &d,
+            &format!(
+                "set -e; echo a > a.txt; git add a.txt; git commit -q -m a; git stash list; \
+                 git init -q --bare bare.git; git gc -q; \
+                 git clone -q {up} cloned; cd cloned; git config user.name agent; \
+                 git remote add mirror https://example.com/x.git; \
+                 git -c protocol.file.allow=always submodule add -q {up} subm; git commit -q -m sub; \
+                 git worktree add -q ../wt; git branch -q --set-upstream-to=origin/HEAD 2>/dev/null || true",
+                up = p(&up)
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        assert_eq!(
+            changes(&v),
+            Vec::<(String, String, String)>::new(),
+            "{tier:?}: {v}"
+        );
+        let status = sh(
+            &d.ws.join("cloned"),
+            "git submodule status && git worktree list",
+            true,
+        );
+        assert!(
+            status.contains("subm") && status.contains("/wt "),
+            "{status}"
+        );
+        assert!(d.ws.join(".git/hooks/pre-commit").exists());
+    }
+}
