@@ -617,104 +617,154 @@ struct Walk<'a> {
     found: &'a mut Found,
 }
 
+/// Where a directory of the walk is: opened, or not yet (reached as a
+/// path relative to the nearest opened ancestor, through directories
+/// unchanged since the snapshot: no symlink can be on that way).
+enum At {
+    Open(OwnedFd),
+    Relative(RawFd, PathBuf),
+}
+
 impl Walk<'_> {
     fn root(&mut self, root: &Path, previous: Option<&Node>) -> Node {
         let Ok(fd) = undo::open_root(root) else {
             return Node::default();
         };
+        let Ok(st) = crate::sys::fs::fstat(&fd) else {
+            return Node::default();
+        };
         let mut path = root.to_path_buf();
-        self.dir(fd, &mut path, previous, 0)
+        self.dir(At::Open(fd), &st, &mut path, previous, 0)
     }
 
-    /// The directory `fd` at `path`, `depth` below its root; `previous`:
-    /// the snapshot's node for the same path.
+    /// The directory at `at` (stat `st`) at `path`, `depth` below its
+    /// root; `previous`: the snapshot's node for the same path.
     fn dir(
         &mut self,
-        fd: OwnedFd,
+        at: At,
+        st: &libc::stat,
         path: &mut PathBuf,
         previous: Option<&Node>,
         depth: usize,
     ) -> Node {
-        let Ok(st) = crate::sys::fs::fstat(&fd) else {
-            return Node::default();
-        };
         let id = (st.st_dev, st.st_ino);
         let previous = previous.filter(|p| p.id == id);
         let mut node = Node {
             id,
             ..Node::default()
         };
-        let unchanged = self.after
-            && previous.is_some_and(|p| p.listed)
-            && !changed_since(ctime(&st), self.since);
-        let subdirs: Vec<OsString> = if let Some(p) = previous.filter(|_| unchanged) {
-            node.listed = true;
-            node.marks = p.marks;
-            p.children.keys().cloned().collect()
-        } else {
-            let Some(listing) = self.list(&fd, path) else {
-                return node;
-            };
-            node.listed = listing.complete;
-            node.marks = listing.marks;
-            listing.subdirs
+        self.found.read += 1;
+        // Unchanged since the snapshot: its listing then is its listing
+        // now, and it need not be opened unless git's files are in it.
+        let reuse =
+            previous.filter(|p| self.after && p.listed && !changed_since(ctime(st), self.since));
+        let needs_fd = reuse.is_none_or(|p| p.marks & (Marks::DOT_GIT | Marks::HEAD) != 0);
+        let (fd, base, prefix) = match at {
+            At::Open(fd) => {
+                let raw = fd.as_raw_fd();
+                (Some(fd), raw, PathBuf::new())
+            }
+            At::Relative(base, rel) if needs_fd => {
+                let Some(fd) = open_dir_at(base, rel.as_os_str().as_bytes()) else {
+                    return node;
+                };
+                let raw = fd.as_raw_fd();
+                (Some(fd), raw, PathBuf::new())
+            }
+            At::Relative(base, rel) => (None, base, rel),
+        };
+        let names: Vec<OsString> = match (reuse, &fd) {
+            (Some(p), _) => {
+                node.listed = true;
+                node.marks = p.marks;
+                p.children.keys().cloned().collect()
+            }
+            (None, Some(fd)) => {
+                let Some(listing) = self.list(fd, path) else {
+                    return node;
+                };
+                node.listed = listing.complete;
+                node.marks = listing.marks;
+                listing.subdirs
+            }
+            (None, None) => return node,
         };
         let git_dir = Marks::git_dir(node.marks);
-        if git_dir && let Some(g) = read_git_dir(&fd) {
-            self.found.git_dirs.insert(path.clone(), g);
-        }
-        if node.marks & Marks::DOT_GIT != 0
-            && let Some(p) = read_pointer(fd.as_raw_fd())
-        {
-            self.found.pointers.insert(path.join(".git"), p);
+        if let Some(fd) = &fd {
+            if git_dir && let Some(g) = read_git_dir(fd) {
+                self.found.git_dirs.insert(path.clone(), g);
+            }
+            if node.marks & Marks::DOT_GIT != 0
+                && let Some(p) = read_pointer(fd.as_raw_fd())
+            {
+                self.found.pointers.insert(path.join(".git"), p);
+            }
         }
         // git's own data in the git directories it keeps for worktrees: not
         // a repository anyone enters, and most of a repository's entries.
         // In any other git directory (which the run could make of a
         // worktree's own top, by adding `HEAD`) everything is walked.
         let skip_data = git_dir && kept_for_a_worktree(path);
-        for name in subdirs {
+        for name in names {
             if skip_data && ["objects", "refs", "logs"].iter().any(|s| name == *s) {
                 continue;
             }
-            let before = previous.and_then(|p| p.children.get(&name));
-            path.push(&name);
-            if depth + 1 > MAX_DEPTH || self.found.read >= WALK_BUDGET {
-                let known = self.known(fd.as_raw_fd(), &name, before);
-                self.found.unreached.push((path.clone(), known));
-            } else if let Some(child) = open_dir_at(fd.as_raw_fd(), name.as_bytes()) {
-                let child = self.dir(child, path, before, depth + 1);
-                node.children.insert(name.clone(), child);
-            }
-            path.pop();
+            let rel = prefix.join(&name);
+            let Ok(st) = undo::stat_at(base, rel.as_os_str()) else {
+                continue;
+            };
+            self.child(
+                &mut node,
+                name,
+                st,
+                At::Relative(base, rel),
+                path,
+                previous,
+                depth,
+            );
         }
         node
     }
 
-    /// Whether the directory `name` in `dir` is the one the snapshot had
-    /// (same inode, nothing changed in it since): always true before the
-    /// run.
-    fn known(&self, dir: RawFd, name: &OsStr, before: Option<&Node>) -> bool {
-        if !self.after {
-            return true;
+    /// Visits the subdirectory `name` (stat `st`, at `at`) of `node`.
+    #[allow(clippy::too_many_arguments)]
+    fn child(
+        &mut self,
+        node: &mut Node,
+        name: OsString,
+        st: libc::stat,
+        at: At,
+        path: &mut PathBuf,
+        previous: Option<&Node>,
+        depth: usize,
+    ) {
+        if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+            return;
         }
-        let Ok(st) = undo::stat_at(dir, name) else {
-            return true;
-        };
-        before.is_some_and(|b| b.id == (st.st_dev, st.st_ino))
+        let before = previous.and_then(|p| p.children.get(&name));
+        path.push(&name);
+        if depth + 1 > MAX_DEPTH || self.found.read >= WALK_BUDGET {
+            // Before the run everything counts as known; after it, what
+            // the snapshot had at this path (same inode).
+            let known = !self.after || before.is_some_and(|b| b.id == (st.st_dev, st.st_ino));
+            self.found.unreached.push((path.clone(), known));
+        } else {
+            let child = self.dir(at, &st, path, before, depth + 1);
+            node.children.insert(name, child);
+        }
+        path.pop();
     }
 
     /// Reads the directory `fd`: its subdirectories and marks.
     fn list(&mut self, fd: &OwnedFd, path: &Path) -> Option<Listing> {
-        let dup =
-            crate::sys::fs::open_at(fd.as_raw_fd(), b".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
-                .ok()?;
-        let mut dir = nix::dir::Dir::from_fd(dup).ok()?;
+        use std::mem::MaybeUninit;
+        let mut buf = [MaybeUninit::<u8>::uninit(); 32 << 10];
+        let mut dir = rustix::fs::RawDir::new(fd, &mut buf);
         let mut listing = Listing {
             complete: true,
             ..Listing::default()
         };
-        for entry in dir.iter() {
+        while let Some(entry) = dir.next() {
             let Ok(entry) = entry else {
                 listing.complete = false;
                 break;
@@ -725,18 +775,18 @@ impl Walk<'_> {
             }
             if self.found.read >= WALK_BUDGET {
                 listing.complete = false;
-                self.found.unreached.push((path.to_path_buf(), true));
+                self.found.unreached.push((path.to_path_buf(), !self.after));
                 break;
             }
             self.found.read += 1;
-            use nix::dir::Type;
-            let is_dir = match entry.file_type() {
-                Some(Type::Directory) => true,
-                Some(_) => false,
-                None => undo::stat_at(fd.as_raw_fd(), OsStr::from_bytes(name))
-                    .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR),
-            };
             listing.marks |= Marks::of(name);
+            use rustix::fs::FileType;
+            let is_dir = match entry.file_type() {
+                FileType::Directory => true,
+                FileType::Unknown => undo::stat_at(fd.as_raw_fd(), OsStr::from_bytes(name))
+                    .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR),
+                _ => false,
+            };
             if is_dir {
                 listing.subdirs.push(OsStr::from_bytes(name).to_os_string());
             }
