@@ -648,6 +648,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         out = ("%s %s %s" % (self.command, self.path, body.decode())).strip().encode() + b"\n"
         self.send_response(200)
         self.send_header("Content-Length", str(len(out)))
+        if self.path == "/hop":
+            self.send_header("Connection", "X-Server-Hop")
+            self.send_header("X-Server-Hop", "for the proxy alone")
+            self.send_header("Keep-Alive", "timeout=5")
+            self.send_header("X-Server-Kept", "kept")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(out)
@@ -819,6 +824,63 @@ fn the_proxy_passes_on_one_request_per_connection_and_refuses_framing_it_cannot_
     );
     assert_eq!(v["sandbox"]["network_allowed"], json!({"localhost": 5}));
     assert_eq!(v["sandbox"].get("network_denials"), None, "{v}");
+}
+
+/// A client that sends the proxy hop-by-hop fields by hand: it prints the
+/// status line and the names of the fields that came back.
+const HOP_BY_HOP: &str = r#"
+import base64, os, socket, sys, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTP_PROXY"])
+auth = b"Proxy-Authorization: Basic " + base64.b64encode(("%s:%s" % (proxy.username, proxy.password)).encode())
+port = sys.argv[1].encode()
+def ask(name, raw):
+    s = socket.create_connection((proxy.hostname, proxy.port))
+    s.sendall(raw.replace(b"PORT", port).replace(b"AUTH", auth))
+    got = b""
+    while chunk := s.recv(65536):
+        got += chunk
+    s.close()
+    lines = got.partition(b"\r\n\r\n")[0].decode().split("\r\n")
+    names = sorted(l.split(":")[0].lower() for l in lines[1:])
+    print("%s: %s: %s" % (name, lines[0], " ".join(names)))
+ask("hop", b"GET http://localhost:PORT/hop HTTP/1.1\r\nHost: localhost:PORT\r\n"
+    b"Connection: keep-alive, X-Hop-Secret\r\nX-Hop-Secret: s3cret\r\nKeep-Alive: timeout=5\r\n"
+    b"Proxy-Connection: keep-alive\r\nTE: trailers\r\nUpgrade: h2c\r\nX-End-To-End: kept\r\n"
+    b"AUTH\r\n\r\n")
+ask("framing", b"POST http://localhost:PORT/framing HTTP/1.1\r\nHost: localhost:PORT\r\n"
+    b"Connection: Content-Length\r\nContent-Length: 5\r\nAUTH\r\n\r\nhello")
+"#;
+
+#[test]
+fn the_proxy_drops_hop_by_hop_fields_and_those_connection_names_both_ways() {
+    // RFC 9110 7.6.1: the standard hop-by-hop fields and those the
+    // Connection field names are for the next hop alone; the proxy token
+    // never goes upstream. A request whose Connection names a field that
+    // frames its body is refused: dropping it would unframe the body.
+    let (server, port, out) = keep_alive_server();
+    let v = Test::new()
+        .args(["--json", "--network"])
+        .arg(format!("allow=localhost:{port}"))
+        .args(["-e", "SCRIPT", "--"])
+        .arg(format!("python3 -c \"$SCRIPT\" {port}"))
+        .env("SCRIPT", HOP_BY_HOP)
+        .run()
+        .json();
+    let seen = requests_seen(server, out);
+    assert_eq!(
+        v["stdout"]["text"].as_str().unwrap(),
+        "hop: HTTP/1.1 200 OK: connection content-length date proxy-connection server \
+         x-server-kept\n\
+         framing: HTTP/1.1 400 Bad Request: connection content-length content-type \
+         x-dsh-exec-proxy\n",
+        "{v}"
+    );
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["request"], "GET /hop");
+    assert_eq!(
+        seen[0]["fields"],
+        json!(["connection", "host", "x-end-to-end"])
+    );
 }
 
 #[test]

@@ -492,7 +492,12 @@ fn host_field(host: &str, port: u16) -> String {
     }
 }
 
-/// Headers a proxy does not pass on (RFC 9110 7.6.1, and the proxy's own).
+/// Header fields a proxy does not pass on, whatever `Connection` says
+/// (RFC 9110 7.6.1: Connection, Proxy-Connection, Keep-Alive, TE,
+/// Upgrade; Trailer, of RFC 7230's list; and the proxy's own credentials
+/// and challenge). Transfer-Encoding is in RFC 9110's list for proxies
+/// that re-frame a body; this one passes each body on as it came, so the
+/// field goes with it.
 fn hop_by_hop(name: &str) -> bool {
     [
         "connection",
@@ -506,6 +511,25 @@ fn hop_by_hop(name: &str) -> bool {
     ]
     .iter()
     .any(|h| name.eq_ignore_ascii_case(h))
+}
+
+/// The field names a message's `Connection` fields list (RFC 9110 7.6.1:
+/// comma-separated connection options, each naming a field meant for the
+/// next hop alone), in lower case.
+fn connection_options(headers: &[httparse::Header]) -> Vec<String> {
+    headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("connection"))
+        .flat_map(|h| h.value.split(|b| *b == b','))
+        .map(|o| String::from_utf8_lossy(o).trim().to_ascii_lowercase())
+        .filter(|o| !o.is_empty())
+        .collect()
+}
+
+/// Whether `name` frames a message's body: Content-Length or
+/// Transfer-Encoding.
+fn frames_body(name: &str) -> bool {
+    name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding")
 }
 
 /// Reads and parses the request head, or answers the client's error.
@@ -617,8 +641,21 @@ fn head_of(req: &httparse::Request, rest: Vec<u8>) -> Result<Head, (u16, String)
         host_field(&host, port)
     )
     .into_bytes();
+    // The fields `Connection` names are the client's hop's alone (RFC 9110
+    // 7.6.1), but for those that frame the body, which the upstream needs
+    // to find its end: a request that names one is refused.
+    let listed = connection_options(req.headers);
+    if let Some(f) = listed.iter().find(|f| frames_body(f)) {
+        return Err((
+            400,
+            format!("a Connection field naming {f}, which frames the body (RFC 9110 7.6.1)"),
+        ));
+    }
     for h in req.headers.iter() {
-        if hop_by_hop(h.name) || h.name.eq_ignore_ascii_case("host") {
+        if hop_by_hop(h.name)
+            || h.name.eq_ignore_ascii_case("host")
+            || listed.iter().any(|f| h.name.eq_ignore_ascii_case(f))
+        {
             continue;
         }
         head.extend_from_slice(h.name.as_bytes());
@@ -999,12 +1036,18 @@ fn response_head(
                         resp.reason.unwrap_or("")
                     )
                     .into_bytes();
+                    // The fields `Connection` names are the upstream's hop's
+                    // alone (RFC 9110 7.6.1), but for those that frame the
+                    // body, which goes on as they frame it.
+                    let listed = connection_options(resp.headers);
                     for h in resp.headers.iter() {
                         // Transfer-Encoding frames the body it came with:
                         // a Content-Length beside it goes (RFC 9112 6.3).
                         if hop_by_hop(h.name)
                             || (body == Body::Chunked
                                 && h.name.eq_ignore_ascii_case("content-length"))
+                            || (!frames_body(h.name)
+                                && listed.iter().any(|f| h.name.eq_ignore_ascii_case(f)))
                         {
                             continue;
                         }
@@ -1272,7 +1315,8 @@ mod tests {
     #[test]
     fn plain_requests_go_upstream_in_origin_form_without_proxy_headers() {
         let raw = b"GET http://a.org:8080/x?y HTTP/1.1\r\nHost: a.org:8080\r\n\
-            Proxy-Authorization: Basic eA==\r\nConnection: keep-alive\r\nAccept: */*\r\n\r\nBODY";
+            Proxy-Authorization: Basic eA==\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n\
+            Keep-Alive: timeout=5\r\nTE: trailers\r\nUpgrade: h2c\r\nAccept: */*\r\n\r\nBODY";
         let mut headers = [httparse::EMPTY_HEADER; 16];
         let mut req = httparse::Request::new(&mut headers);
         let n = match req.parse(raw).unwrap() {
@@ -1289,6 +1333,12 @@ mod tests {
             "GET /x?y HTTP/1.1\r\nHost: a.org:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n"
         );
         assert_eq!(head.rest, b"BODY");
+        // A field that frames the body is not the client's hop's to drop.
+        let framing = parsed(
+            b"POST http://a.org/ HTTP/1.1\r\nHost: a.org\r\nConnection: close, Content-Length\r\n\
+            Content-Length: 1\r\n\r\nx",
+        );
+        assert_eq!(framing.err().unwrap().0, 400);
     }
 
     fn parsed(raw: &[u8]) -> Result<Head, (u16, String)> {
