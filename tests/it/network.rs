@@ -963,6 +963,77 @@ fn the_proxy_refuses_a_wildcard_name_that_resolves_to_an_ipv6_form_of_a_special_
     assert_eq!(v["sandbox"].get("network_allowed"), None, "{v}");
 }
 
+#[test]
+fn the_proxy_refuses_names_that_resolve_to_documentation_benchmarking_and_metadata_addresses() {
+    if !can_make_namespaces() {
+        return skip("needs root with CAP_SYS_ADMIN, unshare and ip for a private /etc/hosts");
+    }
+    // RFC 6890's special-purpose ranges and other clouds' metadata
+    // services, reached by name: in a network namespace with loopback
+    // alone, so that nothing leaves the host whatever the proxy does.
+    let dir = tempfile::tempdir().unwrap();
+    let names = [
+        ("bench", "198.18.0.1", "a benchmarking address"),
+        ("doc", "203.0.113.7", "a documentation address"),
+        ("doc6", "2001:db8::7", "a documentation address"),
+        (
+            "ietf",
+            "192.0.0.8",
+            "a multicast, broadcast or reserved address",
+        ),
+        ("alibaba", "100.100.100.200", "a cloud metadata address"),
+        ("gcp", "fd20:ce::254", "a cloud metadata address"),
+        ("azure", "168.63.129.16", "a cloud metadata address"),
+    ];
+    let mut hosts = String::from("127.0.0.1 localhost\n");
+    for (n, ip, _) in names {
+        hosts += &format!("{ip} {n}.special.test\n");
+    }
+    std::fs::write(dir.path().join("hosts"), hosts).unwrap();
+    let port = 18465;
+    // The metadata names are listed exactly too: only an address rule
+    // reaches a metadata service.
+    let allow = format!(
+        "allow=*.special.test:{port},alibaba.special.test:{port},gcp.special.test:{port},\
+         azure.special.test:{port}"
+    );
+    let script: Vec<String> = names
+        .iter()
+        .map(|(n, _, _)| {
+            format!("curl -sS --noproxy '' -w ' %{{http_code}}\\n' http://{n}.special.test:{port}/")
+        })
+        .collect();
+    let out = Command::new("unshare")
+        .args(["--mount", "--net", "--propagation", "private", "bash", "-c"])
+        .arg(format!(
+            "ip link set lo up && mount --bind {} /etc/hosts && \
+             exec \"$DSH\" --json --network \"$ALLOW\" -- \"$SCRIPT\"",
+            dir.path().join("hosts").display()
+        ))
+        .env("DSH", bin())
+        .env("ALLOW", &allow)
+        .env("SCRIPT", script.join("\n"))
+        .env("HOME", "/nonexistent-home")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+    let mut want = String::new();
+    for (n, ip, class) in names {
+        want += &format!(
+            "dsh-exec: {n}.special.test:{port} refused: resolves to {ip}, {class}: only a host \
+             or address listed exactly may reach it (DNS rebinding)\n 403\n"
+        );
+    }
+    assert_eq!(v["stdout"]["text"].as_str().unwrap(), want, "{v}");
+    assert_eq!(
+        v["sandbox"]["network_denials"].as_array().unwrap().len(),
+        names.len(),
+        "{v}"
+    );
+    assert_eq!(v["sandbox"].get("network_allowed"), None, "{v}");
+}
+
 /// A client for the proxy: CONNECT to `localhost:PORT`, then 10 MiB of
 /// seeded random bytes each way; prints the digests of what it sent and
 /// what came back.

@@ -12,11 +12,11 @@
 //!    ([`super::rules`]), else answers 403;
 //! 3. resolves the name itself (getaddrinfo(3)) and drops every address of
 //!    a special class ([`super::addr::special_class`]: loopback, private,
-//!    link-local, cloud metadata, ...; an IPv6 address that carries an
-//!    IPv4 address, as 6to4, Teredo, NAT64 and ISATAP do, is of that
-//!    address's class) unless a rule names the host or that address
-//!    exactly: a name under a wildcard cannot be rebound to an address
-//!    inside the host or its network (DNS rebinding);
+//!    link-local, documentation, cloud metadata, ...: RFC 6890; an IPv6
+//!    address that carries an IPv4 address, as 6to4, Teredo, NAT64 and
+//!    ISATAP do, is of that address's class) unless a rule names the host
+//!    or that address exactly: a name under a wildcard cannot be rebound
+//!    to an address inside the host or its network (DNS rebinding);
 //! 4. connects to one of the addresses it kept, the very ones it judged
 //!    (never a name resolved again), and then:
 //!    - for `CONNECT`, relays bytes both ways unchanged: the tunnel
@@ -1409,7 +1409,7 @@ mod tests {
     fn an_address_carrying_a_special_ipv4_address_is_judged_as_that_address() {
         let at = |ip: &str| vec![SocketAddr::new(ip.parse().unwrap(), 80)];
         let r = rules("*.wild.test,exact.test");
-        let own: [IpAddr; 1] = ["192.0.2.1".parse().unwrap()];
+        let own: [IpAddr; 1] = ["1.2.3.4".parse().unwrap()];
         for (ip, why) in [
             ("2002:7f00:1::1", "(6to4 of 127.0.0.1), a loopback address"),
             (
@@ -1429,8 +1429,8 @@ mod tests {
                 "(IPv4-compatible of 127.0.0.1), a loopback address",
             ),
             (
-                "2002:c000:201::1",
-                "(6to4 of 192.0.2.1), an address of this host",
+                "2002:102:304::1",
+                "(6to4 of 1.2.3.4), an address of this host",
             ),
         ] {
             let (status, line) = keep(&r, &own, "a.wild.test", false, at(ip)).unwrap_err();
