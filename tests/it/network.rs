@@ -619,6 +619,270 @@ fn the_proxy_sends_the_target_it_judged_as_host_and_refuses_an_ambiguous_one() {
     );
 }
 
+/// A server on 127.0.0.1 that keeps every connection open, whatever the
+/// request says (`Connection: close` too), and answers each request with
+/// its method, path and body, `Content-Length` framed; it prints its port,
+/// then one JSON line per request it got.
+const KEEP_ALIVE_SERVER: &str = r#"
+import http.server, json
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def answer(self):
+        if (self.headers.get("Transfer-Encoding") or "").lower() == "chunked":
+            body = b""
+            while True:
+                size = int(self.rfile.readline().strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                body += self.rfile.read(size)
+                self.rfile.readline()
+        else:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        print(json.dumps({"request": "%s %s" % (self.command, self.path),
+                          "host": self.headers.get("Host"),
+                          "authorization": self.headers.get("Authorization"),
+                          "body": body.decode(),
+                          "fields": sorted(k.lower() for k in self.headers.keys())}), flush=True)
+        out = ("%s %s %s" % (self.command, self.path, body.decode())).strip().encode() + b"\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(out)))
+        if self.path == "/hop":
+            self.send_header("Connection", "X-Server-Hop")
+            self.send_header("X-Server-Hop", "for the proxy alone")
+            self.send_header("Keep-Alive", "timeout=5")
+            self.send_header("X-Server-Kept", "kept")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(out)
+        self.close_connection = False
+    do_GET = do_POST = do_HEAD = answer
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
+/// A [`KEEP_ALIVE_SERVER`], its port, and the reader of its lines.
+fn keep_alive_server() -> (Started, u16, BufReader<std::process::ChildStdout>) {
+    let mut child = Command::new("python3")
+        .args(["-c", KEEP_ALIVE_SERVER])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let port = line.trim().parse().expect("a port");
+    (Started(child), port, out)
+}
+
+/// Stops the server and returns the requests it got.
+fn requests_seen(
+    server: Started,
+    mut out: BufReader<std::process::ChildStdout>,
+) -> Vec<serde_json::Value> {
+    drop(server);
+    let mut text = String::new();
+    out.read_to_string(&mut text).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_proxy_connection_kept_alive_by_the_upstream_carries_no_second_request() {
+    // The upstream keeps the connection open whatever the proxy asks; a
+    // client that reuses its proxy connection for another host must meet
+    // the list again, not reach the first host unjudged with the second
+    // host's credentials and the proxy token.
+    let (server, port, out) = keep_alive_server();
+    let via = "--noproxy '' -x \"$HTTP_PROXY\"";
+    let script = format!(
+        "curl -sS {via} -H 'Authorization: Bearer for-a' http://localhost:{port}/first \
+         --next -sS {via} -H 'Authorization: Bearer for-b' -w ' %{{http_code}}\\n' \
+         http://notlisted.invalid:{port}/second"
+    );
+    let v = Test::new()
+        .args(["--json", "--network"])
+        .arg(format!("allow=localhost:{port}"))
+        .args(["--", &script])
+        .run()
+        .json();
+    let seen = requests_seen(server, out);
+    assert_eq!(
+        v["stdout"]["text"].as_str().unwrap(),
+        format!(
+            "GET /first\n\
+             dsh-exec: notlisted.invalid:{port} refused: not in the --network allow= list: \
+             localhost:{port}\n 403\n"
+        ),
+        "{v}"
+    );
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["request"], "GET /first");
+    assert_eq!(seen[0]["authorization"], "Bearer for-a");
+    assert_eq!(v["sandbox"]["network_allowed"], json!({"localhost": 1}));
+    assert_eq!(
+        v["sandbox"]["network_denials"],
+        json!([{"host": "notlisted.invalid", "port": port,
+                "reason": "not in the --network allow= list", "count": 1}])
+    );
+}
+
+/// A client that talks to the proxy by hand: each case its own
+/// connection, all bytes in one send, a request for a host off the list
+/// after most; it prints the status line, the `Connection` and
+/// `Proxy-Connection` fields, the body, and whether the proxy closed the
+/// connection (or kept it open for 10 s).
+const ONE_REQUEST_PER_CONNECTION: &str = r#"
+import base64, os, socket, sys, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTP_PROXY"])
+auth = b"Proxy-Authorization: Basic " + base64.b64encode(("%s:%s" % (proxy.username, proxy.password)).encode())
+port = sys.argv[1].encode()
+NEXT = b"GET http://notlisted.invalid:PORT/smuggled HTTP/1.1\r\nHost: notlisted.invalid:PORT\r\nAUTH\r\n\r\n"
+def ask(name, raw):
+    s = socket.create_connection((proxy.hostname, proxy.port))
+    s.settimeout(10)
+    s.sendall(raw.replace(b"PORT", port).replace(b"AUTH", auth))
+    got, end = b"", "closed"
+    try:
+        while chunk := s.recv(65536):
+            got += chunk
+    except socket.timeout:
+        end = "kept open"
+    s.close()
+    head, _, body = got.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    fields = dict(l.split(": ", 1) for l in lines[1:] if ": " in l)
+    print("%s: %s [%s, %s] %s %s" % (name, lines[0], fields.get("Connection"),
+          fields.get("Proxy-Connection"), body.decode().strip() or "-", end))
+def post(path, fields, body):
+    return (b"POST http://localhost:PORT/" + path + b" HTTP/1.1\r\nHost: localhost:PORT\r\n"
+            + fields + b"AUTH\r\n\r\n" + body + NEXT)
+ask("pipelined", b"GET http://localhost:PORT/a HTTP/1.1\r\nHost: localhost:PORT\r\nAUTH\r\n\r\n" + NEXT)
+ask("length", post(b"length", b"Content-Length: 5\r\n", b"hello"))
+ask("chunked", post(b"chunked", b"Transfer-Encoding: chunked\r\n",
+                    b"5\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n"))
+ask("head", b"HEAD http://localhost:PORT/h HTTP/1.1\r\nHost: localhost:PORT\r\nAUTH\r\n\r\n" + NEXT)
+ask("both", post(b"both", b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", b"0\r\n\r\n"))
+ask("gzip", post(b"gzip", b"Transfer-Encoding: gzip, chunked\r\n", b"0\r\n\r\n"))
+ask("two lengths", post(b"two", b"Content-Length: 5\r\nContent-Length: 5\r\n", b"hello"))
+ask("http/1.0", b"POST http://localhost:PORT/old HTTP/1.0\r\nTransfer-Encoding: chunked\r\nAUTH\r\n\r\n0\r\n\r\n" + NEXT)
+ask("extension", post(b"extension", b"Transfer-Encoding: chunked\r\n", b"5;a=b\r\nhello\r\n0\r\n\r\n"))
+"#;
+
+#[test]
+fn the_proxy_passes_on_one_request_per_connection_and_refuses_framing_it_cannot_tell() {
+    let (server, port, out) = keep_alive_server();
+    let v = Test::new()
+        .args(["--json", "--network"])
+        .arg(format!("allow=localhost:{port}"))
+        .args(["-e", "SCRIPT", "--"])
+        .arg(format!("python3 -c \"$SCRIPT\" {port}"))
+        .env("SCRIPT", ONE_REQUEST_PER_CONNECTION)
+        .run()
+        .json();
+    let seen = requests_seen(server, out);
+    let bad = "HTTP/1.1 400 Bad Request [close, None] dsh-exec:";
+    assert_eq!(
+        v["stdout"]["text"].as_str().unwrap(),
+        format!(
+            "pipelined: HTTP/1.1 200 OK [close, close] GET /a closed\n\
+             length: HTTP/1.1 200 OK [close, close] POST /length hello closed\n\
+             chunked: HTTP/1.1 200 OK [close, close] POST /chunked hello world closed\n\
+             head: HTTP/1.1 200 OK [close, close] - closed\n\
+             both: {bad} a request with both Transfer-Encoding and Content-Length: send one \
+             (RFC 9112 6.3) closed\n\
+             gzip: {bad} a request with Transfer-Encoding 'gzip, chunked': the proxy takes \
+             'chunked' alone (RFC 9112 6.3) closed\n\
+             two lengths: {bad} a request with 2 Content-Length fields: send one (RFC 9112 6.3) \
+             closed\n\
+             http/1.0: {bad} an HTTP/1.0 request with Transfer-Encoding (RFC 9112 6.1) closed\n\
+             extension: {bad} a chunk extension in a request (RFC 9112 7.1.1) closed\n"
+        ),
+        "{v}"
+    );
+    // Nothing after a request's end reached the server; the refused
+    // framings reached it not at all, but for the head of the one whose
+    // body broke its framing, which the server could not complete.
+    let got: Vec<(&str, &str)> = seen
+        .iter()
+        .map(|r| (r["request"].as_str().unwrap(), r["body"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("GET /a", ""),
+            ("POST /length", "hello"),
+            ("POST /chunked", "hello world"),
+            ("HEAD /h", ""),
+        ]
+    );
+    assert_eq!(v["sandbox"]["network_allowed"], json!({"localhost": 5}));
+    assert_eq!(v["sandbox"].get("network_denials"), None, "{v}");
+}
+
+/// A client that sends the proxy hop-by-hop fields by hand: it prints the
+/// status line and the names of the fields that came back.
+const HOP_BY_HOP: &str = r#"
+import base64, os, socket, sys, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTP_PROXY"])
+auth = b"Proxy-Authorization: Basic " + base64.b64encode(("%s:%s" % (proxy.username, proxy.password)).encode())
+port = sys.argv[1].encode()
+def ask(name, raw):
+    s = socket.create_connection((proxy.hostname, proxy.port))
+    s.sendall(raw.replace(b"PORT", port).replace(b"AUTH", auth))
+    got = b""
+    while chunk := s.recv(65536):
+        got += chunk
+    s.close()
+    lines = got.partition(b"\r\n\r\n")[0].decode().split("\r\n")
+    names = sorted(l.split(":")[0].lower() for l in lines[1:])
+    print("%s: %s: %s" % (name, lines[0], " ".join(names)))
+ask("hop", b"GET http://localhost:PORT/hop HTTP/1.1\r\nHost: localhost:PORT\r\n"
+    b"Connection: keep-alive, X-Hop-Secret\r\nX-Hop-Secret: s3cret\r\nKeep-Alive: timeout=5\r\n"
+    b"Proxy-Connection: keep-alive\r\nTE: trailers\r\nUpgrade: h2c\r\nX-End-To-End: kept\r\n"
+    b"AUTH\r\n\r\n")
+ask("framing", b"POST http://localhost:PORT/framing HTTP/1.1\r\nHost: localhost:PORT\r\n"
+    b"Connection: Content-Length\r\nContent-Length: 5\r\nAUTH\r\n\r\nhello")
+"#;
+
+#[test]
+fn the_proxy_drops_hop_by_hop_fields_and_those_connection_names_both_ways() {
+    // RFC 9110 7.6.1: the standard hop-by-hop fields and those the
+    // Connection field names are for the next hop alone; the proxy token
+    // never goes upstream. A request whose Connection names a field that
+    // frames its body is refused: dropping it would unframe the body.
+    let (server, port, out) = keep_alive_server();
+    let v = Test::new()
+        .args(["--json", "--network"])
+        .arg(format!("allow=localhost:{port}"))
+        .args(["-e", "SCRIPT", "--"])
+        .arg(format!("python3 -c \"$SCRIPT\" {port}"))
+        .env("SCRIPT", HOP_BY_HOP)
+        .run()
+        .json();
+    let seen = requests_seen(server, out);
+    assert_eq!(
+        v["stdout"]["text"].as_str().unwrap(),
+        "hop: HTTP/1.1 200 OK: connection content-length date proxy-connection server \
+         x-server-kept\n\
+         framing: HTTP/1.1 400 Bad Request: connection content-length content-type \
+         x-dsh-exec-proxy\n",
+        "{v}"
+    );
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["request"], "GET /hop");
+    assert_eq!(
+        seen[0]["fields"],
+        json!(["connection", "host", "x-end-to-end"])
+    );
+}
+
 #[test]
 fn the_proxy_refuses_a_wildcard_name_that_resolves_to_an_ipv6_form_of_a_special_address() {
     if !can_make_namespaces() {
@@ -696,6 +960,77 @@ fn the_proxy_refuses_a_wildcard_name_that_resolves_to_an_ipv6_form_of_a_special_
     denials.push(json!({"host": "2002:7f00:1::1", "port": port,
         "reason": "not in the --network allow= list", "count": 1}));
     assert_eq!(v["sandbox"]["network_denials"], json!(denials));
+    assert_eq!(v["sandbox"].get("network_allowed"), None, "{v}");
+}
+
+#[test]
+fn the_proxy_refuses_names_that_resolve_to_documentation_benchmarking_and_metadata_addresses() {
+    if !can_make_namespaces() {
+        return skip("needs root with CAP_SYS_ADMIN, unshare and ip for a private /etc/hosts");
+    }
+    // RFC 6890's special-purpose ranges and other clouds' metadata
+    // services, reached by name: in a network namespace with loopback
+    // alone, so that nothing leaves the host whatever the proxy does.
+    let dir = tempfile::tempdir().unwrap();
+    let names = [
+        ("bench", "198.18.0.1", "a benchmarking address"),
+        ("doc", "203.0.113.7", "a documentation address"),
+        ("doc6", "2001:db8::7", "a documentation address"),
+        (
+            "ietf",
+            "192.0.0.8",
+            "a multicast, broadcast or reserved address",
+        ),
+        ("alibaba", "100.100.100.200", "a cloud metadata address"),
+        ("gcp", "fd20:ce::254", "a cloud metadata address"),
+        ("azure", "168.63.129.16", "a cloud metadata address"),
+    ];
+    let mut hosts = String::from("127.0.0.1 localhost\n");
+    for (n, ip, _) in names {
+        hosts += &format!("{ip} {n}.special.test\n");
+    }
+    std::fs::write(dir.path().join("hosts"), hosts).unwrap();
+    let port = 18465;
+    // The metadata names are listed exactly too: only an address rule
+    // reaches a metadata service.
+    let allow = format!(
+        "allow=*.special.test:{port},alibaba.special.test:{port},gcp.special.test:{port},\
+         azure.special.test:{port}"
+    );
+    let script: Vec<String> = names
+        .iter()
+        .map(|(n, _, _)| {
+            format!("curl -sS --noproxy '' -w ' %{{http_code}}\\n' http://{n}.special.test:{port}/")
+        })
+        .collect();
+    let out = Command::new("unshare")
+        .args(["--mount", "--net", "--propagation", "private", "bash", "-c"])
+        .arg(format!(
+            "ip link set lo up && mount --bind {} /etc/hosts && \
+             exec \"$DSH\" --json --network \"$ALLOW\" -- \"$SCRIPT\"",
+            dir.path().join("hosts").display()
+        ))
+        .env("DSH", bin())
+        .env("ALLOW", &allow)
+        .env("SCRIPT", script.join("\n"))
+        .env("HOME", "/nonexistent-home")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+    let mut want = String::new();
+    for (n, ip, class) in names {
+        want += &format!(
+            "dsh-exec: {n}.special.test:{port} refused: resolves to {ip}, {class}: only a host \
+             or address listed exactly may reach it (DNS rebinding)\n 403\n"
+        );
+    }
+    assert_eq!(v["stdout"]["text"].as_str().unwrap(), want, "{v}");
+    assert_eq!(
+        v["sandbox"]["network_denials"].as_array().unwrap().len(),
+        names.len(),
+        "{v}"
+    );
     assert_eq!(v["sandbox"].get("network_allowed"), None, "{v}");
 }
 

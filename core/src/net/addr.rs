@@ -225,11 +225,46 @@ pub(crate) struct Special {
 /// The class of a cloud metadata address.
 pub(crate) const METADATA: &str = "a cloud metadata address";
 
+/// The IPv4 addresses of the clouds' instance metadata and credential
+/// services: 169.254.169.254 (AWS, Google Cloud, Azure, Oracle Cloud,
+/// OpenStack and most others), 169.254.170.2 (AWS ECS task credentials),
+/// 169.254.170.23 (AWS EKS Pod Identity), 169.254.42.42 (Scaleway),
+/// 100.100.100.200 (Alibaba Cloud) and 168.63.129.16 (Azure's WireServer,
+/// a public address that only Azure's hosts answer).
+const METADATA_V4: [Ipv4Addr; 6] = [
+    Ipv4Addr::new(169, 254, 169, 254),
+    Ipv4Addr::new(169, 254, 170, 2),
+    Ipv4Addr::new(169, 254, 170, 23),
+    Ipv4Addr::new(169, 254, 42, 42),
+    Ipv4Addr::new(100, 100, 100, 200),
+    Ipv4Addr::new(168, 63, 129, 16),
+];
+
+/// Their IPv6 counterparts: `fd00:ec2::254` (AWS), `fd00:ec2::23` (AWS EKS
+/// Pod Identity), `fd20:ce::254` (Google Cloud) and `fd00:42::42`
+/// (Scaleway).
+const METADATA_V6: [Ipv6Addr; 4] = [
+    Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254),
+    Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x23),
+    Ipv6Addr::new(0xfd20, 0xce, 0, 0, 0, 0, 0, 0x254),
+    Ipv6Addr::new(0xfd00, 0x42, 0, 0, 0, 0, 0, 0x42),
+];
+
+/// The class of a documentation address (RFC 5737, RFC 3849, RFC 9637).
+const DOCUMENTATION: &str = "a documentation address";
+
+/// The class of a benchmarking address (RFC 2544, RFC 5180).
+const BENCHMARKING: &str = "a benchmarking address";
+
 /// The class of an IPv4 address of its own.
 fn ipv4_class(a: Ipv4Addr) -> Option<&'static str> {
     let o = a.octets();
-    if a == Ipv4Addr::new(169, 254, 169, 254) {
+    if METADATA_V4.contains(&a) {
         Some(METADATA)
+    } else if matches!(o, [192, 0, 2, _] | [198, 51, 100, _] | [203, 0, 113, _]) {
+        Some(DOCUMENTATION)
+    } else if o[0] == 198 && (o[1] & 0xfe) == 18 {
+        Some(BENCHMARKING)
     } else if a.is_loopback() {
         Some("a loopback address")
     } else if a.is_private() || (o[0] == 100 && (o[1] & 0xc0) == 64) {
@@ -238,7 +273,14 @@ fn ipv4_class(a: Ipv4Addr) -> Option<&'static str> {
         Some("a link-local address")
     } else if a.is_unspecified() || o[0] == 0 {
         Some("an unspecified address")
-    } else if a.is_multicast() || a.is_broadcast() || o[0] >= 240 {
+    } else if a.is_multicast()
+        || a.is_broadcast()
+        || o[0] >= 240
+        || matches!(o, [192, 0, 0, _] | [192, 88, 99, _])
+    {
+        // 240.0.0.0/4 (RFC 1112), 192.0.0.0/24 (IETF protocol
+        // assignments, RFC 6890 2.2.2) and 192.88.99.0/24 (the deprecated
+        // 6to4 relay anycast, RFC 7526).
         Some(RESERVED)
     } else {
         None
@@ -256,7 +298,7 @@ pub(crate) fn classify(ip: IpAddr) -> Option<Special> {
         IpAddr::V6(a) => a,
     };
     let s = a.segments();
-    let own = if a == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254) {
+    let own = if METADATA_V6.contains(&a) {
         Some(METADATA)
     } else if a.is_loopback() {
         Some("a loopback address")
@@ -318,6 +360,18 @@ pub(crate) fn classify(ip: IpAddr) -> Option<Special> {
             class: RESERVED,
             via: None,
         }),
+        // 2001:db8::/32 (RFC 3849) and 3fff::/20 (RFC 9637) are for
+        // documentation, 2001:2::/48 for benchmarking (RFC 5180).
+        _ if (s[0] == 0x2001 && s[1] == 0xdb8) || (s[0] == 0x3fff && s[1] < 0x1000) => {
+            Some(Special {
+                class: DOCUMENTATION,
+                via: None,
+            })
+        }
+        _ if s[0] == 0x2001 && s[1] == 2 && s[2] == 0 => Some(Special {
+            class: BENCHMARKING,
+            via: None,
+        }),
         _ => None,
     }
 }
@@ -332,10 +386,20 @@ pub(crate) fn classify(ip: IpAddr) -> Option<Special> {
 /// on the path may deliver to it; the local-use NAT64 prefix is private,
 /// and the rest of the space outside 2000::/3 reserved.
 ///
-/// Sources: RFC 6890 (special-purpose registries), RFC 1918 (private),
-/// RFC 6598 (shared, carrier-grade NAT), RFC 3927 and RFC 4291 (link-local;
-/// 169.254.169.254 and fd00:ec2::254 are the cloud metadata services),
-/// RFC 4193 (unique local), RFC 5771 (multicast).
+/// The classes follow the IANA IPv4 and IPv6 Special-Purpose Address
+/// Registries (RFC 6890, and the RFCs each entry names): loopback (RFC
+/// 1122, RFC 4291), private (RFC 1918, RFC 4193; RFC 6598's shared
+/// carrier-grade NAT space 100.64.0.0/10 counts as private), link-local
+/// (RFC 3927, RFC 4291), unspecified and "this network" (0.0.0.0/8, `::`),
+/// documentation (192.0.2.0/24, 198.51.100.0/24 and 203.0.113.0/24, RFC
+/// 5737; 2001:db8::/32, RFC 3849; 3fff::/20, RFC 9637), benchmarking
+/// (198.18.0.0/15, RFC 2544; 2001:2::/48, RFC 5180), and multicast,
+/// broadcast or reserved (RFC 5771, 240.0.0.0/4, the IETF protocol
+/// assignments 192.0.0.0/24 of RFC 6890 2.2.2, the deprecated 6to4 relay
+/// anycast 192.88.99.0/24 of RFC 7526, and IPv6 outside 2000::/3). A cloud
+/// metadata address (`METADATA_V4`, `METADATA_V6`: 169.254.169.254,
+/// 100.100.100.200, `fd00:ec2::254`, `fd20:ce::254`, ...) is a class of its
+/// own, which only a rule naming the address reaches.
 pub fn special_class(ip: IpAddr) -> Option<&'static str> {
     classify(ip).map(|s| s.class)
 }
@@ -423,6 +487,38 @@ mod tests {
             ("4000::1", RESERVED),
             ("64:ff9b:1::5db8:d70e", "a private address"),
             ("64:ff9b:1:5db8:d7:e00::", "a private address"),
+            // RFC 6890's registries: documentation, benchmarking, the IETF's
+            // protocol assignments, 240.0.0.0/4.
+            ("192.0.2.1", DOCUMENTATION),
+            ("198.51.100.255", DOCUMENTATION),
+            ("203.0.113.7", DOCUMENTATION),
+            ("2001:db8::1", DOCUMENTATION),
+            ("2001:db8:ffff::1", DOCUMENTATION),
+            ("3fff::1", DOCUMENTATION),
+            ("3fff:fff::1", DOCUMENTATION),
+            ("::ffff:203.0.113.7", DOCUMENTATION),
+            ("64:ff9b::c633:6401", DOCUMENTATION),
+            ("198.18.0.1", BENCHMARKING),
+            ("198.19.255.254", BENCHMARKING),
+            ("2001:2::1", BENCHMARKING),
+            ("2002:c612:1::1", BENCHMARKING),
+            ("192.0.0.8", RESERVED),
+            ("192.0.0.170", RESERVED),
+            ("192.88.99.1", RESERVED),
+            ("240.0.0.1", RESERVED),
+            ("100.64.0.0", "a private address"),
+            ("100.127.255.255", "a private address"),
+            // Other clouds' metadata services.
+            ("100.100.100.200", METADATA),
+            ("169.254.170.2", METADATA),
+            ("169.254.170.23", METADATA),
+            ("169.254.42.42", METADATA),
+            ("168.63.129.16", METADATA),
+            ("fd20:ce::254", METADATA),
+            ("fd00:ec2::23", METADATA),
+            ("fd00:42::42", METADATA),
+            ("::ffff:100.100.100.200", METADATA),
+            ("2002:a83f:8110::1", METADATA),
         ] {
             assert_eq!(special_class(ip.parse().unwrap()), Some(class), "{ip}");
         }
@@ -433,7 +529,20 @@ mod tests {
             "64:ff9b::5db8:d70e",
             "2002:5db8:d70e::1",
             "2001:0:5db8:d70e:0:0:a247:28f1",
-            "2001:db8::200:5efe:5db8:d70e",
+            "2606:2800:21f:cb07:200:5efe:5db8:d70e",
+            // Next to the special ranges.
+            "192.0.1.255",
+            "192.0.3.0",
+            "198.17.255.255",
+            "198.20.0.0",
+            "198.51.99.255",
+            "203.0.114.0",
+            "100.63.255.255",
+            "100.128.0.0",
+            "168.63.129.17",
+            "2001:db9::1",
+            "2001:2:1::1",
+            "3fff:1000::1",
         ] {
             assert_eq!(special_class(public.parse().unwrap()), None, "{public}");
         }

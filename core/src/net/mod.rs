@@ -8,7 +8,8 @@
 //!   (`addr.rs`): loopback passes, anything else gets EACCES.
 //! - `allow=HOSTS` is `loopback` plus an HTTP/HTTPS proxy ([`proxy`]) on a
 //!   loopback port, which reaches the listed hosts ([`rules`]) and nothing
-//!   else.
+//!   else, one judged request per client connection (`http1.rs` frames
+//!   the messages).
 //!
 //! What this relies on from the kernel:
 //! - seccomp_unotify(2): a trapped call waits until the supervisor answers,
@@ -33,6 +34,7 @@
 //!   abstract-socket scope (ABI 6) keeps abstract Unix sockets inside.
 
 pub(crate) mod addr;
+pub(crate) mod http1;
 pub mod proxy;
 pub mod rules;
 

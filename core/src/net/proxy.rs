@@ -12,24 +12,34 @@
 //!    ([`super::rules`]), else answers 403;
 //! 3. resolves the name itself (getaddrinfo(3)) and drops every address of
 //!    a special class ([`super::addr::special_class`]: loopback, private,
-//!    link-local, cloud metadata, ...; an IPv6 address that carries an
-//!    IPv4 address, as 6to4, Teredo, NAT64 and ISATAP do, is of that
-//!    address's class) unless a rule names the host or that address
-//!    exactly: a name under a wildcard cannot be rebound to an address
-//!    inside the host or its network (DNS rebinding);
+//!    link-local, documentation, cloud metadata, ...: RFC 6890; an IPv6
+//!    address that carries an IPv4 address, as 6to4, Teredo, NAT64 and
+//!    ISATAP do, is of that address's class) unless a rule names the host
+//!    or that address exactly: a name under a wildcard cannot be rebound
+//!    to an address inside the host or its network (DNS rebinding);
 //! 4. connects to one of the addresses it kept, the very ones it judged
-//!    (never a name resolved again), and then relays bytes both ways
-//!    unchanged: a `CONNECT` tunnel carries TLS end to end (no
-//!    interception); a plain request is sent on in origin form
-//!    (`GET /path`) with `Host` set to the target judged (whatever the
-//!    client sent: a server may serve several names), its `Proxy-*` and
-//!    hop-by-hop headers dropped, with `Connection: close`, so every later
-//!    byte of that client connection goes to the same checked destination.
+//!    (never a name resolved again), and then:
+//!    - for `CONNECT`, relays bytes both ways unchanged: the tunnel
+//!      carries TLS end to end (no interception), and every byte after
+//!      the `CONNECT` head is the tunnel's;
+//!    - for a plain request, carries that one request and its response,
+//!      then closes the client connection: the request goes on in origin
+//!      form (`GET /path`) with `Host` set to the target judged (whatever
+//!      the client sent: a server may serve several names), its `Proxy-*`
+//!      and hop-by-hop headers dropped, with `Connection: close`, and with
+//!      exactly the body its head frames (`http1.rs`: framing it
+//!      cannot tell for sure is refused with 400); the response goes back
+//!      with `Connection: close` and `Proxy-Connection: close`. What the
+//!      client sends after its request's end (a next request, for any
+//!      host) is read and dropped, never sent on: an upstream that ignores
+//!      `Connection: close` and keeps the connection open still gets one
+//!      request per judgement.
 //!
 //! Refusals are recorded ([`NetworkStats`]) and answered with a one-line
-//! body naming the rule. Relaying copies through a 64 KiB buffer per
-//! direction (read(2)/write(2)): the bench measures it against a direct
-//! loopback connection.
+//! body naming the rule. Relaying moves bytes with splice(2) where the
+//! kernel allows it, else through a 64 KiB buffer per direction
+//! (read(2)/write(2)); a chunked body goes through the buffer, read as it
+//! passes.
 
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
@@ -40,6 +50,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::addr::{METADATA, Special, classify, embedded_ipv4};
+use super::http1::{Body, Chunked, request_body, response_body};
 use super::rules::{HostRule, normalize, parse_addr};
 
 /// The largest request head the proxy reads: 64 KiB.
@@ -426,6 +437,10 @@ struct Head {
     upstream_head: Vec<u8>,
     /// Bytes read past the head (the start of a body, or of the tunnel).
     rest: Vec<u8>,
+    /// For a plain request: how long its body is.
+    body: Body,
+    /// A `HEAD` request (its response has no body).
+    head_request: bool,
     /// It carried this run's credentials.
     authorized: bool,
 }
@@ -477,7 +492,12 @@ fn host_field(host: &str, port: u16) -> String {
     }
 }
 
-/// Headers a proxy does not pass on (RFC 9110 7.6.1, and the proxy's own).
+/// Header fields a proxy does not pass on, whatever `Connection` says
+/// (RFC 9110 7.6.1: Connection, Proxy-Connection, Keep-Alive, TE,
+/// Upgrade; Trailer, of RFC 7230's list; and the proxy's own credentials
+/// and challenge). Transfer-Encoding is in RFC 9110's list for proxies
+/// that re-frame a body; this one passes each body on as it came, so the
+/// field goes with it.
 fn hop_by_hop(name: &str) -> bool {
     [
         "connection",
@@ -491,6 +511,25 @@ fn hop_by_hop(name: &str) -> bool {
     ]
     .iter()
     .any(|h| name.eq_ignore_ascii_case(h))
+}
+
+/// The field names a message's `Connection` fields list (RFC 9110 7.6.1:
+/// comma-separated connection options, each naming a field meant for the
+/// next hop alone), in lower case.
+fn connection_options(headers: &[httparse::Header]) -> Vec<String> {
+    headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("connection"))
+        .flat_map(|h| h.value.split(|b| *b == b','))
+        .map(|o| String::from_utf8_lossy(o).trim().to_ascii_lowercase())
+        .filter(|o| !o.is_empty())
+        .collect()
+}
+
+/// Whether `name` frames a message's body: Content-Length or
+/// Transfer-Encoding.
+fn frames_body(name: &str) -> bool {
+    name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding")
 }
 
 /// Reads and parses the request head, or answers the client's error.
@@ -542,6 +581,8 @@ fn head_of(req: &httparse::Request, rest: Vec<u8>) -> Result<Head, (u16, String)
             tunnel: true,
             upstream_head: Vec::new(),
             rest,
+            body: Body::Empty,
+            head_request: false,
             authorized: false,
         });
     }
@@ -592,13 +633,29 @@ fn head_of(req: &httparse::Request, rest: Vec<u8>) -> Result<Head, (u16, String)
             "an HTTP/1.1 request without a Host header (RFC 9112 3.2)".into(),
         ));
     }
+    // One request per connection: its body must end where the upstream
+    // will think it ends (see `http1`).
+    let body = request_body(version, req.headers).map_err(|e| (400, e))?;
     let mut head = format!(
         "{method} {path} HTTP/1.{version}\r\nHost: {}\r\n",
         host_field(&host, port)
     )
     .into_bytes();
+    // The fields `Connection` names are the client's hop's alone (RFC 9110
+    // 7.6.1), but for those that frame the body, which the upstream needs
+    // to find its end: a request that names one is refused.
+    let listed = connection_options(req.headers);
+    if let Some(f) = listed.iter().find(|f| frames_body(f)) {
+        return Err((
+            400,
+            format!("a Connection field naming {f}, which frames the body (RFC 9110 7.6.1)"),
+        ));
+    }
     for h in req.headers.iter() {
-        if hop_by_hop(h.name) || h.name.eq_ignore_ascii_case("host") {
+        if hop_by_hop(h.name)
+            || h.name.eq_ignore_ascii_case("host")
+            || listed.iter().any(|f| h.name.eq_ignore_ascii_case(f))
+        {
             continue;
         }
         head.extend_from_slice(h.name.as_bytes());
@@ -613,6 +670,8 @@ fn head_of(req: &httparse::Request, rest: Vec<u8>) -> Result<Head, (u16, String)
         tunnel: false,
         upstream_head: head,
         rest,
+        body,
+        head_request: method == "HEAD",
         authorized: false,
     })
 }
@@ -742,17 +801,25 @@ fn connect_any(addrs: &[SocketAddr]) -> Result<TcpStream, (u16, String)> {
     })
 }
 
+/// Answers the client with a refusal and ends its connection: what it
+/// sent past the request head is read and dropped for a while, so that
+/// the close does not answer it with a reset that could cut the answer
+/// short.
+fn refuse(client: &TcpStream, status: u16, line: &str) {
+    let mut c = client;
+    if c.write_all(&response(status, line)).is_ok() {
+        let _ = client.shutdown(Shutdown::Write);
+        drain(client, Some(std::time::Instant::now() + LINGER));
+    }
+}
+
 fn serve(mut client: TcpStream, shared: &Shared) {
     let head = match read_head(&mut client, &shared.credentials) {
         Ok(h) => h,
-        Err((status, line)) => {
-            let _ = client.write_all(&response(status, &line));
-            return;
-        }
+        Err((status, line)) => return refuse(&client, status, &line),
     };
     if !head.authorized {
-        let _ = client.write_all(&response(407, "this proxy serves one dsh-exec run only"));
-        return;
+        return refuse(&client, 407, "this proxy serves one dsh-exec run only");
     }
     let shown = match parse_addr(&head.host) {
         Some(IpAddr::V6(a)) => format!("[{a}]:{}", head.port),
@@ -776,16 +843,12 @@ fn serve(mut client: TcpStream, shared: &Shared) {
             } else {
                 format!("{shown} refused: {reason}")
             };
-            let _ = client.write_all(&response(status, &line));
-            return;
+            return refuse(&client, status, &line);
         }
     };
     let mut upstream = match connect_any(&addrs) {
         Ok(u) => u,
-        Err((status, line)) => {
-            let _ = client.write_all(&response(status, &line));
-            return;
-        }
+        Err((status, line)) => return refuse(&client, status, &line),
     };
     if let Ok(mut s) = shared.stats.lock() {
         let key = parse_addr(&head.host).map_or_else(|| head.host.clone(), |ip| ip.to_string());
@@ -797,15 +860,312 @@ fn serve(mut client: TcpStream, shared: &Shared) {
     for sock in [&client, &upstream] {
         socket_buffers(sock);
     }
-    let opened = if head.tunnel {
-        client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-    } else {
-        upstream.write_all(&head.upstream_head)
+    if head.tunnel {
+        // What follows the CONNECT's head is the tunnel's first bytes.
+        if client
+            .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            .is_ok()
+            && (head.rest.is_empty() || upstream.write_all(&head.rest).is_ok())
+        {
+            relay(client, upstream);
+        }
+    } else if upstream.write_all(&head.upstream_head).is_ok() {
+        exchange(client, upstream, head);
+    }
+}
+
+/// How long a client may keep its connection open after its response has
+/// been sent, while the proxy reads and drops what it sends: 2 s.
+const LINGER: Duration = Duration::from_secs(2);
+
+/// Carries one plain request and its response, then closes both
+/// connections. The request's body goes on as its head frames it, and not
+/// a byte more: whatever the client sends after it (a next request, for
+/// any host) is read and dropped, so a client that reuses the connection
+/// reaches nothing unjudged, whatever the upstream makes of `Connection:
+/// close` (see [`super::http1`]). Interim (1xx) responses go back as
+/// they come, then one final response, which says `Connection: close`.
+fn exchange(client: TcpStream, upstream: TcpStream, head: Head) {
+    let (Ok(c2), Ok(u2)) = (client.try_clone(), upstream.try_clone()) else {
+        return;
     };
-    if opened.is_err() || (!head.rest.is_empty() && upstream.write_all(&head.rest).is_err()) {
+    let refused = Arc::new(Mutex::new(None));
+    let (done, ended) = std::sync::mpsc::channel();
+    let (r2, rest, body) = (refused.clone(), head.rest, head.body);
+    let sender = std::thread::Builder::new()
+        .name("network-proxy-request".into())
+        .spawn(move || {
+            send_body(&rest, &c2, &u2, body, &r2);
+            drain(&c2, None);
+            let _ = done.send(());
+        });
+    let Ok(sender) = sender else {
+        return;
+    };
+    relay_response(&upstream, &client, head.head_request, &refused);
+    // The client has its response, and the upstream has been heard out.
+    // The client's socket is read until the client closes it, for a
+    // while: a close with unread bytes would answer them with a reset,
+    // which could cut the response short (RFC 9112 9.6).
+    let _ = client.shutdown(Shutdown::Write);
+    let _ = upstream.shutdown(Shutdown::Both);
+    if ended.recv_timeout(LINGER).is_err() {
+        let _ = client.shutdown(Shutdown::Both);
+    }
+    let _ = sender.join();
+}
+
+/// Sends a request's body to the upstream as `body` frames it: the bytes
+/// read with the head first, then the client's. A body that breaks its
+/// framing is not sent on past the break: the upstream connection is shut
+/// down and the reason left in `refused`, for the client's 400.
+fn send_body(
+    first: &[u8],
+    client: &TcpStream,
+    upstream: &TcpStream,
+    body: Body,
+    refused: &Mutex<Option<String>>,
+) {
+    match copy_body(first, client, upstream, body, Chunked::request()) {
+        Ok(()) | Err(Ended::Broken) => {}
+        // The client stopped before its body ended: so does the request.
+        Err(Ended::Early) => {
+            let _ = upstream.shutdown(Shutdown::Write);
+        }
+        Err(Ended::Framing(why)) => {
+            if let Ok(mut r) = refused.lock() {
+                *r = Some(why);
+            }
+            let _ = upstream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// Reads and drops what the client sends, until it closes its end, the
+/// proxy shuts the socket down, or `until`.
+fn drain(mut client: &TcpStream, until: Option<std::time::Instant>) {
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        if let Some(t) = until {
+            match t.checked_duration_since(std::time::Instant::now()) {
+                Some(left) if !left.is_zero() => {
+                    let _ = client.set_read_timeout(Some(left));
+                }
+                _ => return,
+            }
+        }
+        match client.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// The most header fields of a response head: 256.
+const RESPONSE_FIELDS: usize = 256;
+
+/// Relays the upstream's answer to one request: interim (1xx) heads as
+/// they are, then the final head with the upstream's connection fields
+/// replaced by `Connection: close` and `Proxy-Connection: close` (the
+/// client connection ends with this response), then its body as framed.
+/// When no final head comes, the client gets 400 (its body broke its
+/// framing: `refused`) or 502.
+fn relay_response(
+    upstream: &TcpStream,
+    mut client: &TcpStream,
+    head_request: bool,
+    refused: &Mutex<Option<String>>,
+) {
+    let mut buf = Vec::new();
+    loop {
+        let (len, status, out, body) = match response_head(upstream, &mut buf, head_request) {
+            Ok(h) => h,
+            Err(why) => {
+                let reply = match refused.lock().ok().and_then(|mut r| r.take()) {
+                    Some(r) => response(400, &r),
+                    None => response(502, &why),
+                };
+                let _ = client.write_all(&reply);
+                return;
+            }
+        };
+        if status == 101 {
+            // Upgrade never goes upstream (a hop-by-hop field).
+            let _ = client.write_all(&response(
+                502,
+                "the upstream switched protocols, which no request through the proxy asks for",
+            ));
+            return;
+        }
+        if (100..200).contains(&status) {
+            if client.write_all(&buf[..len]).is_err() {
+                return;
+            }
+            buf.drain(..len);
+            continue;
+        }
+        if client.write_all(&out).is_ok() {
+            let _ = copy_body(&buf[len..], upstream, client, body, Chunked::response());
+        }
         return;
     }
-    relay(client, upstream);
+}
+
+/// Reads the upstream's next response head into `buf` (which may hold
+/// bytes already read): its length, its status, the head to send the
+/// client, and how its body is framed; or why there is none.
+fn response_head(
+    mut upstream: &TcpStream,
+    buf: &mut Vec<u8>,
+    head_request: bool,
+) -> Result<(usize, u16, Vec<u8>, Body), String> {
+    let mut chunk = [0u8; 8192];
+    loop {
+        if !buf.is_empty() {
+            let mut fields = vec![httparse::EMPTY_HEADER; RESPONSE_FIELDS];
+            let mut resp = httparse::Response::new(&mut fields);
+            match resp.parse(buf) {
+                Ok(httparse::Status::Complete(len)) => {
+                    let status = resp.code.unwrap_or(0);
+                    let body = response_body(head_request, status, resp.headers)?;
+                    let mut out = format!(
+                        "HTTP/1.{} {status} {}\r\n",
+                        resp.version.unwrap_or(1),
+                        resp.reason.unwrap_or("")
+                    )
+                    .into_bytes();
+                    // The fields `Connection` names are the upstream's hop's
+                    // alone (RFC 9110 7.6.1), but for those that frame the
+                    // body, which goes on as they frame it.
+                    let listed = connection_options(resp.headers);
+                    for h in resp.headers.iter() {
+                        // Transfer-Encoding frames the body it came with:
+                        // a Content-Length beside it goes (RFC 9112 6.3).
+                        if hop_by_hop(h.name)
+                            || (body == Body::Chunked
+                                && h.name.eq_ignore_ascii_case("content-length"))
+                            || (!frames_body(h.name)
+                                && listed.iter().any(|f| h.name.eq_ignore_ascii_case(f)))
+                        {
+                            continue;
+                        }
+                        out.extend_from_slice(h.name.as_bytes());
+                        out.extend_from_slice(b": ");
+                        out.extend_from_slice(h.value);
+                        out.extend_from_slice(b"\r\n");
+                    }
+                    out.extend_from_slice(b"Connection: close\r\nProxy-Connection: close\r\n\r\n");
+                    return Ok((len, status, out, body));
+                }
+                Ok(httparse::Status::Partial) if buf.len() < HEAD_MAX => {}
+                Ok(httparse::Status::Partial) => {
+                    return Err(format!(
+                        "the upstream's response head is longer than {HEAD_MAX} bytes"
+                    ));
+                }
+                Err(e) => return Err(format!("the upstream's response is not HTTP ({e})")),
+            }
+        }
+        match upstream.read(&mut chunk) {
+            Ok(0) => return Err("the upstream closed the connection without a response".into()),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("the upstream's response failed: {e}")),
+        }
+    }
+}
+
+/// Why a body was not copied whole.
+enum Ended {
+    /// The sender closed before the body's end.
+    Early,
+    /// A read or a write failed.
+    Broken,
+    /// The body broke its framing (the reason); nothing past the break
+    /// was passed on.
+    Framing(String),
+}
+
+/// Copies one body framed as `body` from `from` to `to`: first what of
+/// `first` (bytes read with the head) belongs to it, then from `from`,
+/// never reading past its end but for chunked, whose bytes past the end
+/// are dropped. `chunked` reads a chunked body.
+fn copy_body(
+    first: &[u8],
+    mut from: &TcpStream,
+    mut to: &TcpStream,
+    body: Body,
+    mut chunked: Chunked,
+) -> Result<(), Ended> {
+    let n = match body {
+        Body::Empty => return Ok(()),
+        Body::Length(n) => Some(n),
+        Body::UntilClose => None,
+        Body::Chunked => {
+            let mut pass = |data: &[u8]| match chunked.feed(data) {
+                Ok(k) => match to.write_all(&data[..k]) {
+                    Ok(()) => Ok(chunked.done()),
+                    Err(_) => Err(Ended::Broken),
+                },
+                Err((_, why)) => Err(Ended::Framing(why)),
+            };
+            if pass(first)? {
+                return Ok(());
+            }
+            let mut buf = vec![0u8; RELAY_BUF];
+            loop {
+                let n = match from.read(&mut buf) {
+                    Ok(0) => return Err(Ended::Early),
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => return Err(Ended::Broken),
+                };
+                if pass(&buf[..n])? {
+                    return Ok(());
+                }
+            }
+        }
+    };
+    let k = n.map_or(first.len(), |n| (first.len() as u64).min(n) as usize);
+    to.write_all(&first[..k]).map_err(|_| Ended::Broken)?;
+    copy_upto(from, to, n.map(|n| n - k as u64))
+}
+
+/// Copies `from` to `to`: `limit` bytes (an early end of file is
+/// [`Ended::Early`]), or all until end of file when `None`; with splice(2)
+/// where the kernel allows it, else through a buffer.
+fn copy_upto(mut from: &TcpStream, mut to: &TcpStream, limit: Option<u64>) -> Result<(), Ended> {
+    let mut left = limit;
+    match splice_upto(from, to, left) {
+        Ok(moved) => {
+            return match left {
+                Some(l) if moved < l => Err(Ended::Early),
+                _ => Ok(()),
+            };
+        }
+        Err((moved, nix::libc::EINVAL)) => left = left.map(|l| l - moved),
+        Err(_) => return Err(Ended::Broken),
+    }
+    let mut buf = vec![0u8; RELAY_BUF];
+    loop {
+        let want = match left {
+            Some(0) => return Ok(()),
+            Some(l) => l.min(RELAY_BUF as u64) as usize,
+            None => RELAY_BUF,
+        };
+        match from.read(&mut buf[..want]) {
+            Ok(0) if left.is_none() => return Ok(()),
+            Ok(0) => return Err(Ended::Early),
+            Ok(n) => {
+                to.write_all(&buf[..n]).map_err(|_| Ended::Broken)?;
+                left = left.map(|l| l - n as u64);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(Ended::Broken),
+        }
+    }
 }
 
 /// Copies bytes both ways until each side has ended its half: one thread
@@ -836,22 +1196,29 @@ fn socket_buffers(sock: &TcpStream) {
 const SPLICE_CHUNK: usize = 1 << 20;
 
 /// Moves `from` to `to` through a pipe with splice(2), without copying
-/// the bytes through this process. `Ok(())` at end of file; an error when a
-/// side failed; `Err(EINVAL)` before any byte moved when splice cannot be
-/// used on these sockets.
-fn splice_all(from: &TcpStream, to: &TcpStream) -> Result<(), i32> {
+/// the bytes through this process, until end of file or `limit` bytes:
+/// `Ok(moved)` then; `Err((moved, errno))` when a side failed, with
+/// `EINVAL` only where splice cannot be used on these sockets (what is
+/// left may then be copied through a buffer).
+fn splice_upto(from: &TcpStream, to: &TcpStream, limit: Option<u64>) -> Result<u64, (u64, i32)> {
     use nix::fcntl::{FcntlArg, SpliceFFlags, fcntl, splice};
     use nix::libc;
-    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| e as i32)?;
+    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| (0, e as i32))?;
     // A smaller pipe works too.
     let _ = fcntl(&w, FcntlArg::F_SETPIPE_SZ(SPLICE_CHUNK as libc::c_int));
     let flags = SpliceFFlags::SPLICE_F_MOVE | SpliceFFlags::SPLICE_F_MORE;
+    let mut moved = 0u64;
     loop {
-        let n = match splice(from, None, &w, None, SPLICE_CHUNK, flags) {
-            Ok(0) => return Ok(()),
+        let want = match limit {
+            Some(l) if l == moved => return Ok(moved),
+            Some(l) => (l - moved).min(SPLICE_CHUNK as u64) as usize,
+            None => SPLICE_CHUNK,
+        };
+        let n = match splice(from, None, &w, None, want, flags) {
+            Ok(0) => return Ok(moved),
             Ok(n) => n,
             Err(nix::errno::Errno::EINTR) => continue,
-            Err(e) => return Err(e as i32),
+            Err(e) => return Err((moved, e as i32)),
         };
         let mut left = n;
         while left > 0 {
@@ -859,18 +1226,22 @@ fn splice_all(from: &TcpStream, to: &TcpStream) -> Result<(), i32> {
                 Ok(0) => {
                     // Not expected with bytes in the pipe; answered as the
                     // errno says, as for a failure.
-                    return Err(match nix::errno::Errno::last_raw() {
-                        libc::EINVAL => libc::EPIPE,
-                        e => e,
-                    });
+                    return Err((
+                        moved,
+                        match nix::errno::Errno::last_raw() {
+                            libc::EINVAL => libc::EPIPE,
+                            e => e,
+                        },
+                    ));
                 }
                 Ok(m) => left -= m,
                 Err(nix::errno::Errno::EINTR) => continue,
                 // Bytes are in the pipe: not a case for the fallback.
-                Err(nix::errno::Errno::EINVAL) => return Err(libc::EPIPE),
-                Err(e) => return Err(e as i32),
+                Err(nix::errno::Errno::EINVAL) => return Err((moved, libc::EPIPE)),
+                Err(e) => return Err((moved, e as i32)),
             }
         }
+        moved += n as u64;
     }
 }
 
@@ -878,12 +1249,12 @@ fn splice_all(from: &TcpStream, to: &TcpStream) -> Result<(), i32> {
 /// `to` (and shuts `from` on an error, so the other direction ends too):
 /// with splice(2) where the kernel allows it, else through a buffer.
 fn pipe(mut from: TcpStream, mut to: TcpStream) {
-    match splice_all(&from, &to) {
-        Ok(()) => {
+    match splice_upto(&from, &to, None) {
+        Ok(_) => {
             let _ = to.shutdown(Shutdown::Write);
             return;
         }
-        Err(nix::libc::EINVAL) => {}
+        Err((_, nix::libc::EINVAL)) => {}
         Err(_) => {
             let _ = from.shutdown(Shutdown::Both);
             let _ = to.shutdown(Shutdown::Both);
@@ -944,7 +1315,8 @@ mod tests {
     #[test]
     fn plain_requests_go_upstream_in_origin_form_without_proxy_headers() {
         let raw = b"GET http://a.org:8080/x?y HTTP/1.1\r\nHost: a.org:8080\r\n\
-            Proxy-Authorization: Basic eA==\r\nConnection: keep-alive\r\nAccept: */*\r\n\r\nBODY";
+            Proxy-Authorization: Basic eA==\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n\
+            Keep-Alive: timeout=5\r\nTE: trailers\r\nUpgrade: h2c\r\nAccept: */*\r\n\r\nBODY";
         let mut headers = [httparse::EMPTY_HEADER; 16];
         let mut req = httparse::Request::new(&mut headers);
         let n = match req.parse(raw).unwrap() {
@@ -961,6 +1333,12 @@ mod tests {
             "GET /x?y HTTP/1.1\r\nHost: a.org:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n"
         );
         assert_eq!(head.rest, b"BODY");
+        // A field that frames the body is not the client's hop's to drop.
+        let framing = parsed(
+            b"POST http://a.org/ HTTP/1.1\r\nHost: a.org\r\nConnection: close, Content-Length\r\n\
+            Content-Length: 1\r\n\r\nx",
+        );
+        assert_eq!(framing.err().unwrap().0, 400);
     }
 
     fn parsed(raw: &[u8]) -> Result<Head, (u16, String)> {
@@ -1031,7 +1409,7 @@ mod tests {
     fn an_address_carrying_a_special_ipv4_address_is_judged_as_that_address() {
         let at = |ip: &str| vec![SocketAddr::new(ip.parse().unwrap(), 80)];
         let r = rules("*.wild.test,exact.test");
-        let own: [IpAddr; 1] = ["192.0.2.1".parse().unwrap()];
+        let own: [IpAddr; 1] = ["1.2.3.4".parse().unwrap()];
         for (ip, why) in [
             ("2002:7f00:1::1", "(6to4 of 127.0.0.1), a loopback address"),
             (
@@ -1051,8 +1429,8 @@ mod tests {
                 "(IPv4-compatible of 127.0.0.1), a loopback address",
             ),
             (
-                "2002:c000:201::1",
-                "(6to4 of 192.0.2.1), an address of this host",
+                "2002:102:304::1",
+                "(6to4 of 1.2.3.4), an address of this host",
             ),
         ] {
             let (status, line) = keep(&r, &own, "a.wild.test", false, at(ip)).unwrap_err();
