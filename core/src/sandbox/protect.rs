@@ -15,6 +15,11 @@
 //!   spill files), wherever they are;
 //! - when a writable root contains `$HOME`: the shell start-up files,
 //!   `~/.gitconfig`, `~/.config/git`, `~/.ssh` ([`HOME_FILES`]);
+//! - the files editors and coding agents run or obey on their own
+//!   ([`AGENT_FILES`]: `.vscode/`, `.claude/`, `.mcp.json`, `.envrc`, ...)
+//!   in each writable root, in each repository found, in each directory
+//!   between a writable root and the working directory, and in `$HOME`
+//!   when a writable root contains it; `--allow-write PATH` lifts one;
 //! - every `--protect PATH`.
 //!
 //! Mechanism, where the supervisor may create a mount namespace
@@ -25,8 +30,9 @@
 //! read-write, so that it is a mount point and cannot be renamed away and
 //! replaced by one with a planted config (rename(2): EBUSY), and a hard
 //! link to a protected file fails (EXDEV). What does not exist yet cannot
-//! be mounted over: a protected *file* created by the run (a new
-//! `~/.bashrc`) is removed when the run ends, and reported. A repository
+//! be mounted over: a protected path created by the run (a new
+//! `~/.bashrc`, a `.vscode/` directory with everything in it) is removed
+//! when the run ends, and reported. A repository
 //! the run creates itself (`git init`) is the run's own and is not
 //! protected.
 //!
@@ -117,6 +123,39 @@ pub const HOME_FILES: [&str; 54] = [
     ".config/dsh-exec",
 ];
 
+/// Files and directories that editors and coding agents run or obey on
+/// their own when they are opened in a directory (or `cd` enters it): a
+/// confined run that writes one there reaches the next, unconfined, session.
+/// Protected in each writable root, in each repository the plan finds, in
+/// each directory between a writable root and the working directory (where
+/// an editor or agent would be opened), and in `$HOME` when a writable root
+/// contains it. `--allow-write PATH` lifts one entry.
+pub const AGENT_FILES: [&str; 9] = [
+    // VS Code: a task of tasks.json with `"runOn": "folderOpen"` runs when
+    // the folder is opened; settings.json names interpreters, formatters,
+    // terminal profiles and their environment; launch.json, the programs
+    // a debug session starts.
+    ".vscode",
+    // JetBrains IDEs: run configurations, external tools, start-up tasks.
+    ".idea",
+    // Claude Code: settings.json grants permissions and runs hooks (shell
+    // commands); commands/ and agents/ are instructions it follows.
+    ".claude",
+    // Codex CLI: its configuration (approval policy, sandbox mode, MCP
+    // servers) and prompts.
+    ".codex",
+    // Cursor: rules it obeys, and mcp.json, the servers it starts.
+    ".cursor",
+    // Gemini CLI: settings.json (tools, MCP servers, sandbox) and commands.
+    ".gemini",
+    // A project's MCP servers: commands an agent starts (Claude Code).
+    ".mcp.json",
+    // direnv runs .envrc whenever a shell enters the directory or one below.
+    ".envrc",
+    // direnv's layouts, which .envrc puts first on PATH (a virtualenv's bin).
+    ".direnv",
+];
+
 /// Directory names the repository search does not descend into.
 const SKIP_DIRS: [&str; 7] = [
     ".git",
@@ -160,6 +199,15 @@ pub struct Protection {
     pub(crate) roots: Vec<PathBuf>,
     /// The worktrees of the repositories found with a `.git` directory.
     pub(crate) repositories: Vec<PathBuf>,
+    /// The entries of [`AGENT_FILES`] the plan covers, real paths, sorted:
+    /// each is protected (in `protected` or `absent`), lifted, or a symlink
+    /// (not protected, said in `notes`).
+    pub agent_files: Vec<PathBuf>,
+    /// The entries of `agent_files` that `--allow-write` lifted: writable.
+    pub lifted: Vec<PathBuf>,
+    /// What the caller is told before the run: an `--allow-write` that
+    /// lifts nothing here.
+    pub warnings: Vec<String>,
 }
 
 impl Protection {
@@ -179,6 +227,8 @@ pub(crate) struct Inputs<'a> {
     pub(crate) config_file: Option<&'a Path>,
     pub(crate) state_dir: Option<&'a Path>,
     pub(crate) extra: &'a [PathBuf],
+    /// The `--allow-write` paths, real (but for their last component).
+    pub(crate) allow_write: &'a [PathBuf],
 }
 
 fn under_any<'r>(path: &Path, roots: &'r [PathBuf]) -> Option<&'r PathBuf> {
@@ -292,6 +342,18 @@ pub(crate) fn plan(roots: &[PathBuf], inputs: &Inputs) -> Protection {
     let mut p = Protection::default();
     let mut wanted: Vec<PathBuf> = Vec::new();
     let mut anchors: BTreeSet<PathBuf> = BTreeSet::new();
+    // Where an editor or agent would be opened: each root, each repository,
+    // each directory on the way to the workdir, the home.
+    let mut places: BTreeSet<PathBuf> = roots.iter().cloned().collect();
+    if let Some(w) = inputs.workdir
+        && let Some(root) = under_any(w, roots)
+    {
+        places.extend(
+            w.ancestors()
+                .take_while(|d| d.starts_with(root))
+                .map(Path::to_path_buf),
+        );
+    }
     for root in roots {
         let depth = if inputs.temp_dir == Some(root.as_path()) {
             TEMP_SCAN_DEPTH
@@ -299,6 +361,7 @@ pub(crate) fn plan(roots: &[PathBuf], inputs: &Inputs) -> Protection {
             SCAN_DEPTH
         };
         for repo in find_repositories(root, depth, inputs.workdir, &mut p.notes) {
+            places.insert(repo.clone());
             let git = repo.join(".git");
             match std::fs::symlink_metadata(&git) {
                 Ok(m) if m.is_dir() => {
@@ -324,10 +387,44 @@ pub(crate) fn plan(roots: &[PathBuf], inputs: &Inputs) -> Protection {
         && under_any(home, roots).is_some()
     {
         wanted.extend(HOME_FILES.iter().map(|f| home.join(f)));
+        places.insert(home.to_path_buf());
     }
     wanted.extend(inputs.config_file.map(Path::to_path_buf));
     wanted.extend(inputs.state_dir.map(Path::to_path_buf));
     wanted.extend(inputs.extra.iter().cloned());
+    // The agents' and editors' files, but those `--allow-write` lifts
+    // (never one that another rule protects too: dsh-exec's own, a
+    // `--protect`).
+    let others: BTreeSet<PathBuf> = wanted.iter().cloned().collect();
+    let mut agent_files: Vec<PathBuf> = places
+        .iter()
+        .flat_map(|place| AGENT_FILES.iter().map(move |f| place.join(f)))
+        .collect();
+    agent_files.sort();
+    agent_files.dedup();
+    for path in &agent_files {
+        if inputs.allow_write.contains(path) && !others.contains(path) {
+            p.lifted.push(path.clone());
+        } else {
+            wanted.push(path.clone());
+        }
+    }
+    for asked in inputs.allow_write {
+        if !agent_files.contains(asked) {
+            p.warnings.push(format!(
+                "--allow-write {} lifts nothing: no protected file of an editor or agent is \
+                 there (dsh-exec explain lists them)",
+                asked.display()
+            ));
+        } else if others.contains(asked) {
+            p.warnings.push(format!(
+                "--allow-write {} lifts nothing: --protect or dsh-exec's own state keeps it \
+                 protected",
+                asked.display()
+            ));
+        }
+    }
+    p.agent_files = agent_files;
     wanted.sort();
     wanted.dedup();
     for path in wanted {
