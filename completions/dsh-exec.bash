@@ -59,7 +59,7 @@ _dsh__exec() {
 
     case "${cmd}" in
         dsh__exec)
-            opts="-C -t -e -s -i -q -h -V --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help --version explain mcp job prune parse-status"
+            opts="-C -t -e -s -i -q -h -V --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help --version explain mcp job prune parse-status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -181,6 +181,10 @@ _dsh__exec() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --allow-write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --deny-read)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -213,7 +217,7 @@ _dsh__exec() {
             return 0
             ;;
         dsh__exec__subcmd__explain)
-            opts="-C -t -e -s -i -q -h --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help"
+            opts="-C -t -e -s -i -q -h --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -332,6 +336,10 @@ _dsh__exec() {
                     return 0
                     ;;
                 --protect)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-write)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -499,7 +507,7 @@ _dsh__exec() {
             return 0
             ;;
         dsh__exec__subcmd__mcp)
-            opts="-C -t -e -s -i -q -h --keep-jobs --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help"
+            opts="-C -t -e -s -i -q -h --keep-jobs --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -618,6 +626,10 @@ _dsh__exec() {
                     return 0
                     ;;
                 --protect)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-write)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

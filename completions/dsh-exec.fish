@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dsh_exec_global_optspecs
-    string join \n C/workdir= t/timeout= signal= kill-after= stdout-max-bytes= stderr-max-bytes= file-size-max= spill-max-bytes= memory-max= pids-max= cpu-max= limits= keep= render= stdin-file= stdin= pty e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream q/quiet json color= h/help V/version
+    string join \n C/workdir= t/timeout= signal= kill-after= stdout-max-bytes= stderr-max-bytes= file-size-max= spill-max-bytes= memory-max= pids-max= cpu-max= limits= keep= render= stdin-file= stdin= pty e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= allow-write= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream q/quiet json color= h/help V/version
 end
 
 function __fish_dsh_exec_needs_command
@@ -54,6 +54,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l workspace-root -d 'Ro
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l writable-root -d 'Another directory writable in workspace-write (repeatable; missing ones are skipped)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l allow-unix-socket -d 'A Unix socket outside the writable roots that a confined command may connect to (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l protect -d 'Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable)' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l allow-write -d 'In workspace-write, leave one protected file of editors and agents writable: PATH names an entry (.vscode, .idea, .claude, .codex, .cursor, .gemini, .mcp.json, .envrc, .direnv), relative to the workdir (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l deny-read -d 'Make PATH unreadable in the confining modes, besides ~/.ssh, ~/.aws and the rest of the default list (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l read-root -d 'Read only PATH (repeatable), the workspace, the writable roots and the system\'s directories: /usr, /bin, /sbin, /lib*, /etc, /proc, /sys and the ordinary devices' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l allow-read -d 'Lift one entry of the read deny list (or make PATH inside a denied directory readable) (repeatable)' -r -F
@@ -107,6 +108,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l workspace-
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l writable-root -d 'Another directory writable in workspace-write (repeatable; missing ones are skipped)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l allow-unix-socket -d 'A Unix socket outside the writable roots that a confined command may connect to (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l protect -d 'Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable)' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l allow-write -d 'In workspace-write, leave one protected file of editors and agents writable: PATH names an entry (.vscode, .idea, .claude, .codex, .cursor, .gemini, .mcp.json, .envrc, .direnv), relative to the workdir (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l deny-read -d 'Make PATH unreadable in the confining modes, besides ~/.ssh, ~/.aws and the rest of the default list (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l read-root -d 'Read only PATH (repeatable), the workspace, the writable roots and the system\'s directories: /usr, /bin, /sbin, /lib*, /etc, /proc, /sys and the ordinary devices' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l allow-read -d 'Lift one entry of the read deny list (or make PATH inside a denied directory readable) (repeatable)' -r -F
@@ -154,6 +156,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l workspace-root
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l writable-root -d 'Another directory writable in workspace-write (repeatable; missing ones are skipped)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l allow-unix-socket -d 'A Unix socket outside the writable roots that a confined command may connect to (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l protect -d 'Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable)' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l allow-write -d 'In workspace-write, leave one protected file of editors and agents writable: PATH names an entry (.vscode, .idea, .claude, .codex, .cursor, .gemini, .mcp.json, .envrc, .direnv), relative to the workdir (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l deny-read -d 'Make PATH unreadable in the confining modes, besides ~/.ssh, ~/.aws and the rest of the default list (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l read-root -d 'Read only PATH (repeatable), the workspace, the writable roots and the system\'s directories: /usr, /bin, /sbin, /lib*, /etc, /proc, /sys and the ordinary devices' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l allow-read -d 'Lift one entry of the read deny list (or make PATH inside a denied directory readable) (repeatable)' -r -F

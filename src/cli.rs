@@ -542,6 +542,9 @@ pub struct RunArgs {
     /// Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable).
     #[arg(long = "protect", value_name = "PATH")]
     pub protect: Vec<PathBuf>,
+    /// In workspace-write, leave one protected file of editors and agents writable: PATH names an entry (.vscode, .idea, .claude, .codex, .cursor, .gemini, .mcp.json, .envrc, .direnv), relative to the workdir (repeatable).
+    #[arg(long = "allow-write", value_name = "PATH")]
+    pub allow_write: Vec<PathBuf>,
     /// Make PATH unreadable in the confining modes, besides ~/.ssh, ~/.aws and the rest of the default list (repeatable).
     #[arg(long = "deny-read", value_name = "PATH")]
     pub deny_read: Vec<PathBuf>,
@@ -618,6 +621,7 @@ impl RunArgs {
             writable_roots: self.writable_roots,
             allow_unix_sockets: self.allow_unix_sockets,
             protect: self.protect,
+            allow_write: self.allow_write,
             deny_read: self.deny_read,
             read_roots: self.read_roots,
             allow_read: self.allow_read,

@@ -8,7 +8,8 @@
 //! deadline, smaller budgets, a narrower sandbox mode, a workdir inside the
 //! server's), never for more: a larger value is clamped with the same
 //! `capped` notice as the CLI's, a wider mode or a workdir outside is a
-//! tool error.
+//! tool error. `--allow-write` is the server's alone, taken from its own
+//! workdir: a call has no such argument.
 //!
 //! `run` runs in this process (no process of its own per call), one at a
 //! time: a run's tree is this process's descendants, so two at once would
@@ -167,6 +168,10 @@ impl Server {
                 ));
             }
             req.sandbox = Some(mode);
+            // A narrower mode has no writable roots to lift a file in.
+            if mode != Mode::WorkspaceWrite {
+                req.allow_write.clear();
+            }
         }
         // The writable root is the server's root, opened by the engine, never
         // the call's workdir: a workdir checked here could be swapped for a
@@ -202,9 +207,15 @@ impl Server {
             max_cpu: file.caps.max_cpu.or(s.cpu_max.value),
             max_file_size: file.caps.max_file_size.or(s.file_size_max.value),
         };
+        // The file's `allow_write` is in the server's own list already,
+        // taken from the server's workdir (see `mcp`).
+        let defaults = dsh_exec_core::request::config::Defaults {
+            allow_write: Vec::new(),
+            ..file.defaults
+        };
         Config {
             path: PathBuf::from("the server"),
-            defaults: file.defaults,
+            defaults,
             caps,
         }
     }
@@ -678,6 +689,14 @@ pub(crate) fn mcp(args: RunArgs, keep_jobs: bool) -> std::process::ExitCode {
             .ok()
             .flatten()
     });
+    // `--allow-write .vscode` is the server's workdir's, resolved once: a
+    // call's workdir must not move it to another directory (a call can only
+    // narrow the policy).
+    base.allow_write = spec
+        .sandbox
+        .as_ref()
+        .map(|p| p.allow_write.clone())
+        .unwrap_or_default();
     let root_dir = spec
         .sandbox
         .as_ref()

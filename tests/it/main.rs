@@ -17,6 +17,7 @@
 mod support;
 
 mod abort;
+mod agent_files;
 mod color;
 mod config;
 mod containment;

@@ -225,6 +225,49 @@ fn a_call_cannot_widen_the_servers_policy() {
 }
 
 #[test]
+fn allow_write_is_the_servers_and_taken_from_its_workdir() {
+    let ws = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(ws.path()).unwrap();
+    std::fs::create_dir_all(ws.join(".vscode")).unwrap();
+    std::fs::create_dir(ws.join("sub")).unwrap();
+    std::fs::write(ws.join(".vscode/tasks.json"), "{}\n").unwrap();
+    let mut m = Mcp::start(&[
+        "--sandbox",
+        "workspace-write",
+        "--allow-write",
+        ".vscode",
+        "-C",
+        ws.to_str().unwrap(),
+    ]);
+    let r = m.call(
+        "run",
+        json!({"command": "echo lifted > .vscode/tasks.json && echo ok"}),
+    );
+    assert_eq!(text(&r), "ok\n[exit code: 0]\n", "{r}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".vscode/tasks.json")).unwrap(),
+        "lifted\n"
+    );
+    // A call in sub: the server's .vscode is lifted, not sub's.
+    let r = m.call(
+        "run",
+        json!({"command": "mkdir .vscode && echo x > .vscode/tasks.json && echo made", "workdir": "sub"}),
+    );
+    assert_eq!(r["structuredContent"]["stdout"]["text"], "made\n", "{r}");
+    assert!(!ws.join("sub/.vscode").exists(), "{r}");
+    // A call has no allow_write of its own.
+    let r = m.call(
+        "run",
+        json!({"command": "true", "allow_write": [".claude"]}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(text(&r).starts_with("bad arguments: "), "{r}");
+    // A narrower mode goes on without it.
+    let r = m.call("run", json!({"command": "echo hi", "sandbox": "read-only"}));
+    assert_eq!(text(&r), "hi\n[exit code: 0]\n", "{r}");
+}
+
+#[test]
 fn bad_calls_get_errors_and_the_server_goes_on() {
     let ws = tempfile::tempdir().unwrap();
     let mut m = Mcp::start(&["-C", ws.path().to_str().unwrap()]);

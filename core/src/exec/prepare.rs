@@ -52,7 +52,7 @@ impl Prepared {
 
     /// What a careful user wants to know before the run, one line each:
     /// skipped writable roots, a writable root reached through a symlink or
-    /// of `/`.
+    /// of `/`, an `--allow-write` that lifts nothing.
     pub fn warnings(&self) -> Vec<String> {
         let Some(s) = &self.sandbox else {
             return self.warnings.clone();
@@ -64,6 +64,7 @@ impl Prepared {
             .map(|k| format!("writable root {} skipped: {}", k.path.display(), k.reason));
         skipped
             .chain(s.roots.warnings.iter().cloned())
+            .chain(s.protection.warnings.iter().cloned())
             .chain(self.warnings.iter().cloned())
             .collect()
     }

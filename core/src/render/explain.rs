@@ -301,6 +301,56 @@ pub struct ExplainedProtection {
     pub removed_if_created: Vec<String>,
     /// A search that stopped early, a path skipped.
     pub notes: Vec<String>,
+    /// The files of editors and agents the plan covers (each root, each
+    /// repository found, each directory on the way to the workdir, the
+    /// home in a writable root), sorted: also in `paths` or
+    /// `removed_if_created` unless lifted or a symlink.
+    pub agent_files: Vec<ExplainedAgentFile>,
+}
+
+/// A file or directory that editors and agents run or obey, inside a
+/// writable root: `{"path", "state"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ExplainedAgentFile {
+    /// Its path (real, lossy UTF-8).
+    pub path: String,
+    /// What a run does with it.
+    pub state: AgentFileState,
+}
+
+/// What a run does with a file of an editor or agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentFileState {
+    /// It exists and is protected as the other protected paths are
+    /// (`mechanism`).
+    Protected,
+    /// It does not exist: removed after the run if the run makes it.
+    RemovedIfCreated,
+    /// `--allow-write` (or `allow_write`) lifted it: writable.
+    Lifted,
+    /// It is a symlink: not protected (see `notes`).
+    Symlink,
+}
+
+/// What a run does with each of `p`'s files of editors and agents.
+fn agent_files(p: &Protection) -> Vec<(PathBuf, AgentFileState)> {
+    p.agent_files
+        .iter()
+        .map(|f| {
+            let state = if p.lifted.contains(f) {
+                AgentFileState::Lifted
+            } else if p.paths().contains(&f.as_path()) {
+                AgentFileState::Protected
+            } else if p.absent.contains(f) {
+                AgentFileState::RemovedIfCreated
+            } else {
+                AgentFileState::Symlink
+            };
+            (f.clone(), state)
+        })
+        .collect()
 }
 
 /// The read deny list: `{"mechanism", "paths", "exceptions", "read_roots"}`.
@@ -602,6 +652,13 @@ fn explained_sandbox(spec: &Spec) -> Option<ExplainedSandbox> {
             paths: lossy_all(a.protection.paths()),
             removed_if_created: lossy_all(a.protection.absent.iter().map(|p| p.as_path())),
             notes: a.protection.notes.clone(),
+            agent_files: agent_files(&a.protection)
+                .into_iter()
+                .map(|(path, state)| ExplainedAgentFile {
+                    path: lossy(&path),
+                    state,
+                })
+                .collect(),
         }),
         terminals: confining.then(|| terminals(spec, &a).into()),
         read_denied: confining.then(|| ExplainedReadDeny {
@@ -635,7 +692,12 @@ fn explained_sandbox(spec: &Spec) -> Option<ExplainedSandbox> {
                 reason: s.reason.clone(),
             })
             .collect(),
-        warnings: roots.warnings.clone(),
+        warnings: roots
+            .warnings
+            .iter()
+            .chain(&a.protection.warnings)
+            .cloned()
+            .collect(),
         landlock_abi,
         enforcement,
     })
@@ -671,6 +733,57 @@ fn network_mechanism(network: crate::sandbox::Network) -> &'static str {
              to loopback port 53 refused"
         }
     }
+}
+
+/// The rows of the files of editors and agents: each one that exists, the
+/// absent ones by directory, the lifted ones.
+fn agent_file_rows(p: &Protection) -> Vec<(String, String, String)> {
+    let files = agent_files(p);
+    let mut rows = Vec::new();
+    let mut name = "agent-files";
+    for (path, state) in &files {
+        if *state == AgentFileState::Protected {
+            rows.push((
+                name.into(),
+                path.display().to_string(),
+                "(protected)".into(),
+            ));
+            name = "";
+        }
+    }
+    // The absent ones, one row per directory.
+    let mut absent: Vec<(PathBuf, Vec<String>)> = Vec::new();
+    for (path, state) in &files {
+        let (Some(dir), Some(entry)) = (path.parent(), path.file_name()) else {
+            continue;
+        };
+        if *state != AgentFileState::RemovedIfCreated {
+            continue;
+        }
+        let entry = entry.to_string_lossy().into_owned();
+        match absent.iter_mut().find(|(d, _)| d == dir) {
+            Some((_, entries)) => entries.push(entry),
+            None => absent.push((dir.to_path_buf(), vec![entry])),
+        }
+    }
+    for (dir, entries) in absent {
+        rows.push((
+            name.into(),
+            format!("{}/{{{}}}", dir.display(), entries.join(",")),
+            "(removed after the run if created)".into(),
+        ));
+        name = "";
+    }
+    for (path, state) in &files {
+        if *state == AgentFileState::Lifted {
+            rows.push((
+                "allow-write".into(),
+                path.display().to_string(),
+                "(lifted: writable)".into(),
+            ));
+        }
+    }
+    rows
 }
 
 /// The sandbox rows of the text explanation.
@@ -736,7 +849,7 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
             ));
         }
     }
-    for w in &roots.warnings {
+    for w in roots.warnings.iter().chain(&a.protection.warnings) {
         rows.push(("warning".into(), w.clone(), String::new()));
     }
     for s in &roots.skipped {
@@ -822,6 +935,7 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
                 String::new(),
             ));
         }
+        rows.extend(agent_file_rows(&a.protection));
         for n in &a.protection.notes {
             rows.push(("note".into(), n.clone(), String::new()));
         }

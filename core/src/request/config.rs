@@ -25,6 +25,7 @@
 //! writable_roots = ["/srv/cache"]
 //! allow_unix_sockets = ["/run/postgresql/.s.PGSQL.5432"]
 //! protect = ["/srv/cache/trusted"]
+//! allow_write = [".vscode"]  # added to --allow-write
 //! allow_caches = true        # as --allow-caches
 //! deny_read = ["~/.config/op"] # added to --deny-read
 //! allow_read = ["~/.npmrc"]    # added to --allow-read
@@ -122,6 +123,11 @@ pub struct Defaults {
     /// ones (added to `--protect`, not replaced by it).
     #[serde(default)]
     pub protect: Vec<PathBuf>,
+    /// Entries of the protected editor and agent files left writable
+    /// (added to `--allow-write`); relative to the working directory, `~/`
+    /// the home.
+    #[serde(default)]
+    pub allow_write: Vec<PathBuf>,
     /// Make the package caches writable in `workspace-write`
     /// (`--allow-caches`); `--allow-caches` on the command line adds to it.
     #[serde(default)]

@@ -96,6 +96,9 @@ pub struct Request {
     pub allow_unix_sockets: Vec<PathBuf>,
     /// More paths kept read-only inside writable roots (`--protect`).
     pub protect: Vec<PathBuf>,
+    /// Protected editor and agent files left writable (`--allow-write`;
+    /// relative to the working directory).
+    pub allow_write: Vec<PathBuf>,
     /// More paths unreadable in the confining modes (`--deny-read`).
     pub deny_read: Vec<PathBuf>,
     /// The read allow-list (`--read-root`): when not empty, only these,
@@ -369,6 +372,32 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
             )));
         }
     }
+    // --allow-write lifts protected files, which only writable roots hold.
+    if !req.allow_write.is_empty()
+        && !sandbox
+            .as_ref()
+            .is_some_and(|p| p.mode.value == Mode::WorkspaceWrite)
+    {
+        return Err(UsageError(
+            "--allow-write needs --sandbox workspace-write".into(),
+        ));
+    }
+    if let Some(policy) = &sandbox {
+        let from_config = req
+            .config
+            .as_ref()
+            .map_or(0, |c| c.defaults.allow_write.len());
+        for (i, path) in policy.allow_write.iter().enumerate() {
+            if let Some(why) = allow_write_problem(path, policy) {
+                let named = if i < from_config {
+                    "allow_write (configuration file)"
+                } else {
+                    "--allow-write"
+                };
+                return Err(UsageError(format!("{named} {}: {why}", path.display())));
+            }
+        }
+    }
     let mut managed = req.dsh_env.clone();
     if let Some(policy) = &sandbox {
         managed.push(("DSH_SANDBOX_MODE".into(), policy.mode.value.as_str().into()));
@@ -470,6 +499,43 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
 pub use crate::sandbox::defaults::{
     READ_DENIED_IN_HOME, READABLE_DEVICES, SYSTEM_READ_ROOTS, cache_dirs,
 };
+
+/// Why `path` (absolute) cannot be lifted with `--allow-write`, if it
+/// cannot: it must name an entry of
+/// [`AGENT_FILES`](crate::sandbox::protect::AGENT_FILES) (whether the
+/// entry is protected in a run is known when the run is prepared: one that
+/// is not gets a warning), and never `dsh-exec`'s own configuration or
+/// state. Checked here, before anything runs, so that a typo is a usage
+/// error rather than a lift of nothing.
+fn allow_write_problem(path: &Path, policy: &Policy) -> Option<String> {
+    use crate::sandbox::protect::AGENT_FILES;
+    let own = [
+        Some(policy.state_dir.clone()),
+        policy.config_path.clone(),
+        policy.home.as_ref().map(|h| h.join(".config/dsh-exec")),
+    ];
+    if own.iter().flatten().any(|o| path.starts_with(o)) {
+        return Some("dsh-exec's own configuration and state stay protected".into());
+    }
+    let is_entry = |p: &Path| {
+        p.file_name()
+            .is_some_and(|n| AGENT_FILES.iter().any(|e| n == *e))
+    };
+    if is_entry(path) {
+        return None;
+    }
+    if let Some(entry) = path.ancestors().skip(1).find(|a| is_entry(a)) {
+        return Some(format!(
+            "it lies inside the protected {0}; --allow-write lifts a whole entry: \
+             --allow-write {0}",
+            entry.display()
+        ));
+    }
+    Some(format!(
+        "it names no protected entry (one of {})",
+        AGENT_FILES.join(", ")
+    ))
+}
 
 /// `path` with a leading `~/` taken from `home`.
 fn tilde(path: &Path, home: Option<&Path>) -> PathBuf {
@@ -609,6 +675,13 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
         .flat_map(|c| c.defaults.protect.clone())
         .chain(req.protect.iter().cloned())
         .collect();
+    // So do the lifted ones, taken from the workdir: `.vscode` is the
+    // workdir's.
+    let allow_write: Vec<PathBuf> = config_lists(|d| &d.allow_write)
+        .iter()
+        .chain(&req.allow_write)
+        .map(|p| absolute(workdir, tilde(p, home)))
+        .collect();
     Some(Policy {
         mode,
         network,
@@ -635,6 +708,7 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
             .into_iter()
             .map(|p| absolute(&ambient.cwd, p))
             .collect(),
+        allow_write,
         home: ambient.home.clone(),
         deny_read,
         read_exceptions,
@@ -871,6 +945,7 @@ mod tests {
             writable_roots: vec![odd(), "/cache".into()],
             allow_unix_sockets: vec![odd()],
             protect: vec![odd()],
+            allow_write: vec!["/ws/.vscode".into()],
             deny_read: vec![],
             read_roots: vec![],
             allow_read: vec![],

@@ -84,6 +84,9 @@ pub struct Context {
     pub writable: Vec<PathBuf>,
     /// The protected paths (existing and not), real paths.
     pub protected: Vec<PathBuf>,
+    /// Those of them that `--allow-write` could lift: the protected files
+    /// of editors and agents.
+    pub liftable: Vec<PathBuf>,
     /// The package caches `--allow-caches` would grant.
     pub caches: Vec<PathBuf>,
     /// The caller's home.
@@ -224,6 +227,16 @@ impl Context {
     /// What would allow a write to `path` (real), if a flag would.
     pub fn hint(&self, path: &Path) -> Option<String> {
         if self.protected(path) {
+            // A file of an editor or agent, unless something else keeps
+            // it protected too (dsh-exec's own, a --protect).
+            let mut covering = self.protected.iter().filter(|x| path.starts_with(x));
+            if covering.all(|x| self.liftable.contains(x)) {
+                return self
+                    .liftable
+                    .iter()
+                    .find(|x| path.starts_with(x))
+                    .map(|x| format!("--allow-write {}", x.display()));
+            }
             return None;
         }
         if let Some(cache) = self.caches.iter().find(|c| path.starts_with(c)) {
@@ -627,6 +640,7 @@ mod tests {
             workdir: PathBuf::from("/nonexistent-ws"),
             writable: vec![PathBuf::from("/nonexistent-ws"), PathBuf::from("/tmp")],
             protected: vec![PathBuf::from("/nonexistent-ws/.git/config")],
+            liftable: vec![],
             caches: vec![PathBuf::from("/root/.npm")],
             home: Some(PathBuf::from("/root")),
             read_only_tree: false,
@@ -921,6 +935,30 @@ mod tests {
             )
         );
         assert_eq!(network_hint(Network::Allow, "connect", Some("x:1")), None);
+    }
+
+    #[test]
+    fn a_write_to_a_protected_editor_or_agent_file_is_hinted_at_its_entry() {
+        let ctx = Context {
+            mode: Some(Mode::WorkspaceWrite),
+            workdir: "/ws".into(),
+            writable: vec!["/ws".into()],
+            protected: vec![
+                "/ws/.vscode".into(),
+                "/ws/.claude".into(),
+                "/ws/.git/config".into(),
+                "/ws/.claude/own.toml".into(),
+            ],
+            liftable: vec!["/ws/.vscode".into(), "/ws/.claude".into()],
+            ..Context::default()
+        };
+        assert_eq!(
+            ctx.hint(Path::new("/ws/.vscode/tasks.json")).as_deref(),
+            Some("--allow-write /ws/.vscode")
+        );
+        assert_eq!(ctx.hint(Path::new("/ws/.git/config")), None);
+        // Kept by another rule too (a --protect, dsh-exec's own): no hint.
+        assert_eq!(ctx.hint(Path::new("/ws/.claude/own.toml")), None);
     }
 
     #[test]

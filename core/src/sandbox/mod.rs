@@ -218,6 +218,10 @@ pub struct Policy {
     /// `--protect` paths (absolute): kept read-only inside writable roots.
     #[serde(with = "crate::serde_paths::exact_paths")]
     pub protect: Vec<PathBuf>,
+    /// `--allow-write` paths (absolute; config `allow_write` too): entries
+    /// of [`protect::AGENT_FILES`] left writable.
+    #[serde(default, with = "crate::serde_paths::exact_paths")]
+    pub allow_write: Vec<PathBuf>,
     /// The invoking user's home: its start-up files are protected when a
     /// writable root contains it.
     #[serde(with = "crate::serde_paths::exact_opt_path")]
@@ -879,6 +883,16 @@ pub fn protection(policy: &Policy, roots: &Roots, workdir: &Path) -> protect::Pr
         return protect::Protection::default();
     }
     let real_roots: Vec<PathBuf> = roots.writable.iter().map(|r| r.path.clone()).collect();
+    // Compared with the plan's real paths; the entry itself is not
+    // followed (a `.vscode` that is a symlink is not lifted by its target).
+    let allow_write: Vec<PathBuf> = policy
+        .allow_write
+        .iter()
+        .map(|a| match (a.parent(), a.file_name()) {
+            (Some(parent), Some(name)) => real_as_far_as_it_exists(parent).join(name),
+            _ => a.clone(),
+        })
+        .collect();
     protect::plan(
         &real_roots,
         &protect::Inputs {
@@ -888,6 +902,7 @@ pub fn protection(policy: &Policy, roots: &Roots, workdir: &Path) -> protect::Pr
             config_file: policy.config_path.as_deref(),
             state_dir: Some(&policy.state_dir),
             extra: &policy.protect,
+            allow_write: &allow_write,
         },
     )
 }
@@ -1304,6 +1319,13 @@ impl Prepared {
                 .iter()
                 .map(|p| p.path.clone())
                 .chain(self.protection.absent.iter().cloned())
+                .collect(),
+            liftable: self
+                .protection
+                .agent_files
+                .iter()
+                .filter(|f| !self.protection.lifted.contains(f))
+                .cloned()
                 .collect(),
             caches: defaults::cache_dirs(&env, policy.home.as_deref())
                 .into_iter()

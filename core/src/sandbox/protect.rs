@@ -15,6 +15,11 @@
 //!   spill files), wherever they are;
 //! - when a writable root contains `$HOME`: the shell start-up files,
 //!   `~/.gitconfig`, `~/.config/git`, `~/.ssh` ([`HOME_FILES`]);
+//! - the files editors and coding agents run or obey on their own
+//!   ([`AGENT_FILES`]: `.vscode/`, `.claude/`, `.mcp.json`, `.envrc`, ...)
+//!   in each writable root, in each repository found, in each directory
+//!   between a writable root and the working directory, and in `$HOME`
+//!   when a writable root contains it; `--allow-write PATH` lifts one;
 //! - every `--protect PATH`.
 //!
 //! Mechanism, where the supervisor may create a mount namespace
@@ -25,8 +30,9 @@
 //! read-write, so that it is a mount point and cannot be renamed away and
 //! replaced by one with a planted config (rename(2): EBUSY), and a hard
 //! link to a protected file fails (EXDEV). What does not exist yet cannot
-//! be mounted over: a protected *file* created by the run (a new
-//! `~/.bashrc`) is removed when the run ends, and reported. A repository
+//! be mounted over: a protected path created by the run (a new
+//! `~/.bashrc`, a `.vscode/` directory with everything in it) is removed
+//! when the run ends, and reported. A repository
 //! the run creates itself (`git init`) is the run's own and is not
 //! protected.
 //!
@@ -117,6 +123,39 @@ pub const HOME_FILES: [&str; 54] = [
     ".config/dsh-exec",
 ];
 
+/// Files and directories that editors and coding agents run or obey on
+/// their own when they are opened in a directory (or `cd` enters it): a
+/// confined run that writes one there reaches the next, unconfined, session.
+/// Protected in each writable root, in each repository the plan finds, in
+/// each directory between a writable root and the working directory (where
+/// an editor or agent would be opened), and in `$HOME` when a writable root
+/// contains it. `--allow-write PATH` lifts one entry.
+pub const AGENT_FILES: [&str; 9] = [
+    // VS Code: a task of tasks.json with `"runOn": "folderOpen"` runs when
+    // the folder is opened; settings.json names interpreters, formatters,
+    // terminal profiles and their environment; launch.json, the programs
+    // a debug session starts.
+    ".vscode",
+    // JetBrains IDEs: run configurations, external tools, start-up tasks.
+    ".idea",
+    // Claude Code: settings.json grants permissions and runs hooks (shell
+    // commands); commands/ and agents/ are instructions it follows.
+    ".claude",
+    // Codex CLI: its configuration (approval policy, sandbox mode, MCP
+    // servers) and prompts.
+    ".codex",
+    // Cursor: rules it obeys, and mcp.json, the servers it starts.
+    ".cursor",
+    // Gemini CLI: settings.json (tools, MCP servers, sandbox) and commands.
+    ".gemini",
+    // A project's MCP servers: commands an agent starts (Claude Code).
+    ".mcp.json",
+    // direnv runs .envrc whenever a shell enters the directory or one below.
+    ".envrc",
+    // direnv's layouts, which .envrc puts first on PATH (a virtualenv's bin).
+    ".direnv",
+];
+
 /// Directory names the repository search does not descend into.
 const SKIP_DIRS: [&str; 7] = [
     ".git",
@@ -160,6 +199,15 @@ pub struct Protection {
     pub(crate) roots: Vec<PathBuf>,
     /// The worktrees of the repositories found with a `.git` directory.
     pub(crate) repositories: Vec<PathBuf>,
+    /// The entries of [`AGENT_FILES`] the plan covers, real paths, sorted:
+    /// each is protected (in `protected` or `absent`), lifted, or a symlink
+    /// (not protected, said in `notes`).
+    pub agent_files: Vec<PathBuf>,
+    /// The entries of `agent_files` that `--allow-write` lifted: writable.
+    pub lifted: Vec<PathBuf>,
+    /// What the caller is told before the run: an `--allow-write` that
+    /// lifts nothing here.
+    pub warnings: Vec<String>,
 }
 
 impl Protection {
@@ -179,6 +227,8 @@ pub(crate) struct Inputs<'a> {
     pub(crate) config_file: Option<&'a Path>,
     pub(crate) state_dir: Option<&'a Path>,
     pub(crate) extra: &'a [PathBuf],
+    /// The `--allow-write` paths, real (but for their last component).
+    pub(crate) allow_write: &'a [PathBuf],
 }
 
 fn under_any<'r>(path: &Path, roots: &'r [PathBuf]) -> Option<&'r PathBuf> {
@@ -292,6 +342,18 @@ pub(crate) fn plan(roots: &[PathBuf], inputs: &Inputs) -> Protection {
     let mut p = Protection::default();
     let mut wanted: Vec<PathBuf> = Vec::new();
     let mut anchors: BTreeSet<PathBuf> = BTreeSet::new();
+    // Where an editor or agent would be opened: each root, each repository,
+    // each directory on the way to the workdir, the home.
+    let mut places: BTreeSet<PathBuf> = roots.iter().cloned().collect();
+    if let Some(w) = inputs.workdir
+        && let Some(root) = under_any(w, roots)
+    {
+        places.extend(
+            w.ancestors()
+                .take_while(|d| d.starts_with(root))
+                .map(Path::to_path_buf),
+        );
+    }
     for root in roots {
         let depth = if inputs.temp_dir == Some(root.as_path()) {
             TEMP_SCAN_DEPTH
@@ -299,6 +361,7 @@ pub(crate) fn plan(roots: &[PathBuf], inputs: &Inputs) -> Protection {
             SCAN_DEPTH
         };
         for repo in find_repositories(root, depth, inputs.workdir, &mut p.notes) {
+            places.insert(repo.clone());
             let git = repo.join(".git");
             match std::fs::symlink_metadata(&git) {
                 Ok(m) if m.is_dir() => {
@@ -324,10 +387,44 @@ pub(crate) fn plan(roots: &[PathBuf], inputs: &Inputs) -> Protection {
         && under_any(home, roots).is_some()
     {
         wanted.extend(HOME_FILES.iter().map(|f| home.join(f)));
+        places.insert(home.to_path_buf());
     }
     wanted.extend(inputs.config_file.map(Path::to_path_buf));
     wanted.extend(inputs.state_dir.map(Path::to_path_buf));
     wanted.extend(inputs.extra.iter().cloned());
+    // The agents' and editors' files, but those `--allow-write` lifts
+    // (never one that another rule protects too: dsh-exec's own, a
+    // `--protect`).
+    let others: BTreeSet<PathBuf> = wanted.iter().cloned().collect();
+    let mut agent_files: Vec<PathBuf> = places
+        .iter()
+        .flat_map(|place| AGENT_FILES.iter().map(move |f| place.join(f)))
+        .collect();
+    agent_files.sort();
+    agent_files.dedup();
+    for path in &agent_files {
+        if inputs.allow_write.contains(path) && !others.contains(path) {
+            p.lifted.push(path.clone());
+        } else {
+            wanted.push(path.clone());
+        }
+    }
+    for asked in inputs.allow_write {
+        if !agent_files.contains(asked) {
+            p.warnings.push(format!(
+                "--allow-write {} lifts nothing: no protected file of an editor or agent is \
+                 there (dsh-exec explain lists them)",
+                asked.display()
+            ));
+        } else if others.contains(asked) {
+            p.warnings.push(format!(
+                "--allow-write {} lifts nothing: --protect or dsh-exec's own state keeps it \
+                 protected",
+                asked.display()
+            ));
+        }
+    }
+    p.agent_files = agent_files;
     wanted.sort();
     wanted.dedup();
     for path in wanted {
@@ -393,6 +490,14 @@ pub(crate) fn plan(roots: &[PathBuf], inputs: &Inputs) -> Protection {
 const SNAPSHOT_FILE_MAX: u64 = 1 << 20;
 const SNAPSHOT_FILES_MAX: usize = 256;
 
+/// Below the top of the protected directories of editors and agents
+/// (`.claude/commands/`, `.cursor/rules/`), which a snapshot also keeps:
+/// the most files (a budget of their own, so that a big `.direnv` cannot
+/// starve `.git/config`), directories and levels.
+const DEEP_FILES_MAX: usize = 256;
+const DEEP_DIRS_MAX: usize = 256;
+const DEEP_LEVELS: usize = 8;
+
 /// One protected path as it was before the run.
 #[derive(Debug)]
 enum Kept {
@@ -402,14 +507,58 @@ enum Kept {
         bytes: Vec<u8>,
         mode: u32,
     },
-    /// A directory: its mode, the names it held, and its regular files one
-    /// level down (name, bytes, mode).
-    Dir {
-        anchor: Anchor,
-        mode: u32,
-        names: BTreeSet<OsString>,
-        files: Vec<(OsString, Vec<u8>, u32)>,
-    },
+    /// A directory.
+    Dir { anchor: Anchor, tree: Tree },
+}
+
+/// A directory as it was: its mode, the names it held, its regular files
+/// (name, bytes, mode), and the subdirectories kept too (name, (device,
+/// inode), what they held): only in the directories of editors and agents.
+#[derive(Debug)]
+struct Tree {
+    mode: u32,
+    names: BTreeSet<OsString>,
+    files: Vec<(OsString, Vec<u8>, u32)>,
+    dirs: Vec<(OsString, (u64, u64), Tree)>,
+}
+
+impl Tree {
+    /// The directory at `path` one level down: its regular files within
+    /// `count < max`.
+    fn keep(path: &Path, count: &mut usize, max: usize, notes: &mut Vec<String>) -> Option<Tree> {
+        let m = std::fs::symlink_metadata(path).ok()?;
+        if !m.is_dir() {
+            return None;
+        }
+        let names: BTreeSet<OsString> = std::fs::read_dir(path)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        let files = names
+            .iter()
+            .filter_map(|n| {
+                let (bytes, mode) = read_kept(&path.join(n), count, max, notes)?;
+                Some((n.clone(), bytes, mode))
+            })
+            .collect();
+        Some(Tree {
+            mode: m.permissions().mode() & 0o7777,
+            names,
+            files,
+            dirs: Vec::new(),
+        })
+    }
+
+    /// The tree kept at `rel` below this one.
+    fn at(&mut self, rel: &[OsString]) -> Option<&mut Tree> {
+        let Some((first, rest)) = rel.split_first() else {
+            return Some(self);
+        };
+        let (_, _, sub) = self.dirs.iter_mut().find(|(n, _, _)| n == first)?;
+        sub.at(rest)
+    }
 }
 
 /// The protected files of a run without a mount namespace, as they were
@@ -435,13 +584,18 @@ pub struct ProtectedChange {
 }
 
 /// The bytes and mode of the regular file at `path`, if it is one small
-/// enough to keep.
-fn read_kept(path: &Path, count: &mut usize, notes: &mut Vec<String>) -> Option<(Vec<u8>, u32)> {
+/// enough to keep and `count` (the files kept so far) is below `max`.
+fn read_kept(
+    path: &Path,
+    count: &mut usize,
+    max: usize,
+    notes: &mut Vec<String>,
+) -> Option<(Vec<u8>, u32)> {
     let m = std::fs::symlink_metadata(path).ok()?;
     if !m.is_file() {
         return None;
     }
-    if m.len() > SNAPSHOT_FILE_MAX || *count >= SNAPSHOT_FILES_MAX {
+    if m.len() > SNAPSHOT_FILE_MAX || *count >= max {
         notes.push(format!("{} is too large to snapshot", path.display()));
         return None;
     }
@@ -460,7 +614,10 @@ pub(crate) fn anchors(paths: &[PathBuf], roots: &[PathBuf]) -> Vec<Anchor> {
 
 impl Snapshot {
     /// Takes the snapshot of `protection`'s paths: files whole, and each
-    /// protected directory's regular files one level down.
+    /// protected directory's regular files one level down; then, within a
+    /// budget of their own and breadth first, the subdirectories of the
+    /// directories of editors and agents ([`AGENT_FILES`]), whose nested
+    /// files they obey too (`.claude/commands/`, `.cursor/rules/`).
     pub(crate) fn take(protection: &Protection) -> Snapshot {
         let roots = &protection.roots;
         let mut s = Snapshot {
@@ -468,40 +625,64 @@ impl Snapshot {
             ..Snapshot::default()
         };
         let mut count = 0;
+        let mut deep = std::collections::VecDeque::new();
         for p in &protection.protected {
             let Some(anchor) = under_any(&p.path, roots).and_then(|r| Anchor::record(r, &p.path))
             else {
                 continue;
             };
             if p.dir {
-                let Ok(m) = std::fs::symlink_metadata(&p.path) else {
+                let Some(tree) = Tree::keep(&p.path, &mut count, SNAPSHOT_FILES_MAX, &mut s.notes)
+                else {
                     continue;
                 };
-                let names: BTreeSet<OsString> = std::fs::read_dir(&p.path)
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-                    .map(|e| e.file_name())
-                    .collect();
-                let files = names
-                    .iter()
-                    .filter_map(|n| {
-                        let (bytes, mode) = read_kept(&p.path.join(n), &mut count, &mut s.notes)?;
-                        Some((n.clone(), bytes, mode))
-                    })
-                    .collect();
-                s.kept.push(Kept::Dir {
-                    anchor,
-                    mode: m.permissions().mode() & 0o7777,
-                    names,
-                    files,
-                });
-            } else if let Some((bytes, mode)) = read_kept(&p.path, &mut count, &mut s.notes) {
+                if protection.agent_files.contains(&p.path) {
+                    deep.push_back((s.kept.len(), Vec::new()));
+                }
+                s.kept.push(Kept::Dir { anchor, tree });
+            } else if let Some((bytes, mode)) =
+                read_kept(&p.path, &mut count, SNAPSHOT_FILES_MAX, &mut s.notes)
+            {
                 s.kept.push(Kept::File {
                     anchor,
                     bytes,
                     mode,
                 });
+            }
+        }
+        let (mut files, mut dirs) = (0, 0);
+        while let Some((k, rel)) = deep.pop_front() {
+            let Some(Kept::Dir { anchor, tree }) = s.kept.get_mut(k) else {
+                continue;
+            };
+            let dir = rel.iter().fold(anchor.path.clone(), |d, n| d.join(n));
+            let Some(tree) = tree.at(&rel) else { continue };
+            if rel.len() >= DEEP_LEVELS {
+                s.notes
+                    .push(format!("{} is too deep to snapshot", dir.display()));
+                continue;
+            }
+            for name in &tree.names {
+                let path = dir.join(name);
+                let Ok(m) = std::fs::symlink_metadata(&path) else {
+                    continue;
+                };
+                if !m.is_dir() {
+                    continue;
+                }
+                if dirs >= DEEP_DIRS_MAX {
+                    s.notes
+                        .push(format!("{} is too large to snapshot", path.display()));
+                    continue;
+                }
+                let Some(sub) = Tree::keep(&path, &mut files, DEEP_FILES_MAX, &mut s.notes) else {
+                    continue;
+                };
+                dirs += 1;
+                tree.dirs.push((name.clone(), (m.dev(), m.ino()), sub));
+                let mut below = rel.clone();
+                below.push(name.clone());
+                deep.push_back((k, below));
             }
         }
         s
@@ -532,61 +713,66 @@ impl Snapshot {
                         &mut changes,
                     );
                 }
-                Kept::Dir {
-                    anchor,
-                    mode,
-                    names,
-                    files,
-                } => {
+                Kept::Dir { anchor, tree } => {
                     let Some(parent) = anchor.reach_parent(&mut changes) else {
                         continue;
                     };
                     let Some(id) = anchor.id() else { continue };
-                    let dir = match undo::directory_at(parent.as_raw_fd(), anchor.name(), id, *mode)
-                    {
-                        Ok((dir, replaced)) => {
-                            if replaced {
-                                changes.push(ProtectedChange {
-                                    path: anchor.path.clone(),
-                                    change: "replaced",
-                                    restored: true,
-                                });
-                            }
-                            dir
-                        }
-                        Err(_) => {
-                            changes.push(ProtectedChange {
-                                path: anchor.path.clone(),
-                                change: "replaced",
-                                restored: false,
-                            });
-                            continue;
-                        }
-                    };
-                    for (name, bytes, mode) in files {
-                        restore_file(
-                            &dir,
-                            name,
-                            bytes,
-                            *mode,
-                            &anchor.path.join(name),
-                            &mut changes,
-                        );
-                    }
-                    for name in undo::names(dir.as_raw_fd()) {
-                        if !names.contains(&name) {
-                            changes.push(ProtectedChange {
-                                path: anchor.path.join(&name),
-                                change: "created",
-                                restored: undo::remove_at(dir.as_raw_fd(), &name),
-                            });
-                        }
-                    }
+                    restore_tree(&parent, anchor.name(), id, tree, &anchor.path, &mut changes);
                 }
             }
         }
         changes.extend(remove_created(&self.absent));
         changes
+    }
+}
+
+/// Puts the kept directory `name` in `parent` (`id` before the run) back
+/// as `tree` says, its kept subdirectories first: the directory itself if
+/// replaced, then its files; then names new in it are removed (among them
+/// a directory of the run's renamed aside in its place). `path` names it.
+fn restore_tree(
+    parent: &OwnedFd,
+    name: &OsStr,
+    id: (u64, u64),
+    tree: &Tree,
+    path: &Path,
+    changes: &mut Vec<ProtectedChange>,
+) {
+    let dir = match undo::directory_at(parent.as_raw_fd(), name, id, tree.mode) {
+        Ok((dir, replaced)) => {
+            if replaced {
+                changes.push(ProtectedChange {
+                    path: path.to_path_buf(),
+                    change: "replaced",
+                    restored: true,
+                });
+            }
+            dir
+        }
+        Err(_) => {
+            changes.push(ProtectedChange {
+                path: path.to_path_buf(),
+                change: "replaced",
+                restored: false,
+            });
+            return;
+        }
+    };
+    for (sub, id, subtree) in &tree.dirs {
+        restore_tree(&dir, sub, *id, subtree, &path.join(sub), changes);
+    }
+    for (file, bytes, mode) in &tree.files {
+        restore_file(&dir, file, bytes, *mode, &path.join(file), changes);
+    }
+    for new in undo::names(dir.as_raw_fd()) {
+        if !tree.names.contains(&new) {
+            changes.push(ProtectedChange {
+                path: path.join(&new),
+                change: "created",
+                restored: undo::remove_at(dir.as_raw_fd(), &new),
+            });
+        }
     }
 }
 
