@@ -4,6 +4,7 @@
 
 use crate::support::{Test, Tier, poll_until, processes_naming, tiers};
 use serde_json::{Value, json};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -77,16 +78,21 @@ fn a_key_in_the_home_is_unreadable_and_the_denial_names_it() {
             let h = home();
             let script = "cat ~/.ssh/id_rsa; cat ~/.netrc; cat ~/notes; ls ~/.ssh | tr '\\n' ' '";
             let v = run(tier, &h, &["-s", mode], script);
-            assert_eq!(
-                v["stdout"]["text"], "NOTE\nid_rsa known_hosts ",
-                "{tier:?} {mode}: {v}"
-            );
+            // With a mount namespace a denied directory is hidden under an
+            // empty tmpfs: its names are not listable, a file in it is not
+            // there. Without one, Landlock refuses the read and the names
+            // stay listable.
+            let (listed, key_error, key_errno) = match tier {
+                Tier::MountNamespace => ("NOTE\n", "No such file or directory", "ENOENT"),
+                Tier::Gate => ("NOTE\nid_rsa known_hosts ", "Permission denied", "EACCES"),
+            };
+            assert_eq!(v["stdout"]["text"], listed, "{tier:?} {mode}: {v}");
             let key = h.home.join(".ssh/id_rsa");
             let netrc = h.home.join(".netrc");
             assert_eq!(
                 v["stderr"]["text"],
                 format!(
-                    "cat: {}: Permission denied\ncat: {}: Permission denied\n",
+                    "cat: {}: {key_error}\ncat: {}: Permission denied\n",
                     p(&key),
                     p(&netrc)
                 )
@@ -94,7 +100,7 @@ fn a_key_in_the_home_is_unreadable_and_the_denial_names_it() {
             assert_eq!(
                 v["sandbox"]["denials"],
                 json!([
-                    {"op": "read", "path": p(&key), "errno": "EACCES", "source": "output",
+                    {"op": "read", "path": p(&key), "errno": key_errno, "source": "output",
                      "network": false, "hint": format!("--allow-read {}", p(&h.home.join(".ssh"))), "count": 1},
                     {"op": "read", "path": p(&netrc), "errno": "EACCES", "source": "output",
                      "network": false, "hint": format!("--allow-read {}", p(&netrc)), "count": 1},
@@ -319,7 +325,7 @@ fn a_denied_entry_renamed_or_linked_by_a_run_is_not_readable_to_the_next() {
                     .json();
                 assert_eq!(
                     v["sandbox"]["read_enforcement"],
-                    "landlock: deny list; mounts hide its entries in writable roots"
+                    "landlock: deny list; mounts hide its directories"
                 );
                 assert_eq!(
                     out.stdout,
@@ -432,9 +438,13 @@ fn an_earlier_unconfined_runs_spill_file_is_out_of_a_confined_runs_reach() {
         for mode in ["read-only", "workspace-write"] {
             let v = run(tier, &h, &["-s", mode], &format!("cat {spill}"));
             assert_eq!(v["stdout"]["text"], "", "{tier:?} {mode}: {v}");
+            let error = match tier {
+                Tier::MountNamespace => "No such file or directory",
+                Tier::Gate => "Permission denied",
+            };
             assert_eq!(
                 v["stderr"]["text"],
-                format!("cat: {spill}: Permission denied\n"),
+                format!("cat: {spill}: {error}\n"),
                 "{tier:?} {mode}: {v}"
             );
         }
@@ -529,12 +539,18 @@ fn a_denied_entry_stays_unreadable_through_a_bind_mount_of_an_ancestor() {
                 )
             });
             assert_eq!(v["stdout"]["text"], "", "{tier:?} {layout}: {v}");
+            // The alias is read through the bind (Landlock refuses it);
+            // the entry itself is hidden with a mount namespace.
+            let error = match tier {
+                Tier::MountNamespace => "No such file or directory",
+                Tier::Gate => "Permission denied",
+            };
+            // Each alias is a directory on the deny list of its own: with
+            // a mount namespace it is hidden too.
+            let other_error = error;
             assert_eq!(
                 v["stderr"]["text"],
-                format!(
-                    "cat: {other}: Permission denied\ncat: {}: Permission denied\n",
-                    p(&key)
-                ),
+                format!("cat: {other}: {other_error}\ncat: {}: {error}\n", p(&key)),
                 "{tier:?} {layout}: {v}"
             );
         }
@@ -699,4 +715,53 @@ fn a_symlink_to_a_hidden_entry_does_not_take_the_gate_to_the_real_one() {
     );
     let mode = std::fs::metadata(&aws).unwrap().permissions().mode() & 0o7777;
     assert_eq!(mode, 0o700, "the real ~/.aws was changed");
+}
+
+#[test]
+fn with_a_mount_namespace_the_names_in_denied_directories_and_the_jobs_root_are_not_listable() {
+    let h = home();
+    let runtime = h.home.join("run");
+    std::fs::create_dir(&runtime).unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let job = Test::new()
+        .env("HOME", &h.home)
+        .env("TMPDIR", &h.tmp)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .args(["--background", "--", "sleep 30"])
+        .run();
+    let id = job.stdout.trim().to_string();
+    assert_eq!(job.status, 0, "{}", job.stderr);
+    let jobs = runtime.join("dsh-exec/jobs");
+    assert!(jobs.join(&id).is_dir(), "{id}");
+    for tier in tiers() {
+        for mode in ["read-only", "workspace-write"] {
+            let v = in_home(tier, &h)
+                .env("XDG_RUNTIME_DIR", &runtime)
+                .args(["--json", "-s", mode, "-C", p(&h.ws), "--"])
+                .arg(format!(
+                    "echo J $(ls -A {}); echo S $(ls -A ~/.ssh)",
+                    p(&jobs)
+                ))
+                .run()
+                .json();
+            let listed = v["stdout"]["text"].as_str().unwrap_or_default().to_string();
+            match tier {
+                // An empty tmpfs over each: nothing to list.
+                Tier::MountNamespace => assert_eq!(listed, "J\nS\n", "{mode}: {v}"),
+                // Landlock alone cannot refuse the names (docs/known-limits.md).
+                Tier::Gate => assert_eq!(
+                    listed,
+                    format!("J {id}\nS id_rsa known_hosts\n"),
+                    "{mode}: {v}"
+                ),
+            }
+        }
+    }
+    let kill = Test::new()
+        .env("HOME", &h.home)
+        .env("TMPDIR", &h.tmp)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .args(["job", "kill", &id])
+        .run();
+    assert_eq!(kill.status, 0, "{}", kill.stderr);
 }

@@ -608,8 +608,18 @@ fn protection_mechanism(a: &Applied) -> &'static str {
     }
 }
 
-/// How the read deny list is enforced.
-const READ_DENY_MECHANISM: &str = "Landlock: read granted on every entry beside the way to each denied one (names stay listable; entries made during the run directly in those directories are not readable)";
+/// How the read deny list is enforced: with a mount namespace (CAP_SYS_ADMIN)
+/// each denied directory is also hidden under an empty tmpfs.
+fn read_deny_mechanism() -> &'static str {
+    if crate::sandbox::has_mount_namespace() {
+        "Landlock: read granted on every entry beside the way to each denied one; \
+         each denied directory hidden under an empty read-only tmpfs (its names are not listable)"
+    } else {
+        "Landlock: read granted on every entry beside the way to each denied one \
+         (names stay listable without a mount namespace; entries made during the run \
+         directly in those directories are not readable)"
+    }
+}
 
 /// The sandbox part of the explanation (`None` without a sandbox).
 fn explained_sandbox(spec: &Spec) -> Option<ExplainedSandbox> {
@@ -662,7 +672,7 @@ fn explained_sandbox(spec: &Spec) -> Option<ExplainedSandbox> {
         }),
         terminals: confining.then(|| terminals(spec, &a).into()),
         read_denied: confining.then(|| ExplainedReadDeny {
-            mechanism: READ_DENY_MECHANISM.into(),
+            mechanism: read_deny_mechanism().into(),
             paths: lossy_all(roots.read_denied.iter().map(|p| p.as_path())),
             exceptions: lossy_all(roots.read_exceptions.iter().map(|p| p.as_path())),
             read_roots: lossy_all(roots.read_roots.iter().map(|p| p.as_path())),
@@ -885,7 +895,7 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
         if !roots.read_denied.is_empty() {
             rows.push((
                 "read-deny".into(),
-                READ_DENY_MECHANISM.into(),
+                read_deny_mechanism().into(),
                 String::new(),
             ));
         }

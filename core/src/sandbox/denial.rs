@@ -278,8 +278,17 @@ impl Context {
     /// A refused read of `path` (real), when it lies under an entry of the
     /// read deny list (Landlock refuses it with EACCES, whether or not the
     /// run failed).
+    ///
+    /// With a mount namespace a denied directory is hidden under an empty
+    /// tmpfs, and a read in it fails with ENOENT: a read counts then when
+    /// the file is there to `dsh-exec` (outside the run's mounts).
     fn judge_read(&self, p: &Path, errno: &str) -> Option<DenialFact> {
-        if errno != "EACCES" || self.read_exceptions.iter().any(|x| p.starts_with(x)) {
+        let hidden_there = errno == "ENOENT"
+            && std::fs::symlink_metadata(p).is_ok()
+            && self.read_denied.iter().any(|d| p.starts_with(d) && p != d);
+        if !(errno == "EACCES" || hidden_there)
+            || self.read_exceptions.iter().any(|x| p.starts_with(x))
+        {
             return None;
         }
         let hint = match self.read_denied.iter().find(|d| p.starts_with(d)) {
@@ -534,6 +543,23 @@ pub fn from_output(ctx: &Context, failed: bool, stdout: &str, stderr: &str) -> V
                 {
                     d.op = "write".into();
                     found.push(d);
+                }
+                continue;
+            }
+            if lower.contains("no such file or directory") || lower.contains("enoent") {
+                // A file in a directory of the read deny list, hidden by a
+                // mount: the command sees nothing there.
+                for path in paths_in(line) {
+                    let path = match (path.strip_prefix("~/"), &ctx.home) {
+                        (Some(rest), Some(home)) => home.join(rest),
+                        _ => PathBuf::from(path),
+                    };
+                    let p = normalize(&ctx.workdir, &path);
+                    if let Some(d) = ctx.judge_read(&p, "ENOENT")
+                        && !found.iter().any(|f| f.path == d.path)
+                    {
+                        found.push(d);
+                    }
                 }
                 continue;
             }

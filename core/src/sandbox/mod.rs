@@ -1218,6 +1218,33 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
     } else {
         Vec::new()
     };
+    // With a mount namespace every other directory on the read deny list
+    // is hidden too, so its names are not listable: Landlock cannot refuse
+    // them (listing `~` needs the read-directory right on `~`, which covers
+    // `~/.ssh` beneath it), an empty tmpfs over it can. Not one that holds
+    // what the run may read or where it works (an `--allow-read` exception,
+    // a read root, a writable root, the workdir), and not the devices.
+    let mut hidden = hidden;
+    if privileged && confining {
+        let workdir = std::fs::canonicalize(run.workdir).unwrap_or_else(|_| run.workdir.into());
+        let needed: Vec<&Path> = roots
+            .read_exceptions
+            .iter()
+            .chain(&roots.read_roots)
+            .map(PathBuf::as_path)
+            .chain(roots.writable.iter().map(|r| r.path.as_path()))
+            .chain([workdir.as_path()])
+            .collect();
+        for d in &roots.read_denied {
+            let skip = hidden.contains(&d)
+                || ["/dev", "/proc", "/sys"].iter().any(|s| d.starts_with(s))
+                || needed.iter().any(|n| n.starts_with(d))
+                || !std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir());
+            if !skip {
+                hidden.push(d);
+            }
+        }
+    }
     // dsh-exec's own state directory inside a writable root (the home as
     // the workspace) is protected read-only there already; without a mount
     // namespace it stays readable rather than refusing every such run.
@@ -1381,12 +1408,10 @@ pub(crate) fn facts(
     let reads = match (confining, policy.read_roots.is_empty(), hidden) {
         (false, _, _) => None,
         (true, true, false) => Some("landlock: deny list"),
-        (true, true, true) => {
-            Some("landlock: deny list; mounts hide its entries in writable roots")
-        }
+        (true, true, true) => Some("landlock: deny list; mounts hide its directories"),
         (true, false, false) => Some("landlock: read roots"),
         (true, false, true) => {
-            Some("landlock: read roots; mounts hide deny-list entries in writable roots")
+            Some("landlock: read roots; mounts hide the deny list's directories")
         }
     };
     SandboxFacts {
