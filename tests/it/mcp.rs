@@ -772,3 +772,56 @@ fn an_id_used_again_after_its_cancellation_gets_its_own_reply() {
     assert_eq!(text(&r), "[exit code: 0]\n");
     assert!(!m.notes.iter().any(|n| n["id"] == "again"), "{:?}", m.notes);
 }
+
+#[test]
+fn a_workdir_swapped_for_a_symlink_out_of_the_root_never_starts_a_run_outside() {
+    // `ws/d` flips between a directory and a symlink to `../outside` while
+    // calls run there: each call starts in that directory or fails, never
+    // outside (the outside directory's inode never shows). (The directory
+    // is compared by inode: bash's `pwd -P`
+    // resolves `$PWD` as a string, through whatever `d` is by then.)
+    use std::os::unix::fs::MetadataExt;
+    let parent = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(parent.path()).unwrap();
+    let (ws, outside) = (base.join("ws"), base.join("outside"));
+    std::fs::create_dir_all(ws.join("d")).unwrap();
+    std::fs::create_dir(&outside).unwrap();
+    let d_ino = std::fs::metadata(ws.join("d")).unwrap().ino();
+    let mut m = Mcp::start(&["--sandbox", "workspace-write", "-C", ws.to_str().unwrap()]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flipper = {
+        let (stop, ws) = (stop.clone(), ws.clone());
+        std::thread::spawn(move || {
+            let (d, real, link) = (ws.join("d"), ws.join("d.real"), ws.join("d.link"));
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = std::fs::rename(&d, &real);
+                let _ = std::os::unix::fs::symlink("../outside", &link);
+                let _ = std::fs::rename(&link, &d);
+                std::thread::sleep(Duration::from_micros(300));
+                let _ = std::fs::remove_file(&d);
+                let _ = std::fs::rename(&real, &d);
+                std::thread::sleep(Duration::from_micros(700));
+            }
+            let _ = std::fs::remove_file(&d);
+            let _ = std::fs::rename(&real, &d);
+        })
+    };
+    let (mut inside, mut refused) = (0, 0);
+    for _ in 0..150 {
+        let r = m.call("run", json!({"command": "stat -c %i .", "workdir": "d"}));
+        match r["structuredContent"]["exit_code"].as_i64() {
+            Some(0) => {
+                assert_eq!(
+                    r["structuredContent"]["stdout"]["text"],
+                    format!("{d_ino}\n"),
+                    "{r}"
+                );
+                inside += 1;
+            }
+            _ => refused += 1,
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    flipper.join().unwrap();
+    assert!(inside > 0, "no call ran ({refused} refused)");
+}

@@ -164,6 +164,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         argv: &argv,
         env: &prepared.env,
         workdir: &spec.workdir.value,
+        workdir_id: prepared.workdir_id,
         fds: if spec.interactive {
             ChildFds::Terminal
         } else if pty.is_some() {

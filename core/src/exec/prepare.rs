@@ -8,7 +8,7 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
@@ -36,6 +36,9 @@ pub struct Prepared {
     pub(crate) limiter: Option<crate::limits::Limiter>,
     /// `--pty`: the new pseudo-terminal, (master, slave).
     pub(crate) pty: Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>,
+    /// The (device, inode) of the working directory as checked: the child
+    /// refuses to start in another one ([`pin_workdir`]).
+    pub(crate) workdir_id: Option<(u64, u64)>,
     warnings: Vec<String>,
 }
 
@@ -115,6 +118,62 @@ fn open_pty() -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), Error> {
     Ok((pty.master, pty.slave))
 }
 
+/// The (device, inode) of the working directory, opened once: beneath the
+/// workspace root (openat2(2) `RESOLVE_BENEATH` from the root as pinned)
+/// when a sandbox has one and the workdir lies in it, so that a path made
+/// to lead out of the root (`d` swapped for a symlink to `../outside` by
+/// another run of the same MCP server) fails here with EXDEV; and the child
+/// compares the directory it enters with this one (`sys::child`, step 5).
+fn pin_workdir(spec: &Spec) -> io::Result<(u64, u64)> {
+    use crate::sys::fs::{RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, open_at, open_at2};
+    use std::os::unix::ffi::OsStrExt;
+    let workdir = &spec.workdir.value;
+    let flags = nix::libc::O_PATH | nix::libc::O_DIRECTORY;
+    let beneath = spec.sandbox.as_ref().and_then(|p| {
+        let root = &p.workspace_root.value;
+        let rel = workdir.strip_prefix(root).ok()?;
+        Some((root, rel, p.workspace_root_inode))
+    });
+    let fd = match beneath {
+        Some((root, rel, pinned)) => {
+            let root_fd = open_at(nix::libc::AT_FDCWD, root.as_os_str().as_bytes(), flags, 0)
+                .map_err(io::Error::from_raw_os_error)?;
+            let st = crate::sys::fs::fstat(&root_fd).map_err(io::Error::from_raw_os_error)?;
+            if pinned.is_some_and(|id| id != (st.st_dev, st.st_ino)) {
+                return Err(io::Error::other(
+                    "the workspace root was replaced after it was resolved",
+                ));
+            }
+            if rel.as_os_str().is_empty() {
+                root_fd
+            } else {
+                open_at2(
+                    root_fd.as_raw_fd(),
+                    rel.as_os_str().as_bytes(),
+                    flags,
+                    RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+                )
+                .map_err(|e| match e {
+                    nix::libc::EXDEV => io::Error::other(format!(
+                        "it leads out of the workspace root {}",
+                        root.display()
+                    )),
+                    e => io::Error::from_raw_os_error(e),
+                })?
+            }
+        }
+        None => open_at(
+            nix::libc::AT_FDCWD,
+            workdir.as_os_str().as_bytes(),
+            flags,
+            0,
+        )
+        .map_err(io::Error::from_raw_os_error)?,
+    };
+    let st = crate::sys::fs::fstat(&fd).map_err(io::Error::from_raw_os_error)?;
+    Ok((st.st_dev, st.st_ino))
+}
+
 /// Checks and opens everything the run of `spec` needs.
 ///
 /// Errors with [`Error::WorkdirUnusable`], [`Error::ShellNotFound`],
@@ -133,6 +192,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
             .map_err(|e| unusable(PathProblem::NotSearchable(e)))?,
         Err(e) => return Err(unusable(PathProblem::Io(e))),
     }
+    let workdir_id = pin_workdir(spec).map_err(|e| unusable(PathProblem::Io(e)))?;
     let mut env = spec.env.child_env();
     let shell = find_shell(&env).ok_or(Error::ShellNotFound)?;
     let limiter = crate::limits::Limiter::prepare(&spec.limits_asked())?;
@@ -272,6 +332,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         pty,
         sandbox,
         proxy,
+        workdir_id: Some(workdir_id),
         warnings,
     })
 }

@@ -149,6 +149,7 @@ fn hand_off(
         // command's, and the supervisor needs none.
         env: &[],
         workdir: Path::new("/"),
+        workdir_id: None,
         fds: ChildFds::Given(&fds),
         // It must outlive this process, unless its launcher owns it.
         parent_death: program.die_with_launcher,

@@ -88,6 +88,7 @@ pub(crate) enum Step {
     JoinCgroup,
     RlimitCpu,
     ControllingTty,
+    WorkdirChanged,
 }
 
 impl Step {
@@ -125,6 +126,7 @@ impl Step {
             29 => Step::JoinCgroup,
             30 => Step::RlimitCpu,
             31 => Step::ControllingTty,
+            32 => Step::WorkdirChanged,
             _ => Step::None,
         }
     }
@@ -165,6 +167,9 @@ impl Step {
             Step::JoinCgroup => "joining the run's cgroup (write to cgroup.procs)",
             Step::RlimitCpu => "setrlimit(RLIMIT_CPU)",
             Step::ControllingTty => "ioctl(TIOCSCTTY) of the pseudo-terminal",
+            Step::WorkdirChanged => {
+                "chdir: the working directory is no longer the one checked (replaced meanwhile)"
+            }
         }
     }
 
@@ -197,6 +202,7 @@ impl Step {
             | Step::ParentGone
             | Step::Dup2
             | Step::Chdir
+            | Step::WorkdirChanged
             | Step::Sigmask
             | Step::Exec
             | Step::Setpgid
@@ -242,6 +248,10 @@ pub(crate) struct ChildConfine {
 /// says which).
 pub(crate) struct ChildMount {
     pub(crate) path: *const c_char,
+    /// The (device, inode) the parent found at `path` (lstat): the child
+    /// mounts on that very file or refuses ([`pinned_mount`]).
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
     pub(crate) read_only: bool,
     pub(crate) hide: bool,
     pub(crate) hide_dir: bool,
@@ -290,6 +300,9 @@ pub(crate) struct ChildArgs {
     pub(crate) argv: *const *const c_char,
     pub(crate) envp: *const *const c_char,
     pub(crate) workdir: *const c_char,
+    /// The (device, inode) the working directory had when it was checked
+    /// and opened; `None`: not checked.
+    pub(crate) workdir_id: Option<(u64, u64)>,
     /// Source descriptors of the child's 0, 1, ... (`fd_count` of them);
     /// each is at least [`MAX_CHILD_FDS`], so dup2 never clobbers one that
     /// is still needed and always clears close-on-exec.
@@ -488,10 +501,28 @@ unsafe fn reopen_terminal(a: &ChildArgs) -> Result<(), Step> {
 ///
 /// # Safety
 /// Only in the child between clone and execve; `a.workdir` is a C string.
+///
+/// The path is walked again here, in the child's mount namespace (where the
+/// protected paths are bound and the tree may be read-only: a descriptor
+/// opened before would name the mount outside it). So the directory reached
+/// is compared with the one the parent checked (`workdir_id`): a path
+/// swapped meanwhile (a symlink out of the workspace, made by another run)
+/// fails the step instead of starting the command elsewhere. Once entered,
+/// the working directory is a reference to that directory, whatever
+/// happens to its path (path_resolution(7)).
 unsafe fn change_dir(a: &ChildArgs) -> Result<(), Step> {
-    // SAFETY: the parent's C string outlives the child's use of it.
-    if unsafe { libc::chdir(a.workdir) } == -1 {
-        return Err(Step::Chdir);
+    // SAFETY: the parent's C string outlives the child's use of it; stat
+    // fills the zeroed struct we own.
+    unsafe {
+        if libc::chdir(a.workdir) == -1 {
+            return Err(Step::Chdir);
+        }
+        if let Some((dev, ino)) = a.workdir_id {
+            let mut st: libc::stat = std::mem::zeroed();
+            if libc::stat(c".".as_ptr(), &mut st) == -1 || (st.st_dev, st.st_ino) != (dev, ino) {
+                return Err(Step::WorkdirChanged);
+            }
+        }
     }
     Ok(())
 }
@@ -646,6 +677,192 @@ unsafe fn grant(ruleset_fd: c_int, path: &[u8], access: u64) -> Result<(), Step>
         }
     }
     Ok(())
+}
+
+/// Why [`pinned_mount`] did not mount.
+enum Fallback {
+    /// The kernel has no open_tree(2): mount by path.
+    ByPath,
+    /// A failure: the step that failed (errno set).
+    No(Step),
+}
+
+/// One protected or hidden path mounted on the very file the parent found
+/// there, with no path resolved twice: the path is opened
+/// (`O_PATH`, openat2(2) `RESOLVE_NO_SYMLINKS`: no symlink anywhere on the
+/// way) and its (device, inode) compared with the parent's (`ESTALE` when
+/// they differ); then the mount is built detached and attached onto that
+/// descriptor (open_tree(2) `OPEN_TREE_CLONE` of itself, or of `/dev/null`
+/// for a hidden file, mount_setattr(2) `MOUNT_ATTR_RDONLY` where read-only,
+/// move_mount(2) `MOVE_MOUNT_T_EMPTY_PATH` onto the descriptor; a hidden
+/// directory gets a tmpfs mounted on `/proc/self/fd/N`, which names the
+/// descriptor's own file: proc(5)). Linux 5.2 for open_tree and
+/// move_mount, 5.12 for mount_setattr; before 5.12 the read-only flag is
+/// set by a remount of the attached mount, reached through the tree's own
+/// descriptor.
+///
+/// # Safety
+/// Only in the child between clone and execve, in its new mount namespace.
+unsafe fn pinned_mount(b: &ChildMount) -> Result<(), Fallback> {
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+    const AT_RECURSIVE: c_int = 0x8000;
+    const OPEN_TREE_CLONE: c_int = 1;
+    const MOVE_MOUNT_F_EMPTY_PATH: c_int = 0x04;
+    const MOVE_MOUNT_T_EMPTY_PATH: c_int = 0x40;
+    const MOUNT_ATTR_RDONLY: u64 = 1;
+    let fail = if b.hide {
+        Step::HideMount
+    } else {
+        Step::BindMount
+    };
+    let mut fds: [c_int; 2] = [-1, -1];
+    // SAFETY: openat2, fstat, open_tree, mount_setattr, move_mount and
+    // mount with the parent's C strings, structs and a buffer on this
+    // stack, and descriptors opened here (closed before returning: with a
+    // gate the descriptor table is the parent's).
+    let result = unsafe {
+        let steps = |fds: &mut [c_int; 2]| -> Result<(), Fallback> {
+            let how = OpenHow {
+                flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
+                mode: 0,
+                resolve: RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+            };
+            let size = std::mem::size_of::<OpenHow>();
+            let fd = libc::syscall(libc::SYS_openat2, libc::AT_FDCWD, b.path, &how, size);
+            if fd < 0 {
+                return Err(Fallback::No(fail));
+            }
+            fds[0] = fd as c_int;
+            let mut st: libc::stat = std::mem::zeroed();
+            if libc::fstat(fds[0], &mut st) == -1 {
+                return Err(Fallback::No(fail));
+            }
+            if (st.st_dev, st.st_ino) != (b.dev, b.ino) {
+                *libc::__errno_location() = libc::ESTALE;
+                return Err(Fallback::No(fail));
+            }
+            if b.hide && b.hide_dir {
+                let mut buf = [0u8; 32];
+                let target = fd_path(&mut buf, fds[0]);
+                let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+                let opts = c"size=4k,mode=0500";
+                let tmpfs = c"tmpfs".as_ptr();
+                if libc::mount(tmpfs, target, tmpfs, flags, opts.as_ptr().cast()) == -1 {
+                    return Err(Fallback::No(fail));
+                }
+                return Ok(());
+            }
+            let clone = OPEN_TREE_CLONE | libc::O_CLOEXEC;
+            let tree = if b.hide {
+                libc::syscall(
+                    libc::SYS_open_tree,
+                    libc::AT_FDCWD,
+                    c"/dev/null".as_ptr(),
+                    clone,
+                )
+            } else {
+                let flags = clone | AT_RECURSIVE | libc::AT_EMPTY_PATH;
+                libc::syscall(libc::SYS_open_tree, fds[0], c"".as_ptr(), flags)
+            };
+            if tree < 0 {
+                return Err(if *libc::__errno_location() == libc::ENOSYS {
+                    Fallback::ByPath
+                } else {
+                    Fallback::No(fail)
+                });
+            }
+            fds[1] = tree as c_int;
+            let read_only = b.read_only || b.hide;
+            let mut remount = false;
+            if read_only {
+                let attr = MountAttr {
+                    attr_set: MOUNT_ATTR_RDONLY,
+                    attr_clr: 0,
+                    propagation: 0,
+                    userns_fd: 0,
+                };
+                let size = std::mem::size_of::<MountAttr>();
+                let flags = libc::AT_EMPTY_PATH | AT_RECURSIVE;
+                let rc = libc::syscall(
+                    libc::SYS_mount_setattr,
+                    fds[1],
+                    c"".as_ptr(),
+                    flags,
+                    &attr,
+                    size,
+                );
+                if rc == -1 {
+                    if *libc::__errno_location() != libc::ENOSYS {
+                        return Err(Fallback::No(fail));
+                    }
+                    remount = true;
+                }
+            }
+            let empty = c"".as_ptr();
+            let flags = MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH;
+            if libc::syscall(libc::SYS_move_mount, fds[1], empty, fds[0], empty, flags) == -1 {
+                return Err(Fallback::No(fail));
+            }
+            if remount {
+                let mut buf = [0u8; 32];
+                let attached = fd_path(&mut buf, fds[1]);
+                let ro = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY;
+                let none = std::ptr::null::<c_char>();
+                if libc::mount(none, attached, none, ro, std::ptr::null()) == -1 {
+                    return Err(Fallback::No(fail));
+                }
+            }
+            Ok(())
+        };
+        steps(&mut fds)
+    };
+    // SAFETY: errno of this thread, and close of descriptors opened above.
+    unsafe {
+        let errno = *libc::__errno_location();
+        for fd in fds {
+            if fd >= 0 {
+                libc::close(fd);
+            }
+        }
+        *libc::__errno_location() = errno;
+    }
+    result
+}
+
+/// `/proc/self/fd/N` for `fd`, NUL-terminated in `buf`, without
+/// allocating (the child may not).
+fn fd_path(buf: &mut [u8; 32], fd: c_int) -> *const c_char {
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    buf[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut digits = [0u8; 10];
+    let (mut n, mut len) = (fd.max(0) as u32, 0);
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for k in 0..len {
+        buf[PREFIX.len() + k] = digits[len - 1 - k];
+    }
+    buf[PREFIX.len() + len] = 0;
+    buf.as_ptr().cast()
 }
 
 /// Every mount of the namespace read-only, but the writable roots: each
@@ -856,9 +1073,11 @@ unsafe fn own_terminal_only(m: &ChildMounts) -> Result<(), Step> {
 /// read-only where asked (remounting the bind); a new devpts instance; a
 /// fresh proc.
 ///
-/// The protected paths are the parent's strings, resolved here: a path
-/// swapped meanwhile by someone outside the run makes a wrong directory
-/// read-only in this private namespace, nothing more.
+/// Each protected or hidden path is opened here and compared with the
+/// file the parent found there, and the mount is made on that descriptor
+/// ([`pinned_mount`]): a path swapped meanwhile by someone outside the run
+/// (a symlink to elsewhere) fails the step instead of binding one file
+/// over another or leaving the protected one writable.
 ///
 /// # Safety
 /// Only in the child between clone and execve.
@@ -894,10 +1113,17 @@ unsafe fn enter_mount_namespace(c: &ChildConfine) -> Result<(), Step> {
         }
         for i in 0..m.bind_count {
             let b = &*m.binds.add(i);
+            match pinned_mount(b) {
+                Ok(()) => continue,
+                Err(Fallback::No(step)) => return Err(step),
+                // A kernel before open_tree(2) (5.2): by path, as the
+                // parent named it (see the function's documentation).
+                Err(Fallback::ByPath) => {}
+            }
             if b.hide {
-                // An entry of the read deny list inside a writable root:
-                // hidden under a mount (which also keeps it from being
-                // renamed, EBUSY, or hard-linked, EXDEV).
+                // An entry of the read deny list: hidden under a mount
+                // (which also keeps it from being renamed, EBUSY, or
+                // hard-linked, EXDEV).
                 let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
                 let hidden = if b.hide_dir {
                     libc::mount(
@@ -1154,5 +1380,25 @@ pub(crate) extern "C" fn child_main(arg: *mut c_void) -> c_int {
     unsafe {
         let step = setup_and_exec(a);
         fail(a, step)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_descriptors_proc_path_is_spelled_without_allocating() {
+        for (fd, want) in [
+            (0, &b"/proc/self/fd/0\0"[..]),
+            (7, b"/proc/self/fd/7\0"),
+            (1234567890, b"/proc/self/fd/1234567890\0"),
+        ] {
+            let mut buf = [0u8; 32];
+            let p = fd_path(&mut buf, fd);
+            // SAFETY: fd_path NUL-terminates inside buf.
+            let got = unsafe { std::ffi::CStr::from_ptr(p) };
+            assert_eq!(got.to_bytes_with_nul(), want);
+        }
     }
 }

@@ -25,6 +25,9 @@ use super::sock::errno;
 pub(crate) const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
 /// `RESOLVE_NO_SYMLINKS` (openat2(2)): no symlink anywhere on the way.
 pub(crate) const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+/// `RESOLVE_BENEATH` (openat2(2)): fail (EXDEV) if resolution leaves
+/// `dirfd`'s directory, by `..`, an absolute symlink or a mount crossing.
+pub(crate) const RESOLVE_BENEATH: u64 = 0x08;
 /// `RESOLVE_IN_ROOT` (openat2(2)): resolve as if `dirfd` were `/`.
 pub(crate) const RESOLVE_IN_ROOT: u64 = 0x10;
 

@@ -101,6 +101,9 @@ pub(crate) struct Program<'a> {
     pub(crate) env: &'a [(OsString, OsString)],
     /// The working directory.
     pub(crate) workdir: &'a Path,
+    /// The (device, inode) the working directory had when checked: the
+    /// child refuses to start in another one.
+    pub(crate) workdir_id: Option<(u64, u64)>,
     /// Its descriptors.
     pub(crate) fds: ChildFds<'a>,
     /// SIGKILL it when this process dies (the command: yes; a job's
@@ -552,7 +555,17 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
     };
 
     // The bind mounts as the child reads them: pointers into the
-    // confinement's strings, which outlive the spawn.
+    // confinement's strings, which outlive the spawn, and the file each
+    // path names now (lstat(2)): the child mounts on that file or refuses.
+    // (0, 0) when there is none: no file has inode 0, so the child refuses.
+    let found_at = |p: &std::ffi::CString| {
+        std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(p.as_bytes()))
+            .map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                (m.dev(), m.ino())
+            })
+            .unwrap_or((0, 0))
+    };
     let mount_entries: Vec<ChildMount> = program
         .confine
         .and_then(|c| c.mounts.as_ref())
@@ -561,12 +574,16 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
                 .iter()
                 .map(|(p, ro)| ChildMount {
                     path: p.as_ptr(),
+                    dev: found_at(p).0,
+                    ino: found_at(p).1,
                     read_only: *ro,
                     hide: false,
                     hide_dir: false,
                 })
                 .chain(m.hides.iter().map(|(p, dir)| ChildMount {
                     path: p.as_ptr(),
+                    dev: found_at(p).0,
+                    ino: found_at(p).1,
                     read_only: true,
                     hide: true,
                     hide_dir: *dir,
@@ -606,6 +623,7 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
         argv: argv_ptrs.as_ptr(),
         envp: env_ptrs.as_ptr(),
         workdir: workdir.as_ptr(),
+        workdir_id: program.workdir_id,
         fds,
         fd_count,
         parent: match (program.parent_death, program.pid_namespace) {
