@@ -218,3 +218,57 @@ fn a_hopper_that_keeps_reparenting_itself_does_not_survive_the_run() {
     }
     assert_eq!(survivors, 0, "hopper processes survived their runs");
 }
+
+#[test]
+fn kill_9_of_dsh_exec_takes_the_commands_group_along() {
+    // Only the direct child has the parent-death signal; the watchdog
+    // kills the rest of the group when dsh-exec dies without ending the run.
+    for confined in [false, true] {
+        let marker = if confined { "4321.7" } else { "4321.6" };
+        let mut c = dsh();
+        if confined {
+            c.args(["-s", "workspace-write"]);
+        }
+        let mut child = c
+            .arg("--")
+            .arg(format!(
+                "sleep {marker} & (sleep {marker} &); sleep {marker} & wait"
+            ))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // The sleeps themselves (bash's command line names the marker too).
+        let sleeps = || -> Vec<i32> {
+            processes_naming(marker)
+                .into_iter()
+                .filter(|p| {
+                    std::fs::read_to_string(format!("/proc/{p}/comm"))
+                        .is_ok_and(|c| c.trim() == "sleep")
+                })
+                .collect()
+        };
+        let three = poll_until(Duration::from_secs(5), || {
+            let p = sleeps();
+            (p.len() == 3).then_some(p)
+        });
+        let Some(pids) = three else {
+            let _ = child.kill();
+            panic!("the sleeps never started");
+        };
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let gone = poll_until(Duration::from_secs(5), || {
+            processes_naming(marker).is_empty().then_some(())
+        });
+        if gone.is_none() {
+            for pid in &pids {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(*pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            panic!("confined {confined}: processes of the run outlived kill -9 of dsh-exec");
+        }
+    }
+}

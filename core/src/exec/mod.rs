@@ -139,6 +139,21 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         result.sandbox = facts(false);
         return Ok(Started::NotRun(Box::new(result)));
     }
+    // Forked before the tree is recorded: the sweep never takes it for
+    // one of the command's processes.
+    let watchdog = {
+        let cgroup_kill = prepared
+            .limiter
+            .as_ref()
+            .and_then(|l| l.v2_dir())
+            .and_then(|d| {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(d.join("cgroup.kill"))
+                    .ok()
+            });
+        crate::sys::watchdog::Watchdog::start(cgroup_kill.as_ref().map(|f| f.as_fd())).ok()
+    };
     let tree = Tree::before_spawn();
     let usage_before = crate::limits::usage::children_usage();
     let runtime = |source| Error::Runtime {
@@ -238,6 +253,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         limiter.joined(spawned.cgroup_failed);
     }
     let procs = CommandProcs::new(spawned.pid, tree, spec.interactive)
+        .watched(watchdog)
         .first_signal(spec.signal.value)
         .in_cgroup(prepared.limiter.as_ref().and_then(|l| l.v2_dir()));
     // Without a source the pipe's write end is dropped here: end-of-file;

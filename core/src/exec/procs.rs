@@ -63,6 +63,9 @@ pub(crate) struct CommandProcs {
     first: Signal,
     /// The run's v2 cgroup, whose `cgroup.kill` ends the whole tree.
     cgroup: Option<std::path::PathBuf>,
+    /// Kills the group should this process die before the run ends
+    /// ([`crate::sys::watchdog`]); stood down once the tree is gone.
+    watchdog: Option<crate::sys::watchdog::Watchdog>,
 }
 
 impl CommandProcs {
@@ -77,7 +80,20 @@ impl CommandProcs {
             interactive,
             first: Signal::SIGTERM,
             cgroup: None,
+            watchdog: None,
         }
+    }
+
+    /// The same, with the run's watchdog, armed with the group's id.
+    pub(crate) fn watched(
+        mut self,
+        watchdog: Option<crate::sys::watchdog::Watchdog>,
+    ) -> CommandProcs {
+        if let Some(w) = &watchdog {
+            w.arm(self.pid.as_raw());
+        }
+        self.watchdog = watchdog;
+        self
     }
 
     /// The same, with the run's v2 cgroup, whose `cgroup.kill` (Linux
@@ -147,6 +163,9 @@ impl CommandProcs {
         self.tree.reap_orphans(self.pid.as_raw());
         let _ = waitpid(self.pid, None);
         self.reaped = true;
+        if let Some(w) = self.watchdog.as_mut() {
+            w.stand_down();
+        }
         if self.interactive {
             take_back_terminal();
         }

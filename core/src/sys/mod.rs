@@ -33,6 +33,7 @@ pub(crate) mod procfs;
 pub(crate) mod sock;
 pub(crate) mod sockdiag;
 pub(crate) mod spawn;
+pub(crate) mod watchdog;
 
 use std::io;
 use std::os::fd::AsFd;
