@@ -311,3 +311,59 @@ except OSError:
         out.stdout
     );
 }
+
+#[test]
+fn a_refused_write_is_resolved_as_the_command_resolved_it() {
+    // Through a dangling symlink, through /proc/self/cwd, through a
+    // symlinked directory: the denial names the file outside, as the
+    // command's kernel reached it, not the path as dsh-exec would take it.
+    for tier in tiers() {
+        let d = dirs();
+        let out = |f: &str| p(&d.outside.join(f)).to_string();
+        let errno = match tier {
+            Tier::MountNamespace => "EROFS",
+            Tier::Gate => "EACCES",
+        };
+        for (script, target) in [
+            (
+                format!("ln -s {} link && echo x > link", out("f")),
+                out("f"),
+            ),
+            ("echo x > /proc/self/cwd/../outside/g".to_string(), out("g")),
+            (
+                format!("ln -s {} dir && touch dir/h", p(&d.outside)),
+                out("h"),
+            ),
+        ] {
+            let (v, _) = confined(
+                tier,
+                &d,
+                &["-s", "workspace-write", "--no-temp-write"],
+                &format!("{script}; exit 1"),
+            );
+            assert_eq!(
+                v["sandbox"]["denials"],
+                json!([{"op": "write", "path": target, "errno": errno, "source": "output",
+                        "network": false, "hint": format!("--writable-root {}", p(&d.outside)),
+                        "count": 1}]),
+                "{tier:?} {script}: {v}"
+            );
+            let _ = std::fs::remove_file(d.ws.join("link"));
+            let _ = std::fs::remove_file(d.ws.join("dir"));
+        }
+        // After `cd` out of the workdir a relative path cannot be placed;
+        // under the read-only tree the refusal is still told, as written.
+        let (v, _) = confined(
+            tier,
+            &d,
+            &["-s", "workspace-write", "--no-temp-write"],
+            "cd ../outside && touch j; exit 1",
+        );
+        let want = match tier {
+            Tier::MountNamespace => json!([{"op": "write", "path": "j", "errno": "EROFS",
+                "source": "output", "network": false, "hint": null, "count": 1}]),
+            Tier::Gate => json!([]),
+        };
+        assert_eq!(v["sandbox"]["denials"], want, "{tier:?}: {v}");
+    }
+}

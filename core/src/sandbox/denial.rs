@@ -201,6 +201,94 @@ fn normalize(base: &Path, path: &Path) -> PathBuf {
     out
 }
 
+/// `path` as the command's kernel resolved it, as far as `dsh-exec` can
+/// tell: taken from `cwd` (the run's working directory) when relative;
+/// `/proc/self/cwd` and `/proc/thread-self/cwd` (which name the caller's own
+/// directory: proc(5)) as `cwd`, `/proc/self/root` as `/`; then walked one
+/// component at a time as path_resolution(7) does: `..` from the directory
+/// reached (not from the name written), each symlink followed where it
+/// stands, a dangling one too (a write through it creates its target),
+/// at most 40 of them (ELOOP). What does not exist is kept as written,
+/// with `.` and `..` taken lexically.
+pub(crate) fn resolve_as_child(cwd: &Path, path: &Path) -> PathBuf {
+    use std::collections::VecDeque;
+    let bytes = path.as_os_str().as_encoded_bytes();
+    let mut todo: VecDeque<std::ffi::OsString> = VecDeque::new();
+    let mut at = if path.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        cwd.to_path_buf()
+    };
+    let mut rest = path;
+    for (proc, to) in [
+        (&b"/proc/self/cwd"[..], cwd),
+        (b"/proc/thread-self/cwd", cwd),
+        (b"/proc/self/root", Path::new("/")),
+        (b"/proc/thread-self/root", Path::new("/")),
+    ] {
+        if bytes.starts_with(proc) && matches!(bytes.get(proc.len()), None | Some(b'/')) {
+            at = to.to_path_buf();
+            rest = path.strip_prefix(path_of(proc)).unwrap_or(Path::new(""));
+            break;
+        }
+    }
+    todo.extend(rest.components().filter_map(|c| match c {
+        Component::Normal(n) => Some(n.to_os_string()),
+        Component::ParentDir => Some("..".into()),
+        _ => None,
+    }));
+    let mut links = 0;
+    let mut exists = true;
+    while let Some(name) = todo.pop_front() {
+        if name == ".." {
+            at.pop();
+            continue;
+        }
+        let next = at.join(&name);
+        if exists {
+            match std::fs::symlink_metadata(&next) {
+                Ok(m) if m.file_type().is_symlink() && links < 40 => {
+                    links += 1;
+                    let Ok(target) = std::fs::read_link(&next) else {
+                        at = next;
+                        continue;
+                    };
+                    if target.is_absolute() {
+                        at = PathBuf::from("/");
+                    }
+                    for c in target.components().rev() {
+                        match c {
+                            Component::Normal(n) => todo.push_front(n.to_os_string()),
+                            Component::ParentDir => todo.push_front("..".into()),
+                            _ => {}
+                        }
+                    }
+                    continue;
+                }
+                Ok(_) => {}
+                Err(_) => exists = false,
+            }
+        }
+        at = next;
+    }
+    at
+}
+
+/// Whether the file system holding `path` (or its nearest existing
+/// ancestor) is mounted read-only here (statvfs(3) `ST_RDONLY`): a write
+/// there fails with EROFS sandbox or not.
+fn on_read_only_mount(path: &Path) -> bool {
+    path.ancestors()
+        .find_map(|a| nix::sys::statvfs::statvfs(a).ok())
+        .is_some_and(|v| v.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY))
+}
+
+/// `Path::new` for bytes.
+fn path_of(b: &[u8]) -> &Path {
+    use std::os::unix::ffi::OsStrExt;
+    Path::new(std::ffi::OsStr::from_bytes(b))
+}
+
 /// Whether this process's user could write `path` (or create it in its
 /// longest existing ancestor), as access(2) judges: when not, the sandbox
 /// is not why a write there failed.
@@ -326,11 +414,34 @@ impl Context {
     /// why it was refused.
     fn judge(&self, path: &str, errno: &str) -> Option<DenialFact> {
         let named = Path::new(path);
-        let p = super::real_as_far_as_it_exists(&normalize(&self.workdir, named));
+        let p = resolve_as_child(&self.workdir, named);
         if let Some(read) = self.judge_read(&p, errno) {
             return Some(read);
         }
         let protected = self.protected(&p);
+        // A relative path the read-only tree refused that, taken from the
+        // run's workdir, lies in a writable root: the command had changed
+        // directory (`cd ../outside && touch f`), and the path is not where
+        // it looks. EROFS in a writable root on a writable mount is the
+        // tree's all the same: the denial is told, as written, with no
+        // hint (which directory to lift is not known).
+        if self.read_only_tree
+            && errno == "EROFS"
+            && named.is_relative()
+            && !protected
+            && self.under_writable(&p)
+            && !on_read_only_mount(&p)
+        {
+            return Some(DenialFact {
+                op: "write".into(),
+                path: Some(path.to_string()),
+                errno: errno.into(),
+                source: "output".into(),
+                network: false,
+                hint: None,
+                count: 1,
+            });
+        }
         if !protected && (self.under_writable(&p) || !caller_could_write(&p)) {
             return None;
         }
@@ -554,7 +665,7 @@ pub fn from_output(ctx: &Context, failed: bool, stdout: &str, stderr: &str) -> V
                         (Some(rest), Some(home)) => home.join(rest),
                         _ => PathBuf::from(path),
                     };
-                    let p = normalize(&ctx.workdir, &path);
+                    let p = resolve_as_child(&ctx.workdir, &path);
                     if let Some(d) = ctx.judge_read(&p, "ENOENT")
                         && !found.iter().any(|f| f.path == d.path)
                     {
