@@ -367,3 +367,41 @@ fn a_refused_write_is_resolved_as_the_command_resolved_it() {
         assert_eq!(v["sandbox"]["denials"], want, "{tier:?}: {v}");
     }
 }
+
+#[test]
+fn sqlites_refusal_to_open_a_database_outside_is_a_denial() {
+    let have = std::process::Command::new("sqlite3")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        eprintln!("skipped: sqlite3 is not installed");
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        let db = d.outside.join("x.db");
+        let errno = match tier {
+            Tier::MountNamespace => "EROFS",
+            Tier::Gate => "EACCES",
+        };
+        // The second fails for a missing directory in the workspace: no
+        // denial.
+        let (v, _) = confined(
+            tier,
+            &d,
+            &["-s", "workspace-write", "--no-temp-write"],
+            &format!(
+                "sqlite3 {} 'create table t(x)'; sqlite3 nodir/y.db 'create table t(x)'",
+                p(&db)
+            ),
+        );
+        assert_eq!(
+            v["sandbox"]["denials"],
+            json!([{"op": "write", "path": p(&db), "errno": errno, "source": "output",
+                    "network": false, "hint": format!("--writable-root {}", p(&d.outside)),
+                    "count": 1}]),
+            "{tier:?}: {v}"
+        );
+    }
+}

@@ -657,6 +657,30 @@ pub fn from_output(ctx: &Context, failed: bool, stdout: &str, stderr: &str) -> V
                 }
                 continue;
             }
+            // sqlite says only this when it cannot open (or create) a
+            // database: `Error: unable to open database "PATH": unable to
+            // open database file`. The refusal is the tier's errno.
+            if lower.contains("unable to open database") {
+                let errno = if ctx.read_only_tree {
+                    "EROFS"
+                } else {
+                    "EACCES"
+                };
+                for path in paths_in(line) {
+                    // The errno is assumed, not read: a path in a writable
+                    // root failed for another reason (a missing directory).
+                    let p = resolve_as_child(&ctx.workdir, Path::new(&path));
+                    if ctx.under_writable(&p) && !ctx.protected(&p) {
+                        continue;
+                    }
+                    if let Some(d) = ctx.judge(&path, errno)
+                        && !found.iter().any(|f| f.path == d.path)
+                    {
+                        found.push(d);
+                    }
+                }
+                continue;
+            }
             if lower.contains("no such file or directory") || lower.contains("enoent") {
                 // A file in a directory of the read deny list, hidden by a
                 // mount: the command sees nothing there.
