@@ -398,3 +398,28 @@ fn ordinary_git_work_is_left_as_it_is() {
         assert!(d.ws.join(".git/hooks/pre-commit").exists());
     }
 }
+
+#[test]
+fn a_repository_planted_directly_in_the_temp_dir_is_put_aside() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        // The temp dir is a writable root here (no --no-temp-write); it is
+        // walked one level deep: `$TMPDIR/clone/.git`.
+        let v = Test::in_tier(tier)
+            .env("TMPDIR", &d.tmp)
+            .args(["-s", "workspace-write", "--json", "-C", p(&d.ws)])
+            .args(["-e", "GIT_CONFIG_GLOBAL=/dev/null"])
+            .args(["--"])
+            .arg(format!(
+                "git init -q $TMPDIR/clone && git -C $TMPDIR/clone config core.fsmonitor '{}'",
+                touch(&d)
+            ))
+            .run()
+            .json();
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        put_aside(&v, &d.tmp.join("clone/.git"), "config key core.fsmonitor");
+    }
+}

@@ -1081,13 +1081,31 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         absent: protect::anchors(&protection.absent, &protection.roots),
         scratch: roots.scratch_guard.take(),
         git: (policy.mode.value == Mode::WorkspaceWrite).then(|| {
-            gitcheck::Snapshot::take(
-                &roots
-                    .writable
-                    .iter()
-                    .map(|r| r.path.clone())
-                    .collect::<Vec<_>>(),
-            )
+            // A shared temp dir, and the package caches, are walked one
+            // level deep (their direct subdirectories, `/tmp/clone/.git`):
+            // they hold whatever every program on the machine left there,
+            // and reading all of it cost more than the rest of a confined
+            // start (docs/sandbox.md, "Planted git metadata").
+            let shallow = |p: &Path| {
+                roots.temp_dir.as_deref() == Some(p)
+                    || policy
+                        .caches
+                        .iter()
+                        .any(|c| std::fs::canonicalize(c).is_ok_and(|c| c == p))
+            };
+            let walked: Vec<(PathBuf, usize)> = roots
+                .writable
+                .iter()
+                .map(|r| {
+                    let limit = if shallow(&r.path) {
+                        protect::TEMP_SCAN_DEPTH
+                    } else {
+                        gitcheck::FULL
+                    };
+                    (r.path.clone(), limit)
+                })
+                .collect();
+            gitcheck::Snapshot::take(&walked)
         }),
     };
     if !privileged && !protection.protected.is_empty() {

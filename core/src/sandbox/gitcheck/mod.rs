@@ -81,6 +81,9 @@ pub(crate) const WALK_BUDGET: usize = 1_000_000;
 /// How many directories deep below a writable root the walk goes.
 pub(crate) const MAX_DEPTH: usize = 256;
 
+/// A root walked to every depth (within [`MAX_DEPTH`]).
+pub(crate) const FULL: usize = usize::MAX;
+
 /// The largest `config`, `config.worktree`, `commondir` or `.git` file
 /// read: 1 MiB. A larger one cannot be judged.
 const FILE_MAX: u64 = 1 << 20;
@@ -188,7 +191,8 @@ struct Found {
 /// The git metadata under a run's writable roots before it ran.
 #[derive(Debug)]
 pub(crate) struct Snapshot {
-    roots: Vec<PathBuf>,
+    /// The roots walked, each with its depth limit.
+    roots: Vec<(PathBuf, usize)>,
     /// When the snapshot started, as the file system stamps changes: a
     /// ctime at or after it may be the run's.
     since: (i64, i64),
@@ -196,20 +200,27 @@ pub(crate) struct Snapshot {
 }
 
 impl Snapshot {
-    /// Walks the writable roots `roots` (real paths; one inside another is
-    /// walked once) and records their git metadata.
-    pub(crate) fn take(roots: &[PathBuf]) -> Snapshot {
-        let outer: Vec<PathBuf> = roots
+    /// Walks the writable roots `roots` (real paths, each with how many
+    /// directories deep it is walked: [`FULL`], or fewer for a shared one
+    /// such as the temp dir) and records their git metadata. A root inside
+    /// another that is walked in full is walked once, as part of it.
+    pub(crate) fn take(roots: &[(PathBuf, usize)]) -> Snapshot {
+        let outer: Vec<(PathBuf, usize)> = roots
             .iter()
-            .filter(|r| !roots.iter().any(|o| o != *r && r.starts_with(o)))
+            .filter(|(r, _)| {
+                !roots
+                    .iter()
+                    .any(|(o, limit)| o != r && r.starts_with(o) && *limit == FULL)
+            })
             .cloned()
             .collect();
-        let since = start_stamp(outer.first().map(PathBuf::as_path));
+        let since = start_stamp(outer.first().map(|(r, _)| r.as_path()));
         let mut before = Found::default();
-        for root in &outer {
+        for (root, limit) in &outer {
             let tree = Walk {
                 since,
                 after: false,
+                limit: *limit,
                 found: &mut before,
             }
             .root(root, None);
@@ -226,10 +237,11 @@ impl Snapshot {
     /// aside what the run planted, and says what it did.
     pub(crate) fn check(&self) -> Vec<ProtectedChange> {
         let mut after = Found::default();
-        for (i, root) in self.roots.iter().enumerate() {
+        for (i, (root, limit)) in self.roots.iter().enumerate() {
             let tree = Walk {
                 since: self.since,
                 after: true,
+                limit: *limit,
                 found: &mut after,
             }
             .root(root, self.before.trees.get(i));
@@ -411,7 +423,7 @@ impl Snapshot {
     fn refused(&self, git_dir: &Path, e: &config::Entry) -> Option<String> {
         config::refused(e, &|rel: &str| {
             let joined = normalize(&git_dir.join(rel));
-            self.roots.iter().any(|r| joined.starts_with(r))
+            self.roots.iter().any(|(r, _)| joined.starts_with(r))
         })
     }
 
@@ -614,6 +626,9 @@ struct Walk<'a> {
     /// This is the walk after the run: directories unchanged since the
     /// snapshot are not read again.
     after: bool,
+    /// Below this depth only `.git` entries and what is inside git
+    /// directories are walked.
+    limit: usize,
     found: &'a mut Found,
 }
 
@@ -705,8 +720,12 @@ impl Walk<'_> {
         // In any other git directory (which the run could make of a
         // worktree's own top, by adding `HEAD`) everything is walked.
         let skip_data = git_dir && kept_for_a_worktree(path);
+        let in_git = git_dir || path.components().any(|c| c.as_os_str() == ".git");
         for name in names {
             if skip_data && ["objects", "refs", "logs"].iter().any(|s| name == *s) {
+                continue;
+            }
+            if depth >= self.limit && !in_git && name != ".git" {
                 continue;
             }
             let rel = prefix.join(&name);
