@@ -64,7 +64,8 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
              spill_path), resources (cpu_user_ms, cpu_system_ms, peak_memory_bytes, max_pids, \
              source), limit_exceeded (memory, pids, cpu, file_size or null), limits (memory_max_bytes, \
              pids_max, cpu_max_ms, file_size_max_bytes, mechanism, not_enforced), sandbox (mode, denied, \
-             denials, denials_more, network_denied, enforcement, read_enforcement, runner_failed, \
+             denials, denials_more, denials_source, network_denied, enforcement, read_enforcement, \
+             runner_failed, \
              network, network_enforcement, network_allow, network_proxy, network_denials, \
              network_denials_more, network_allowed, protected_changes).",
         ],

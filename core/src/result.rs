@@ -81,7 +81,8 @@ pub struct RunResult {
 ///
 /// Every field is always present (`null` when it has no value), except the
 /// ones serde skips when empty (`aborted_by`, `spill_error`, `capped`,
-/// `live_dropped_bytes`, `protected_changes`, a stream's `head` and
+/// `live_dropped_bytes`, `protected_changes`, `denials_source` outside the
+/// confining modes, a stream's `head` and
 /// `render`, and the `network_*` facts of an allow-list); schemars leaves `Option` fields out of `required`, so
 /// they are put back here.
 pub fn json_schema() -> serde_json::Value {
@@ -90,8 +91,9 @@ pub fn json_schema() -> serde_json::Value {
 
 /// The fields of [`RunResult`] and its parts that are absent when empty
 /// (see [`json_schema`]).
-const SOMETIMES: [&str; 16] = [
+const SOMETIMES: [&str; 17] = [
     "limits",
+    "denials_source",
     "not_enforced",
     "spill_truncated",
     "spill_dropped_bytes",

@@ -61,7 +61,7 @@ fn read_only_reads_and_writes_devices_but_no_files() {
     assert_eq!(
         v["sandbox"],
         json!({"mode": "read-only", "denied": false, "denials": [], "denials_more": 0, "network_denied": false,
-               "read_enforcement": "landlock: deny list",
+               "read_enforcement": "landlock: deny list", "denials_source": "output",
                "enforcement": "full", "runner_failed": false,
                "network": "allow", "network_enforcement": "none"})
     );

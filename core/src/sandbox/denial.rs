@@ -425,9 +425,14 @@ impl Context {
         // it looks. EROFS in a writable root on a writable mount is the
         // tree's all the same: the denial is told, as written, with no
         // hint (which directory to lift is not known).
+        // (`/proc/self/cwd/...` is relative to the directory too.)
+        let from_cwd = named.is_relative()
+            || ["/proc/self/cwd", "/proc/thread-self/cwd"]
+                .iter()
+                .any(|c| named.starts_with(c));
         if self.read_only_tree
             && errno == "EROFS"
-            && named.is_relative()
+            && from_cwd
             && !protected
             && self.under_writable(&p)
             && !on_read_only_mount(&p)

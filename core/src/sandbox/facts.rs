@@ -62,6 +62,15 @@ pub struct SandboxFacts {
     /// entries inside writable roots are hidden); `null` in `full-access`.
     #[serde(default)]
     pub read_enforcement: Option<String>,
+    /// How the file refusals that Landlock and the read-only mount make in
+    /// the kernel, without telling `dsh-exec`, were found: `output` (read
+    /// from the command's output, so one the command silenced, as in
+    /// `2>/dev/null`, is missed; docs/sandbox.md, "Denials"). The Linux
+    /// audit records Landlock can emit (ABI 7) are not read: they need
+    /// audit enabled system-wide. `null` in `full-access`. The gate's own
+    /// refusals are exact whatever this says (`source: "gate"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denials_source: Option<String>,
     /// True when confining the child failed after fork (the command never ran).
     pub runner_failed: bool,
     /// `allow`, `deny`, `loopback` or `allow-list`.

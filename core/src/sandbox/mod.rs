@@ -1434,6 +1434,7 @@ pub(crate) fn facts(
     };
     SandboxFacts {
         read_enforcement: reads.map(String::from),
+        denials_source: confining.then(|| "output".to_string()),
         mode: policy.mode.value,
         denied,
         enforcement: if enforcement.is_partial() {
