@@ -8,14 +8,15 @@ use std::time::{Duration, Instant};
 use dsh_exec_core::error::PathProblem;
 use dsh_exec_core::jobs::{self, Launched, ReadReply, Status, SupervisorProgram, Waited};
 use dsh_exec_core::render::{escape_own_lines, one_line, render_status};
+use dsh_exec_core::spec::OnTerminal;
 use dsh_exec_core::{Ambient, Error, RunResult, exit};
 
 use super::resolve_args;
 use super::supervise::SUPERVISE;
 use crate::cli::{ColorChoice, JobCmd, RunArgs};
 use crate::output::{
-    infrastructure_error, print_stdout, say, status, text_for_stdout, to_json, usage_error,
-    use_color, warn_all,
+    infrastructure_error, print_stdout, say, status, terminal_colours, text_for_stdout, to_json,
+    usage_error, use_color, warn_all,
 };
 
 /// How long `job kill` waits for the supervisor to write the result.
@@ -55,9 +56,6 @@ fn supervisor_program() -> Result<SupervisorProgram, Error> {
     })
 }
 
-/// Resolves `args` and launches the job: the launched job, or the exit
-/// status of a failure, already reported. A job whose sandbox runner failed
-/// is such a failure (125), as in the foreground.
 /// Starts the background job of `spec` in this user's jobs root.
 ///
 /// Errors as [`jobs::launch`].
@@ -69,7 +67,11 @@ pub(crate) fn launch_spec(spec: &dsh_exec_core::Spec, owned: bool) -> Result<Lau
     root().and_then(|root| jobs::launch(spec, &root, &program))
 }
 
-fn launch(args: RunArgs) -> Result<(Launched, bool, ColorChoice), ExitCode> {
+/// Resolves `args` and launches the job: the launched job, `--json`, the
+/// colour choice and what a terminal is shown of the output; or the exit
+/// status of a failure, already reported. A job whose sandbox runner
+/// failed is such a failure (125), as in the foreground.
+fn launch(args: RunArgs) -> Result<(Launched, bool, ColorChoice, OnTerminal), ExitCode> {
     let (spec, json, color) = resolve_args(args)?;
     super::prune::auto_prune(&spec);
     let launched = root()
@@ -89,12 +91,12 @@ fn launch(args: RunArgs) -> Result<(Launched, bool, ColorChoice), ExitCode> {
         jobs::discard(&launched.dir);
         return Err(status(exit::INFRASTRUCTURE));
     }
-    Ok((launched, json, color))
+    Ok((launched, json, color, spec.on_terminal))
 }
 
 /// `--background`: start the job, print its id (or a JSON object), exit 0.
 pub(crate) fn start_background(args: RunArgs) -> ExitCode {
-    let (launched, json, _) = match launch(args) {
+    let (launched, json, _, _) = match launch(args) {
         Ok(l) => l,
         Err(code) => return code,
     };
@@ -119,7 +121,7 @@ pub(crate) fn detach_run(args: RunArgs) -> ExitCode {
         return usage_error("--detach-after needs a duration");
     };
     let started = Instant::now();
-    let (launched, json, color) = match launch(args) {
+    let (launched, json, color, on_terminal) = match launch(args) {
         Ok(l) => l,
         Err(code) => return code,
     };
@@ -149,7 +151,7 @@ pub(crate) fn detach_run(args: RunArgs) -> ExitCode {
     let result = ended.map(|r| *r);
     jobs::discard(dir);
     match result {
-        Some(result) => print_result(&result, json, color),
+        Some(result) => print_result(&result, json, color, on_terminal),
         None => ExitCode::SUCCESS,
     }
 }
@@ -173,13 +175,18 @@ fn print_detached(id: &str, reply: &ReadReply, json: bool) {
     }
 }
 
-/// Prints a finished job's result as a foreground run would, and maps its
-/// exit status.
-fn print_result(result: &RunResult, json: bool, color: ColorChoice) -> ExitCode {
+/// Prints a finished job's result as a foreground run would (its output
+/// shown on a terminal as `on_terminal` says), and maps its exit status.
+fn print_result(
+    result: &RunResult,
+    json: bool,
+    color: ColorChoice,
+    on_terminal: OnTerminal,
+) -> ExitCode {
     if json {
         print_stdout(&to_json(result));
     } else {
-        print_stdout(&text_for_stdout(result, use_color(color)));
+        print_stdout(&text_for_stdout(result, use_color(color), on_terminal));
     }
     status(result.exit_status())
 }
@@ -260,7 +267,14 @@ fn wait(id: &str, timeout: Option<Duration>, json: bool) -> ExitCode {
         Err(code) => return code,
     };
     match jobs::wait(&dir, timeout) {
-        Waited::Finished(result) => print_result(&result, json, ColorChoice::Auto),
+        Waited::Finished(result) => print_result(
+            &result,
+            json,
+            ColorChoice::Auto,
+            OnTerminal::Escaped {
+                colours: terminal_colours(ColorChoice::Auto),
+            },
+        ),
         Waited::Lost => {
             print_pending(Status::Lost, json);
             status(exit::INFRASTRUCTURE)

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use dsh_exec_core::request::config::{Caps, Config};
 use dsh_exec_core::sandbox::Mode;
+use dsh_exec_core::spec::OnTerminal;
 use dsh_exec_core::{AbortSource, Ambient, Request, RunResult, Signal, Spec, Started, jobs};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -372,7 +373,7 @@ impl Server {
                 // As --detach-after: a run that ended in time is a
                 // foreground run, and leaves no job.
                 jobs::discard(&launched.dir);
-                let text = dsh_exec_core::render::render_text(&result, false);
+                let text = dsh_exec_core::render::render_text(&result, false, OnTerminal::Exact);
                 return json_response(
                     &text,
                     &Started_ {
@@ -480,7 +481,7 @@ impl Server {
             Ok(jobs::Waited::Lost) | Err(_) => ("lost", None),
         };
         let text = match &result {
-            Some(r) => dsh_exec_core::render::render_text(r, false),
+            Some(r) => dsh_exec_core::render::render_text(r, false, OnTerminal::Exact),
             None => format!(
                 "[{}]\n",
                 if status == "running" {
@@ -579,7 +580,10 @@ impl Server {
 /// The text (rendered result, marker last) as `content`, the result as
 /// `structuredContent`.
 fn result_response(result: &RunResult) -> CallToolResponse {
-    json_response(&dsh_exec_core::render::render_text(result, false), result)
+    json_response(
+        &dsh_exec_core::render::render_text(result, false, OnTerminal::Exact),
+        result,
+    )
 }
 
 fn json_response(text: &str, value: &impl Serialize) -> CallToolResponse {

@@ -1,4 +1,5 @@
-//! Rendering: the text result ([`text`](mod@text)), its marker and `parse-status`
+//! Rendering: the text result ([`text`](mod@text)), what a terminal is shown
+//! of the command's output ([`terminal`](mod@terminal)), its marker and `parse-status`
 //! ([`marker`](mod@marker)), and the `explain` view ([`explain`](mod@explain)). The JSON result is
 //! the serde form of [`crate::RunResult`]; `explain --json` is that of
 //! [`Explanation`].
@@ -6,6 +7,7 @@
 pub mod explain;
 pub mod marker;
 pub mod plain;
+pub mod terminal;
 pub mod text;
 
 pub use self::explain::{Explanation, explain_json, explain_schema, explain_text, explanation};

@@ -29,6 +29,7 @@ use owo_colors::OwoColorize;
 use super::marker::marker;
 use crate::capture::{CollectedOutput, Keep};
 use crate::result::RunResult;
+use crate::spec::OnTerminal;
 use crate::units::format_duration;
 
 /// The notice lines that precede the marker, each without its newline.
@@ -179,8 +180,11 @@ pub fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-fn push_text(buf: &mut String, text: &str) {
-    buf.push_str(&escape_own_lines(text));
+/// Appends `text`, the command's, as `on_terminal` says, with the lines
+/// that read as `dsh-exec`'s own escaped, and a newline if it has none.
+fn push_text(buf: &mut String, text: &str, on_terminal: OnTerminal) {
+    let text = super::terminal::shown(text, on_terminal);
+    buf.push_str(&escape_own_lines(&text));
     if !text.is_empty() && !text.ends_with('\n') {
         buf.push('\n');
     }
@@ -381,16 +385,16 @@ fn omission_line(out: &CollectedOutput) -> String {
 
 /// One stream's text as the result shows it: the truncation line and the
 /// text, or the head, the omission line and the tail.
-fn push_stream(buf: &mut String, name: &str, out: &CollectedOutput) {
+fn push_stream(buf: &mut String, name: &str, out: &CollectedOutput, on_terminal: OnTerminal) {
     match (out.kept, &out.head) {
         (Keep::HeadTail, Some(head)) if out.truncated => {
-            push_text(buf, head);
+            push_text(buf, head, on_terminal);
             buf.push_str(&omission_line(out));
             buf.push('\n');
-            push_text(buf, &out.text);
+            push_text(buf, &out.text, on_terminal);
         }
         (Keep::Head, _) => {
-            push_text(buf, &out.text);
+            push_text(buf, &out.text, on_terminal);
             if let Some(line) = truncation_line(name, out) {
                 buf.push_str(&line);
                 buf.push('\n');
@@ -401,7 +405,7 @@ fn push_stream(buf: &mut String, name: &str, out: &CollectedOutput) {
                 buf.push_str(&line);
                 buf.push('\n');
             }
-            push_text(buf, &out.text);
+            push_text(buf, &out.text, on_terminal);
         }
     }
 }
@@ -443,8 +447,8 @@ pub fn render_truncations(result: &RunResult) -> String {
 /// mid-line (so the marker gets a line of its own), where the full streams
 /// are when they outgrew their budgets, and the notices and the marker.
 /// When the live copy fell behind and dropped output, a line says so and the
-/// kept output is printed in full instead.
-pub fn render_after_stream(result: &RunResult, color: bool) -> String {
+/// kept output is printed in full instead, shown as `on_terminal` says.
+pub fn render_after_stream(result: &RunResult, color: bool, on_terminal: OnTerminal) -> String {
     let mut buf = String::new();
     // What was shown live decides, not the kept text: stderr may share the
     // terminal (2>&1), and the kept text may be the head or rendered.
@@ -463,18 +467,20 @@ pub fn render_after_stream(result: &RunResult, color: bool) -> String {
             "[not shown live, the reader fell behind: {}; the kept output follows]\n",
             dropped.join(", ")
         ));
-        buf.push_str(&render_output(result));
+        buf.push_str(&render_output(result, on_terminal));
     }
     buf + &render_status(result, color)
 }
 
-/// The output sections only (truncation lines, stdout, `[stderr]` section).
-pub fn render_output(result: &RunResult) -> String {
+/// The output sections only (truncation lines, stdout, `[stderr]`
+/// section), the command's text shown as `on_terminal` says
+/// ([`OnTerminal::Exact`] where the text goes to no terminal).
+pub fn render_output(result: &RunResult, on_terminal: OnTerminal) -> String {
     let mut buf = String::new();
-    push_stream(&mut buf, "stdout", &result.stdout);
+    push_stream(&mut buf, "stdout", &result.stdout, on_terminal);
     if result.stderr.total_bytes > 0 {
         buf.push_str("[stderr]\n");
-        push_stream(&mut buf, "stderr", &result.stderr);
+        push_stream(&mut buf, "stderr", &result.stderr, on_terminal);
     }
     buf
 }
@@ -499,9 +505,10 @@ pub fn render_status(result: &RunResult, color: bool) -> String {
     buf
 }
 
-/// The whole rendered result: output sections, notices, marker.
-pub fn render_text(result: &RunResult, color: bool) -> String {
-    render_output(result) + &render_status(result, color)
+/// The whole rendered result: output sections (shown as `on_terminal`
+/// says), notices, marker.
+pub fn render_text(result: &RunResult, color: bool, on_terminal: OnTerminal) -> String {
+    render_output(result, on_terminal) + &render_status(result, color)
 }
 
 #[cfg(test)]
@@ -555,11 +562,13 @@ mod tests {
             "[stderr]\n",
         );
         assert_eq!(
-            render_text(&r, false),
+            render_text(&r, false, OnTerminal::Exact),
             "\\[exit code: 0]\nok [exit code: 0]\n[1, 2]\n\\\\[sandbox: x]\n[stderr]\n\\[stderr]\n[exit code: 0]\n"
         );
         assert_eq!(
-            parse_status(&render_text(&r, false)).unwrap().exit_code,
+            parse_status(&render_text(&r, false, OnTerminal::Exact))
+                .unwrap()
+                .exit_code,
             Some(0)
         );
     }
@@ -590,7 +599,7 @@ mod tests {
     #[test]
     fn plain_exit() {
         assert_eq!(
-            render_text(&result("hello\n", ""), false),
+            render_text(&result("hello\n", ""), false, OnTerminal::Exact),
             "hello\n[exit code: 0]\n"
         );
     }
@@ -602,7 +611,7 @@ mod tests {
         r.exit_code = None;
         r.signal = Some(Signal::SIGTERM);
         assert_eq!(
-            render_text(&r, false),
+            render_text(&r, false, OnTerminal::Exact),
             "out\n[stderr]\nerr\n[timed out after 300ms]\n[killed by signal: SIGTERM]\n"
         );
     }
@@ -612,16 +621,16 @@ mod tests {
         for code in [0, 1, 2, 124, 125, 126, 127, 255] {
             let mut r = result("", "");
             r.exit_code = Some(code);
-            let parsed = parse_status(&render_text(&r, false)).unwrap();
+            let parsed = parse_status(&render_text(&r, false, OnTerminal::Exact)).unwrap();
             assert_eq!(parsed.exit_code, Some(code));
-            let parsed = parse_status(&render_text(&r, true)).unwrap();
+            let parsed = parse_status(&render_text(&r, true, OnTerminal::Exact)).unwrap();
             assert_eq!(parsed.exit_code, Some(code));
         }
         for n in 1..=64 {
             let mut r = result("", "");
             r.exit_code = None;
             r.signal = Some(Signal::from_number(n));
-            let parsed = parse_status(&render_text(&r, false)).unwrap();
+            let parsed = parse_status(&render_text(&r, false, OnTerminal::Exact)).unwrap();
             assert_eq!(parsed.signal, Some(Signal::from_number(n).name()));
         }
     }

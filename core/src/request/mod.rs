@@ -19,7 +19,7 @@ use std::time::Duration;
 use self::config::Config;
 use self::env::{EnvArg, EnvPlan};
 use crate::sandbox::{Mode, Network, Policy};
-use crate::spec::{LiveOutput, Origin, Sourced, Spec, StdinSource};
+use crate::spec::{LiveOutput, OnTerminal, Origin, Render, Sourced, Spec, StdinSource};
 use crate::units::{format_duration, format_size};
 
 /// Default deadline of a foreground run: 10 minutes.
@@ -117,6 +117,10 @@ pub struct Request {
     pub interactive: bool,
     /// Show the output live while capturing it.
     pub stream: Option<LiveOutput>,
+    /// Whether the command's SGR colours are kept where its output is
+    /// shown on a terminal (`--color`, `NO_COLOR`); `None`: kept. See
+    /// [`crate::spec::OnTerminal`].
+    pub terminal_colours: Option<bool>,
     /// Run as a background job (`--background`, `--detach-after`): no
     /// deadline by default, no live copy, and a PID namespace where the
     /// caller may create one.
@@ -456,6 +460,16 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
     let spill_fallback = (spill_dir.origin == Origin::Default
         && spill_dir.value != ambient.temp_dir)
         .then(|| absolute(cwd, ambient.temp_dir.clone()));
+    let render = Sourced::pick(req.render, defaults.render, Default::default);
+    // `--render raw`, asked for, means the exact bytes, also on a
+    // terminal; by default a terminal is shown the control sequences.
+    let on_terminal = if render.value == Render::Raw && render.origin != Origin::Default {
+        OnTerminal::Exact
+    } else {
+        OnTerminal::Escaped {
+            colours: req.terminal_colours.unwrap_or(true),
+        }
+    };
     Ok(Spec {
         script,
         workdir,
@@ -472,7 +486,7 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         limits: Sourced::pick(req.limits, defaults.limits, Default::default),
         signal: Sourced::pick(req.signal, None, || crate::signal::Signal::SIGTERM),
         prune_spill_after: defaults.prune_spill_after,
-        render: Sourced::pick(req.render, defaults.render, Default::default),
+        render,
         stdin: Sourced::pick(stdin, None, || StdinSource::Closed),
         spill_dir,
         spill_fallback,
@@ -490,6 +504,7 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         sandbox,
         interactive: req.interactive,
         stream: if req.background { None } else { req.stream },
+        on_terminal,
         config_file: req.config.map(|c| c.path),
         pid_namespace: req.background && ambient.can_create_pid_namespace,
         pty: req.pty,
@@ -796,6 +811,28 @@ mod tests {
     }
 
     #[test]
+    fn a_terminal_is_shown_escapes_unless_raw_is_asked_for() {
+        let on_terminal = |render, colours| {
+            let req = Request {
+                command: vec!["x".into()],
+                render,
+                terminal_colours: colours,
+                ..Request::default()
+            };
+            resolve(req, &ambient()).unwrap().on_terminal
+        };
+        assert_eq!(
+            on_terminal(None, None),
+            OnTerminal::Escaped { colours: true }
+        );
+        assert_eq!(
+            on_terminal(Some(Render::Plain), Some(false)),
+            OnTerminal::Escaped { colours: false }
+        );
+        assert_eq!(on_terminal(Some(Render::Raw), None), OnTerminal::Exact);
+    }
+
+    #[test]
     fn flags_win_and_paths_are_absolute() {
         let req = Request {
             command: vec!["grep".into(), "a b".into(), "f.txt".into()],
@@ -953,6 +990,7 @@ mod tests {
             allow_caches: false,
             interactive: false,
             stream: None,
+            terminal_colours: Some(false),
             background: true,
             detach: false,
             config: Some(Config {
