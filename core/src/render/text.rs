@@ -84,7 +84,8 @@ fn denial_lines(sb: &crate::result::SandboxFacts) -> Vec<String> {
             0 | 1 => what,
             n => format!("{what} ({n} times)"),
         };
-        match &d.hint {
+        // A hint names a path the command may have chosen.
+        match d.hint.as_deref().map(escape_controls) {
             Some(h) => lines.push(format!("[sandbox: {what}; try {h}]")),
             None => lines.push(format!("[sandbox: {what}]")),
         }
@@ -594,6 +595,25 @@ mod tests {
             );
         }
         assert!(!is_own_line_shape("\u{200b}[1, 2]"));
+    }
+
+    #[test]
+    fn a_denial_shows_the_controls_of_its_path_and_hint() {
+        let mut r = result("", "");
+        r.exit_code = Some(1);
+        r.sandbox = Some(
+            serde_json::from_value(serde_json::json!({
+                "mode": "workspace-write", "denied": true, "enforcement": "full",
+                "runner_failed": false, "network": "allow", "network_enforcement": "none",
+                "denials": [{"op": "write", "path": "/d\u{1b}]0;t\u{7}/f", "errno": "EACCES",
+                             "source": "output", "hint": "--writable-root /d\u{1b}]0;t\u{7}"}],
+            }))
+            .unwrap(),
+        );
+        assert_eq!(
+            notices(&r),
+            ["[sandbox: denied write to /d\\x1b]0;t\\x07/f; try --writable-root /d\\x1b]0;t\\x07]"]
+        );
     }
 
     #[test]
