@@ -4,7 +4,9 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use dsh_exec_core::render::{render_after_stream, render_output};
+use dsh_exec_core::render::{
+    render_after_stream, render_output, render_sandbox_notices, render_status_without_sandbox,
+};
 use dsh_exec_core::spec::OnTerminal;
 use dsh_exec_core::{AbortSignals, Error, Started, exit, prepare, start};
 
@@ -60,6 +62,14 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return infrastructure_error(&e, json),
     };
+    if spec.interactive {
+        // The command had the terminal, so nothing read its output: what
+        // the sandbox refused (and the flag that would allow it) is told on
+        // stderr, before the marker.
+        let terminal = std::io::stderr().is_terminal();
+        let lines = render_sandbox_notices(&result, use_color(color) && terminal);
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), lines.as_bytes());
+    }
     if json && spec.stream.is_some() {
         // The live copy went to stderr: the log it makes ends as the text
         // form does, with where the full streams are (or the kept output,
@@ -96,6 +106,9 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
             "{reset}{}",
             render_after_stream(&result, use_color(color), shown)
         )
+    } else if spec.interactive {
+        // The sandbox's lines went to stderr.
+        render_status_without_sandbox(&result, use_color(color))
     } else {
         text_for_stdout(&result, use_color(color), spec.on_terminal)
     };

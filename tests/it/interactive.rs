@@ -55,3 +55,50 @@ fn interactive_without_a_terminal_is_a_usage_error() {
         .expect_stdout("")
         .expect_stderr("dsh-exec: error: --interactive needs a terminal on stdin (USAGE)\n");
 }
+
+/// A refusal known to `dsh-exec` (here a chmod outside the writable roots,
+/// which the gate refuses) is told at the end, with the flag that would
+/// allow it, on stderr before the marker: with stdout on the terminal too,
+/// and with stdout in a file, which then holds the marker alone.
+#[test]
+fn at_its_end_a_refusal_is_told_on_stderr_before_the_marker() {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("f");
+    std::fs::write(&target, "x").unwrap();
+    let script = format!("chmod 600 {}", target.display());
+    let args = |pty: Pty| {
+        pty.args(["-i", "-s", "workspace-write", "--no-temp-write"])
+            .args(["--color", "never", "-C"])
+            .args([ws.path()])
+            .args(["--", &script])
+    };
+    let denial = format!(
+        "[sandbox: denied chmod of {}; try --writable-root {}]",
+        target.display(),
+        outside.path().display()
+    );
+    let screen = args(Pty::new(bin())).run();
+    assert!(
+        screen
+            .text
+            .ends_with(&format!("{denial}\r\n[exit code: 1]\r\n")),
+        "{}",
+        screen.text
+    );
+    assert_eq!(screen.status, 1);
+    let out_dir = tempfile::tempdir().unwrap();
+    let file = out_dir.path().join("stdout");
+    let screen = args(
+        Pty::new("/bin/sh")
+            .args(["-c", "out=$1; shift; exec \"$@\" > \"$out\"", "sh"])
+            .args([file.as_os_str(), bin().as_os_str()]),
+    )
+    .run();
+    assert!(
+        screen.text.ends_with(&format!("{denial}\r\n")),
+        "{}",
+        screen.text
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "[exit code: 1]\n");
+}

@@ -34,13 +34,30 @@ use crate::units::format_duration;
 
 /// The notice lines that precede the marker, each without its newline.
 pub fn notices(result: &RunResult) -> Vec<String> {
+    notice_lines(result, true)
+}
+
+/// The sandbox's notice lines (each denial with the flag that would allow
+/// it, or the runner's failure), each without its newline: what `-i`
+/// writes to stderr at its end.
+pub fn sandbox_notices(result: &RunResult) -> Vec<String> {
+    let Some(sb) = &result.sandbox else {
+        return Vec::new();
+    };
+    if sb.runner_failed {
+        vec![format!("[sandbox: {}; the sandbox runner failed]", sb.mode)]
+    } else if sb.denied {
+        denial_lines(sb)
+    } else {
+        Vec::new()
+    }
+}
+
+/// The notices, with the sandbox's or without.
+fn notice_lines(result: &RunResult, sandbox: bool) -> Vec<String> {
     let mut lines: Vec<String> = result.capped.iter().map(|c| format!("[{c}]")).collect();
-    if let Some(sb) = &result.sandbox {
-        if sb.runner_failed {
-            lines.push(format!("[sandbox: {}; the sandbox runner failed]", sb.mode));
-        } else if sb.denied {
-            lines.extend(denial_lines(sb));
-        }
+    if sandbox {
+        lines.extend(sandbox_notices(result));
     }
     if let Some(kind) = result.limit_exceeded {
         lines.push(crate::limits::notice(kind, result.limits.as_ref()));
@@ -489,6 +506,33 @@ pub fn render_output(result: &RunResult, on_terminal: OnTerminal) -> String {
 /// The notices and the marker, each line ending in a newline; coloured when
 /// `color` is true.
 pub fn render_status(result: &RunResult, color: bool) -> String {
+    status_lines(result, color, true)
+}
+
+/// [`render_status`] without the sandbox's notices, which `-i` writes to
+/// stderr ([`render_sandbox_notices`]).
+pub fn render_status_without_sandbox(result: &RunResult, color: bool) -> String {
+    status_lines(result, color, false)
+}
+
+/// The sandbox's notices ([`sandbox_notices`]), each line ending in a
+/// newline; coloured when `color` is true.
+pub fn render_sandbox_notices(result: &RunResult, color: bool) -> String {
+    sandbox_notices(result)
+        .into_iter()
+        .map(|line| {
+            let line = if color {
+                paint(&line, result, false)
+            } else {
+                line
+            };
+            line + "\n"
+        })
+        .collect()
+}
+
+/// The notices (the sandbox's too when `sandbox`) and the marker.
+fn status_lines(result: &RunResult, color: bool, sandbox: bool) -> String {
     let mut buf = String::new();
     let style = |line: String, is_marker| {
         if color {
@@ -497,7 +541,7 @@ pub fn render_status(result: &RunResult, color: bool) -> String {
             line
         }
     };
-    for line in notices(result) {
+    for line in notice_lines(result, sandbox) {
         buf.push_str(&style(line, false));
         buf.push('\n');
     }
@@ -611,9 +655,10 @@ mod tests {
             .unwrap(),
         );
         assert_eq!(
-            notices(&r),
+            sandbox_notices(&r),
             ["[sandbox: denied write to /d\\x1b]0;t\\x07/f; try --writable-root /d\\x1b]0;t\\x07]"]
         );
+        assert_eq!(render_status_without_sandbox(&r, false), "[exit code: 1]\n");
     }
 
     #[test]
