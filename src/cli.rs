@@ -563,7 +563,7 @@ pub struct RunArgs {
     /// IPv4/IPv6 networking [default: allow]: allow; deny (no IP sockets); loopback (TCP and UDP to and from 127.0.0.0/8 and ::1 only); allow=HOST[,HOST...] (loopback, and the listed hosts through a proxy of the run: example.org, *.example.org, 10.0.0.5, each with an optional :PORT, else ports 80 and 443; repeatable). Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket.
     #[arg(long, value_name = "POLICY", value_parser = parse_network)]
     pub network: Vec<NetworkArg>,
-    /// Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand). At the end, what the sandbox refused goes to stderr, before the marker.
+    /// Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker.
     #[arg(short = 'i', long, conflicts_with = "stdin_file")]
     pub interactive: bool,
     /// Start the command as a background job and print its id (see `dsh-exec job`).
@@ -585,7 +585,7 @@ pub struct RunArgs {
     /// Colour the notices and the marker; never (or NO_COLOR) also removes the command's own colours on a terminal.
     #[arg(long, value_name = "WHEN", value_enum, default_value_t)]
     pub color: ColorChoice,
-    /// The command: one word is a bash script; several are shell-quoted and joined.
+    /// The command: one word is a bash script; several are shell-quoted and joined. With -i it may be left out: $SHELL, else bash.
     #[arg(value_name = "COMMAND", trailing_var_arg = true)]
     pub command: Vec<String>,
 }

@@ -272,6 +272,21 @@ pub fn command_script(words: &[String]) -> Result<String, UsageError> {
     Ok(script)
 }
 
+/// The script of `-i` without a command: the user's shell (`$SHELL` of
+/// `env`, else `bash`), interactive, in place of `bash -c`
+/// (`exec /bin/zsh -i`).
+pub fn interactive_shell(env: &[(OsString, OsString)]) -> String {
+    let shell = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "SHELL")
+        .and_then(|(_, v)| v.to_str())
+        .filter(|v| !v.trim().is_empty())
+        .and_then(|v| shlex::try_quote(v).ok())
+        .map_or_else(|| "bash".to_string(), |q| q.into_owned());
+    format!("exec {shell} -i")
+}
+
 fn absolute(base: &Path, p: PathBuf) -> PathBuf {
     if p.is_absolute() { p } else { base.join(p) }
 }
@@ -323,9 +338,15 @@ fn cap_timeout(s: &mut Sourced<Option<Duration>>, cap: Option<Duration>) {
 
 /// Resolves a request into a spec, applying every default in one place.
 ///
-/// Errors with a [`UsageError`] when the command is missing or empty.
+/// Errors with a [`UsageError`] when the command is missing (but for an
+/// interactive run, which then starts the user's shell:
+/// [`interactive_shell`]) or empty.
 pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
-    let script = command_script(&req.command)?;
+    let script = if req.command.is_empty() && req.interactive {
+        interactive_shell(&ambient.env)
+    } else {
+        command_script(&req.command)?
+    };
     let cwd = &ambient.cwd;
     if req.pty && (!req.background || req.detach) {
         return Err(UsageError(
@@ -830,6 +851,27 @@ mod tests {
             OnTerminal::Escaped { colours: false }
         );
         assert_eq!(on_terminal(Some(Render::Raw), None), OnTerminal::Exact);
+    }
+
+    #[test]
+    fn interactive_without_a_command_is_the_users_shell() {
+        let shell = |env: Vec<(&str, &str)>| {
+            let req = Request {
+                interactive: true,
+                ..Request::default()
+            };
+            let env = env.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+            resolve(req, &Ambient { env, ..ambient() }).unwrap().script
+        };
+        assert_eq!(shell(vec![("SHELL", "/bin/zsh")]), "exec /bin/zsh -i");
+        assert_eq!(
+            shell(vec![("SHELL", "/opt/my shell")]),
+            "exec '/opt/my shell' -i"
+        );
+        assert_eq!(shell(vec![("SHELL", "")]), "exec bash -i");
+        assert_eq!(shell(vec![]), "exec bash -i");
+        // Without -i, no command is still a usage error.
+        assert!(resolve(Request::default(), &ambient()).is_err());
     }
 
     #[test]
