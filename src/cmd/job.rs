@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use dsh_exec_core::error::PathProblem;
 use dsh_exec_core::jobs::{self, Launched, ReadReply, Status, SupervisorProgram, Waited};
+use dsh_exec_core::render::terminal::shown;
 use dsh_exec_core::render::{escape_own_lines, one_line, render_status};
 use dsh_exec_core::spec::OnTerminal;
 use dsh_exec_core::{Ambient, Error, RunResult, exit};
@@ -15,8 +16,8 @@ use super::resolve_args;
 use super::supervise::SUPERVISE;
 use crate::cli::{ColorChoice, JobCmd, RunArgs};
 use crate::output::{
-    infrastructure_error, print_stdout, say, status, terminal_colours, text_for_stdout, to_json,
-    usage_error, use_color, warn_all,
+    infrastructure_error, print_stdout, say, status, stdout_shows, terminal_colours,
+    text_for_stdout, to_json, usage_error, use_color, warn_all,
 };
 
 /// How long `job kill` waits for the supervisor to write the result.
@@ -142,7 +143,7 @@ pub(crate) fn detach_run(args: RunArgs) -> ExitCode {
                         result: None,
                         ..reply
                     };
-                    print_detached(id, &reply, json);
+                    print_detached(id, &reply, json, on_terminal);
                     return ExitCode::SUCCESS;
                 }
             }
@@ -156,7 +157,9 @@ pub(crate) fn detach_run(args: RunArgs) -> ExitCode {
     }
 }
 
-fn print_detached(id: &str, reply: &ReadReply, json: bool) {
+/// Prints the output so far of a run left running as job `id`, and
+/// `[detached as job ID]` (or the JSON object).
+fn print_detached(id: &str, reply: &ReadReply, json: bool, on_terminal: OnTerminal) {
     if json {
         let detached = jobs::JobDetached {
             delta_stderr: reply.delta_stderr.clone(),
@@ -169,7 +172,7 @@ fn print_detached(id: &str, reply: &ReadReply, json: bool) {
         };
         print_stdout(&to_json(&detached));
     } else {
-        let mut text = delta_text(reply);
+        let mut text = delta_text(reply, stdout_shows(on_terminal));
         text.push_str(&format!("[detached as job {id}]\n"));
         print_stdout(&text);
     }
@@ -191,11 +194,12 @@ fn print_result(
     status(result.exit_status())
 }
 
-/// The output part of a read: stdout, a `[stderr]` section, and a note when
+/// A read's delta as text: stdout, then a `[stderr]` section, each shown
+/// as `on_terminal` says (the control sequences of a job's output escaped
+/// on a terminal; [`OnTerminal::Exact`] elsewhere) with each line shaped
+/// like one of dsh-exec's own escaped, and a `[lossy: ...]` line when
 /// output was dropped before it could be read.
-/// A read's delta as text: stdout, then a `[stderr]` section, each line
-/// shaped like one of dsh-exec's own escaped, and a `[lossy: ...]` line.
-pub(crate) fn delta_text(reply: &ReadReply) -> String {
+pub(crate) fn delta_text(reply: &ReadReply, on_terminal: OnTerminal) -> String {
     let mut text = String::new();
     let mut push = |s: &str| {
         text.push_str(s);
@@ -203,10 +207,11 @@ pub(crate) fn delta_text(reply: &ReadReply) -> String {
             text.push('\n');
         }
     };
-    push(&escape_own_lines(&reply.delta_stdout));
+    let show = |delta: &str| escape_own_lines(&shown(delta, on_terminal)).into_owned();
+    push(&show(&reply.delta_stdout));
     if !reply.delta_stderr.is_empty() {
         push("[stderr]");
-        push(&escape_own_lines(&reply.delta_stderr));
+        push(&show(&reply.delta_stderr));
     }
     if reply.lossy {
         let paths: Vec<&str> = [&reply.stdout_spill_path, &reply.stderr_spill_path]
@@ -251,7 +256,12 @@ fn read(id: &str, json: bool) -> ExitCode {
         print_stdout(&to_json(&reply));
         return ExitCode::SUCCESS;
     }
-    let mut text = delta_text(&reply);
+    // A job's output on a terminal is shown as a run's is, its colours
+    // kept unless NO_COLOR.
+    let on_terminal = OnTerminal::Escaped {
+        colours: terminal_colours(ColorChoice::Auto),
+    };
+    let mut text = delta_text(&reply, stdout_shows(on_terminal));
     match (&reply.status, &reply.result) {
         (Some(Status::Finished), Some(result)) => text.push_str(&render_status(result, false)),
         (Some(Status::Lost), _) => text.push_str("[lost]\n"),

@@ -397,7 +397,7 @@ impl Server {
         let detached = p.detach_after_ms.map(|_| jobs::read(&launched.dir));
         let mut text = detached
             .as_ref()
-            .map(super::job::delta_text)
+            .map(|r| super::job::delta_text(r, OnTerminal::Exact))
             .unwrap_or_default();
         text.push_str(&match p.detach_after_ms {
             Some(_) => format!("[detached as job {}]\n", launched.id),
@@ -428,7 +428,7 @@ impl Server {
         let reply = jobs::read(&dir);
         // As `job read` shows it: the job's lines shaped like dsh-exec's own
         // escaped, so that none passes for a status line.
-        let mut text = super::job::delta_text(&reply);
+        let mut text = super::job::delta_text(&reply, OnTerminal::Exact);
         match &reply.result {
             Some(r) => text.push_str(&dsh_exec_core::render::render_status(r, false)),
             None => text.push_str("[running]\n"),
