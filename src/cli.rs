@@ -56,6 +56,12 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
             "A line of the command's own output shaped like one of these notices or markers is \
              shown with a backslash in front (\\[exit code: 0]); on a terminal, output holding an \
              escape sequence is followed by an attribute reset before the notices.",
+            "On a terminal, the command's control sequences are shown, not obeyed: ESC as \\x1b \
+             followed by the sequence (\\x1b]0;title\\x07, \\x1b[2J), other controls but newline \
+             and tab as \\xNN, a carriage return not before a newline as \\r and a line break; SGR \
+             colours stay unless --color never or NO_COLOR. This covers the output, the [stderr] \
+             section and --stream's live copy; --render raw (given) opts out. The JSON and the \
+             spill files are always exact.",
             "The last line is always the marker: [exit code: N], [killed by signal: NAME], or \
              [detached as job ID] for a --detach-after run still running. 'dsh-exec parse-status' \
              reads it back. With --json, one JSON object is printed instead: command, workdir, \
@@ -498,7 +504,7 @@ pub struct RunArgs {
     /// Which part of a stream that outgrew its budget is kept: tail, head, or head+tail (the first and last half, with a line between them saying how much was omitted and where the full stream is) [default: tail].
     #[arg(long, value_name = "tail|head|head+tail", value_parser = parse_keep)]
     pub keep: Option<Keep>,
-    /// raw: the text as written; plain: as a terminal would show it (carriage-return overwrites collapsed, backspaces applied, escape sequences removed, other control bytes shown as \xNN); the spill file stays exact [default: raw].
+    /// raw: the text as written (given, also to a terminal, which is otherwise shown control sequences escaped); plain: as a terminal would show it (carriage-return overwrites collapsed, backspaces applied, escape sequences removed, other control bytes shown as \xNN); the spill file stays exact [default: raw].
     #[arg(long, value_name = "raw|plain", value_parser = parse_render)]
     pub render: Option<Render>,
     /// Feed this file to the command's stdin ('-': this process's stdin) [default: closed].
@@ -558,7 +564,7 @@ pub struct RunArgs {
     /// IPv4/IPv6 networking [default: allow]: allow; deny (no IP sockets); loopback (TCP and UDP to and from 127.0.0.0/8 and ::1 only); allow=HOST[,HOST...] (loopback, and the listed hosts through a proxy of the run: example.org, *.example.org, 10.0.0.5, each with an optional :PORT, else ports 80 and 443; repeatable). Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket.
     #[arg(long, value_name = "POLICY", value_parser = parse_network)]
     pub network: Vec<NetworkArg>,
-    /// Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand).
+    /// Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker.
     #[arg(short = 'i', long, conflicts_with = "stdin_file")]
     pub interactive: bool,
     /// Start the command as a background job and print its id (see `dsh-exec job`).
@@ -577,10 +583,10 @@ pub struct RunArgs {
     /// Print one JSON object instead of the rendered text.
     #[arg(long)]
     pub json: bool,
-    /// Colour the notices and the marker.
+    /// Colour the notices and the marker; never (or NO_COLOR) also removes the command's own colours on a terminal.
     #[arg(long, value_name = "WHEN", value_enum, default_value_t)]
     pub color: ColorChoice,
-    /// The command: one word is a bash script; several are shell-quoted and joined.
+    /// The command: one word is a bash script; several are shell-quoted and joined. With -i it may be left out: $SHELL, else bash.
     #[arg(value_name = "COMMAND", trailing_var_arg = true)]
     pub command: Vec<String>,
 }
@@ -629,6 +635,8 @@ impl RunArgs {
             no_temp_write: self.no_temp_write,
             allow_caches: self.allow_caches,
             interactive: self.interactive,
+            // Decided by the binary from --color (resolve_args).
+            terminal_colours: None,
             background: self.background || self.detach_after.is_some(),
             detach: self.detach_after.is_some(),
             config: None,

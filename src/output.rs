@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::error::ErrorKind;
 use dsh_exec_core::error::ErrorReport;
+use dsh_exec_core::spec::OnTerminal;
 use dsh_exec_core::{Error, exit};
 
 use crate::cli::ColorChoice;
@@ -92,29 +93,43 @@ pub(crate) fn write_stdout(text: &str) -> std::io::Result<()> {
     }
 }
 
-/// Whether the notices and the marker need an attribute reset (SGR 0)
-/// before them: on a terminal, after output that holds an escape (one
-/// ending in `\x1b[8m`, concealed, would hide them). Output without one
-/// needs none, so that `NO_COLOR` output stays free of escapes.
-pub(crate) fn needs_reset(result: &dsh_exec_core::RunResult) -> bool {
-    std::io::stdout().is_terminal()
-        && (result.stdout.text.contains('\x1b') || result.stderr.text.contains('\x1b'))
+/// What this process's stdout is to be shown of the command's output:
+/// `on_terminal` (the spec's) when it is a terminal, the exact text when it
+/// is not.
+pub(crate) fn stdout_shows(on_terminal: OnTerminal) -> OnTerminal {
+    if std::io::stdout().is_terminal() {
+        on_terminal
+    } else {
+        OnTerminal::Exact
+    }
 }
 
-/// The text result for this process's stdout: the output sections, then,
-/// where [`needs_reset`], an attribute reset, then the notices and the
-/// marker.
-pub(crate) fn text_for_stdout(result: &dsh_exec_core::RunResult, color: bool) -> String {
-    use dsh_exec_core::render::{ATTRIBUTE_RESET, render_output, render_status};
-    if needs_reset(result) {
-        format!(
-            "{}{ATTRIBUTE_RESET}{}",
-            render_output(result),
-            render_status(result, color)
-        )
+/// The attribute reset (SGR 0) that goes before the notices and the marker
+/// when `shown`, the command's output as written, holds an escape and
+/// `terminal` says it went to a terminal (output ending in `\x1b[8m`,
+/// concealed, would hide them); empty otherwise, so that `NO_COLOR` output
+/// stays free of escapes.
+pub(crate) fn reset_after(shown: &str, terminal: bool) -> &'static str {
+    if terminal && shown.contains('\x1b') {
+        dsh_exec_core::render::ATTRIBUTE_RESET
     } else {
-        dsh_exec_core::render::render_text(result, color)
+        ""
     }
+}
+
+/// The text result for this process's stdout: the output sections (their
+/// control sequences neutralised on a terminal, as `on_terminal` says),
+/// then, where needed, an attribute reset ([`reset_after`]), then the
+/// notices and the marker.
+pub(crate) fn text_for_stdout(
+    result: &dsh_exec_core::RunResult,
+    color: bool,
+    on_terminal: OnTerminal,
+) -> String {
+    use dsh_exec_core::render::{render_output, render_status};
+    let output = render_output(result, stdout_shows(on_terminal));
+    let reset = reset_after(&output, std::io::stdout().is_terminal());
+    format!("{output}{reset}{}", render_status(result, color))
 }
 
 /// One JSON line.
@@ -137,6 +152,17 @@ pub(crate) fn infrastructure_error(err: &Error, json: bool) -> ExitCode {
 pub(crate) fn warn_all(warnings: &[String]) {
     for w in warnings {
         say!("dsh-exec: warning: {w}");
+    }
+}
+
+/// Whether the command's own colours (SGR) are kept where its output is
+/// shown on a terminal: `--color always|never` decide; under `auto`, a
+/// non-empty NO_COLOR removes them.
+pub(crate) fn terminal_colours(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
     }
 }
 

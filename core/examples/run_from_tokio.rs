@@ -23,7 +23,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A nonzero exit is a result, not an error: only infrastructure failures
     // (a missing workdir, no bash, ...) are Err.
     let result = dsh_exec_core::run(&spec, &mut NoAbort).await?;
-    let text = render_text(&result, false);
+    // Printed where a human may read it: the spec says what a terminal is
+    // shown of the command's output (its control sequences escaped); a
+    // program that stores or parses the text passes OnTerminal::Exact.
+    let text = render_text(&result, false, spec.on_terminal);
     print!("{text}");
     println!("exit status for the caller: {}", result.exit_status());
     println!("parsed back: {:?}", parse_status(&text));

@@ -69,6 +69,33 @@ pub enum StdinSource {
     Text(String),
 }
 
+/// What a terminal is shown of the command's output, where `dsh-exec`'s
+/// stdout or stderr is one: the text result (stdout, the `[stderr]`
+/// section) and `--stream`'s live copy. The JSON result and the spill
+/// files are exact whatever this says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnTerminal {
+    /// Control sequences shown, not obeyed (`\x1b]0;title\x07`): the
+    /// default, so that output cannot drive a human's terminal
+    /// ([`crate::render::terminal`]). SGR colours kept when `colours`
+    /// (`--color`, `NO_COLOR`), removed otherwise.
+    Escaped {
+        /// SGR colours are kept.
+        colours: bool,
+    },
+    /// The text exactly as captured: `--render raw` given (on the command
+    /// line or in the configuration file), and wherever the output is no
+    /// terminal.
+    Exact,
+}
+
+impl Default for OnTerminal {
+    fn default() -> OnTerminal {
+        OnTerminal::Escaped { colours: true }
+    }
+}
+
 /// Where `--stream` copies the command's output as it is produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -148,6 +175,10 @@ pub struct Spec {
     pub interactive: bool,
     /// Copy the output live (`--stream`), besides capturing it.
     pub stream: Option<LiveOutput>,
+    /// What a terminal is shown of the output (the text result, the live
+    /// copy) where this process's stdout or stderr is one.
+    #[serde(default)]
+    pub on_terminal: OnTerminal,
     /// The configuration file that supplied defaults or caps, if any.
     #[serde(with = "crate::serde_paths::exact_opt_path")]
     pub config_file: Option<PathBuf>,

@@ -7,15 +7,17 @@ use std::time::{Duration, Instant};
 
 use dsh_exec_core::error::PathProblem;
 use dsh_exec_core::jobs::{self, Launched, ReadReply, Status, SupervisorProgram, Waited};
+use dsh_exec_core::render::terminal::shown;
 use dsh_exec_core::render::{escape_own_lines, one_line, render_status};
+use dsh_exec_core::spec::OnTerminal;
 use dsh_exec_core::{Ambient, Error, RunResult, exit};
 
 use super::resolve_args;
 use super::supervise::SUPERVISE;
 use crate::cli::{ColorChoice, JobCmd, RunArgs};
 use crate::output::{
-    infrastructure_error, print_stdout, say, status, text_for_stdout, to_json, usage_error,
-    use_color, warn_all,
+    infrastructure_error, print_stdout, say, status, stdout_shows, terminal_colours,
+    text_for_stdout, to_json, usage_error, use_color, warn_all,
 };
 
 /// How long `job kill` waits for the supervisor to write the result.
@@ -55,9 +57,6 @@ fn supervisor_program() -> Result<SupervisorProgram, Error> {
     })
 }
 
-/// Resolves `args` and launches the job: the launched job, or the exit
-/// status of a failure, already reported. A job whose sandbox runner failed
-/// is such a failure (125), as in the foreground.
 /// Starts the background job of `spec` in this user's jobs root.
 ///
 /// Errors as [`jobs::launch`].
@@ -69,7 +68,11 @@ pub(crate) fn launch_spec(spec: &dsh_exec_core::Spec, owned: bool) -> Result<Lau
     root().and_then(|root| jobs::launch(spec, &root, &program))
 }
 
-fn launch(args: RunArgs) -> Result<(Launched, bool, ColorChoice), ExitCode> {
+/// Resolves `args` and launches the job: the launched job, `--json`, the
+/// colour choice and what a terminal is shown of the output; or the exit
+/// status of a failure, already reported. A job whose sandbox runner
+/// failed is such a failure (125), as in the foreground.
+fn launch(args: RunArgs) -> Result<(Launched, bool, ColorChoice, OnTerminal), ExitCode> {
     let (spec, json, color) = resolve_args(args)?;
     super::prune::auto_prune(&spec);
     let launched = root()
@@ -89,12 +92,12 @@ fn launch(args: RunArgs) -> Result<(Launched, bool, ColorChoice), ExitCode> {
         jobs::discard(&launched.dir);
         return Err(status(exit::INFRASTRUCTURE));
     }
-    Ok((launched, json, color))
+    Ok((launched, json, color, spec.on_terminal))
 }
 
 /// `--background`: start the job, print its id (or a JSON object), exit 0.
 pub(crate) fn start_background(args: RunArgs) -> ExitCode {
-    let (launched, json, _) = match launch(args) {
+    let (launched, json, _, _) = match launch(args) {
         Ok(l) => l,
         Err(code) => return code,
     };
@@ -119,7 +122,7 @@ pub(crate) fn detach_run(args: RunArgs) -> ExitCode {
         return usage_error("--detach-after needs a duration");
     };
     let started = Instant::now();
-    let (launched, json, color) = match launch(args) {
+    let (launched, json, color, on_terminal) = match launch(args) {
         Ok(l) => l,
         Err(code) => return code,
     };
@@ -140,7 +143,7 @@ pub(crate) fn detach_run(args: RunArgs) -> ExitCode {
                         result: None,
                         ..reply
                     };
-                    print_detached(id, &reply, json);
+                    print_detached(id, &reply, json, on_terminal);
                     return ExitCode::SUCCESS;
                 }
             }
@@ -149,12 +152,14 @@ pub(crate) fn detach_run(args: RunArgs) -> ExitCode {
     let result = ended.map(|r| *r);
     jobs::discard(dir);
     match result {
-        Some(result) => print_result(&result, json, color),
+        Some(result) => print_result(&result, json, color, on_terminal),
         None => ExitCode::SUCCESS,
     }
 }
 
-fn print_detached(id: &str, reply: &ReadReply, json: bool) {
+/// Prints the output so far of a run left running as job `id`, and
+/// `[detached as job ID]` (or the JSON object).
+fn print_detached(id: &str, reply: &ReadReply, json: bool, on_terminal: OnTerminal) {
     if json {
         let detached = jobs::JobDetached {
             delta_stderr: reply.delta_stderr.clone(),
@@ -167,28 +172,34 @@ fn print_detached(id: &str, reply: &ReadReply, json: bool) {
         };
         print_stdout(&to_json(&detached));
     } else {
-        let mut text = delta_text(reply);
+        let mut text = delta_text(reply, stdout_shows(on_terminal));
         text.push_str(&format!("[detached as job {id}]\n"));
         print_stdout(&text);
     }
 }
 
-/// Prints a finished job's result as a foreground run would, and maps its
-/// exit status.
-fn print_result(result: &RunResult, json: bool, color: ColorChoice) -> ExitCode {
+/// Prints a finished job's result as a foreground run would (its output
+/// shown on a terminal as `on_terminal` says), and maps its exit status.
+fn print_result(
+    result: &RunResult,
+    json: bool,
+    color: ColorChoice,
+    on_terminal: OnTerminal,
+) -> ExitCode {
     if json {
         print_stdout(&to_json(result));
     } else {
-        print_stdout(&text_for_stdout(result, use_color(color)));
+        print_stdout(&text_for_stdout(result, use_color(color), on_terminal));
     }
     status(result.exit_status())
 }
 
-/// The output part of a read: stdout, a `[stderr]` section, and a note when
+/// A read's delta as text: stdout, then a `[stderr]` section, each shown
+/// as `on_terminal` says (the control sequences of a job's output escaped
+/// on a terminal; [`OnTerminal::Exact`] elsewhere) with each line shaped
+/// like one of dsh-exec's own escaped, and a `[lossy: ...]` line when
 /// output was dropped before it could be read.
-/// A read's delta as text: stdout, then a `[stderr]` section, each line
-/// shaped like one of dsh-exec's own escaped, and a `[lossy: ...]` line.
-pub(crate) fn delta_text(reply: &ReadReply) -> String {
+pub(crate) fn delta_text(reply: &ReadReply, on_terminal: OnTerminal) -> String {
     let mut text = String::new();
     let mut push = |s: &str| {
         text.push_str(s);
@@ -196,10 +207,11 @@ pub(crate) fn delta_text(reply: &ReadReply) -> String {
             text.push('\n');
         }
     };
-    push(&escape_own_lines(&reply.delta_stdout));
+    let show = |delta: &str| escape_own_lines(&shown(delta, on_terminal)).into_owned();
+    push(&show(&reply.delta_stdout));
     if !reply.delta_stderr.is_empty() {
         push("[stderr]");
-        push(&escape_own_lines(&reply.delta_stderr));
+        push(&show(&reply.delta_stderr));
     }
     if reply.lossy {
         let paths: Vec<&str> = [&reply.stdout_spill_path, &reply.stderr_spill_path]
@@ -244,7 +256,12 @@ fn read(id: &str, json: bool) -> ExitCode {
         print_stdout(&to_json(&reply));
         return ExitCode::SUCCESS;
     }
-    let mut text = delta_text(&reply);
+    // A job's output on a terminal is shown as a run's is, its colours
+    // kept unless NO_COLOR.
+    let on_terminal = OnTerminal::Escaped {
+        colours: terminal_colours(ColorChoice::Auto),
+    };
+    let mut text = delta_text(&reply, stdout_shows(on_terminal));
     match (&reply.status, &reply.result) {
         (Some(Status::Finished), Some(result)) => text.push_str(&render_status(result, false)),
         (Some(Status::Lost), _) => text.push_str("[lost]\n"),
@@ -260,7 +277,14 @@ fn wait(id: &str, timeout: Option<Duration>, json: bool) -> ExitCode {
         Err(code) => return code,
     };
     match jobs::wait(&dir, timeout) {
-        Waited::Finished(result) => print_result(&result, json, ColorChoice::Auto),
+        Waited::Finished(result) => print_result(
+            &result,
+            json,
+            ColorChoice::Auto,
+            OnTerminal::Escaped {
+                colours: terminal_colours(ColorChoice::Auto),
+            },
+        ),
         Waited::Lost => {
             print_pending(Status::Lost, json);
             status(exit::INFRASTRUCTURE)

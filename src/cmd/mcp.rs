@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use dsh_exec_core::request::config::{Caps, Config};
 use dsh_exec_core::sandbox::Mode;
+use dsh_exec_core::spec::OnTerminal;
 use dsh_exec_core::{AbortSource, Ambient, Request, RunResult, Signal, Spec, Started, jobs};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -372,7 +373,7 @@ impl Server {
                 // As --detach-after: a run that ended in time is a
                 // foreground run, and leaves no job.
                 jobs::discard(&launched.dir);
-                let text = dsh_exec_core::render::render_text(&result, false);
+                let text = dsh_exec_core::render::render_text(&result, false, OnTerminal::Exact);
                 return json_response(
                     &text,
                     &Started_ {
@@ -396,7 +397,7 @@ impl Server {
         let detached = p.detach_after_ms.map(|_| jobs::read(&launched.dir));
         let mut text = detached
             .as_ref()
-            .map(super::job::delta_text)
+            .map(|r| super::job::delta_text(r, OnTerminal::Exact))
             .unwrap_or_default();
         text.push_str(&match p.detach_after_ms {
             Some(_) => format!("[detached as job {}]\n", launched.id),
@@ -427,7 +428,7 @@ impl Server {
         let reply = jobs::read(&dir);
         // As `job read` shows it: the job's lines shaped like dsh-exec's own
         // escaped, so that none passes for a status line.
-        let mut text = super::job::delta_text(&reply);
+        let mut text = super::job::delta_text(&reply, OnTerminal::Exact);
         match &reply.result {
             Some(r) => text.push_str(&dsh_exec_core::render::render_status(r, false)),
             None => text.push_str("[running]\n"),
@@ -480,7 +481,7 @@ impl Server {
             Ok(jobs::Waited::Lost) | Err(_) => ("lost", None),
         };
         let text = match &result {
-            Some(r) => dsh_exec_core::render::render_text(r, false),
+            Some(r) => dsh_exec_core::render::render_text(r, false, OnTerminal::Exact),
             None => format!(
                 "[{}]\n",
                 if status == "running" {
@@ -579,7 +580,10 @@ impl Server {
 /// The text (rendered result, marker last) as `content`, the result as
 /// `structuredContent`.
 fn result_response(result: &RunResult) -> CallToolResponse {
-    json_response(&dsh_exec_core::render::render_text(result, false), result)
+    json_response(
+        &dsh_exec_core::render::render_text(result, false, OnTerminal::Exact),
+        result,
+    )
 }
 
 fn json_response(text: &str, value: &impl Serialize) -> CallToolResponse {

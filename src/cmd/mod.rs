@@ -15,7 +15,7 @@ use dsh_exec_core::error::PathProblem;
 use dsh_exec_core::{Ambient, Error, Spec, resolve};
 
 use crate::cli::{ColorChoice, RunArgs};
-use crate::output::{infrastructure_error, usage_error};
+use crate::output::{infrastructure_error, terminal_colours, usage_error};
 
 /// The spec of a run's flags (with the configuration file), whether to
 /// print JSON, and the colour choice; or the exit status of a usage or
@@ -36,6 +36,7 @@ pub(crate) fn resolve_args(args: RunArgs) -> Result<(Spec, bool, ColorChoice), E
         }
     };
     let mut request = args.into_request().map_err(|e| usage_error(&e))?;
+    request.terminal_colours = Some(terminal_colours(color));
     request.config = match dsh_exec_core::request::config::load(&ambient.env) {
         Ok(c) => c,
         Err(e) => return Err(infrastructure_error(&e, json)),

@@ -4,14 +4,17 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use dsh_exec_core::render::{ATTRIBUTE_RESET, render_after_stream};
+use dsh_exec_core::render::{
+    render_after_stream, render_output, render_sandbox_notices, render_status_without_sandbox,
+};
+use dsh_exec_core::spec::OnTerminal;
 use dsh_exec_core::{AbortSignals, Error, Started, exit, prepare, start};
 
 use super::resolve_args;
 use crate::cli::RunArgs;
 use crate::output::{
-    infrastructure_error, needs_reset, say, status, text_for_stdout, to_json, usage_error,
-    use_color, warn_all, write_stdout,
+    infrastructure_error, reset_after, say, status, stdout_shows, text_for_stdout, to_json,
+    usage_error, use_color, warn_all, write_stdout,
 };
 
 /// A current-thread tokio runtime: one command needs no more, and it starts
@@ -59,6 +62,14 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return infrastructure_error(&e, json),
     };
+    if spec.interactive {
+        // The command had the terminal, so nothing read its output: what
+        // the sandbox refused (and the flag that would allow it) is told on
+        // stderr, before the marker.
+        let terminal = std::io::stderr().is_terminal();
+        let lines = render_sandbox_notices(&result, use_color(color) && terminal);
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), lines.as_bytes());
+    }
     if json && spec.stream.is_some() {
         // The live copy went to stderr: the log it makes ends as the text
         // form does, with where the full streams are (or the kept output,
@@ -67,14 +78,15 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
         // On a terminal after an attribute reset, as the text form's end:
         // the live output may have ended in a concealing escape.
         let terminal = std::io::stderr().is_terminal();
-        let reset = if terminal
-            && (result.stdout.text.contains('\x1b') || result.stderr.text.contains('\x1b'))
-        {
-            ATTRIBUTE_RESET
+        let shown = if terminal {
+            spec.on_terminal
         } else {
-            ""
+            OnTerminal::Exact
         };
-        let end = render_after_stream(&result, use_color(color) && terminal);
+        let end = render_after_stream(&result, use_color(color) && terminal, shown);
+        // Judged on the kept output as shown: the live copy was shown the
+        // same way, and a concealing escape at its end is in both.
+        let reset = reset_after(&render_output(&result, shown), terminal);
         let _ =
             std::io::Write::write_all(&mut std::io::stderr(), format!("{reset}{end}").as_bytes());
     }
@@ -85,14 +97,20 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
         // they outgrew their budgets), the notices and the marker follow;
         // on a terminal after an attribute reset (the live output may have
         // ended in a concealing escape).
-        let reset = if needs_reset(&result) {
-            ATTRIBUTE_RESET
-        } else {
-            ""
-        };
-        format!("{reset}{}", render_after_stream(&result, use_color(color)))
+        let shown = stdout_shows(spec.on_terminal);
+        let reset = reset_after(
+            &render_output(&result, shown),
+            std::io::stdout().is_terminal(),
+        );
+        format!(
+            "{reset}{}",
+            render_after_stream(&result, use_color(color), shown)
+        )
+    } else if spec.interactive {
+        // The sandbox's lines went to stderr.
+        render_status_without_sandbox(&result, use_color(color))
     } else {
-        text_for_stdout(&result, use_color(color))
+        text_for_stdout(&result, use_color(color), spec.on_terminal)
     };
     // A result that could not be written must not pass for the command's
     // exit status: the caller would take a lost result for a success.

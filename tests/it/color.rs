@@ -52,13 +52,23 @@ fn piped_output_is_plain_unless_forced() {
     assert!(always.stdout.starts_with(GREEN_MARKER));
 }
 
-/// Output that ends in a concealing escape (`ESC[8m`) is followed on a
-/// terminal by an attribute reset before the marker, so the marker shows.
+/// Output that ends in a concealing escape (`ESC[8m`) cannot hide the
+/// marker: on a terminal the escape is shown, not obeyed; under `--render
+/// raw` it is passed on, and an attribute reset follows before the marker,
+/// as it does after a colour left on.
 #[test]
-fn a_concealing_escape_at_the_end_of_the_output_is_reset_before_the_marker() {
-    let text = under_pty(&["--color", "never", "--", "printf 'x\\033[8m\\n'"], &[]);
+fn a_concealing_escape_at_the_end_of_the_output_cannot_hide_the_marker() {
+    let conceal = "printf 'x\\033[8m\\n'";
+    let text = under_pty(&["--color", "never", "--", conceal], &[]);
+    assert_eq!(text, "x\\x1b[8m\r\n[exit code: 0]\r\n");
+    let text = under_pty(&["--render", "raw", "--color", "never", "--", conceal], &[]);
     assert!(
         text.ends_with("x\u{1b}[8m\r\n\u{1b}[0m[exit code: 0]\r\n"),
         "{text:?}"
+    );
+    let text = under_pty(&["--", "printf 'x\\033[31m\\n'"], &[]);
+    assert_eq!(
+        text,
+        format!("x\u{1b}[31m\r\n\u{1b}[0m{GREEN_MARKER}\u{1b}[39m\u{1b}[0m\r\n")
     );
 }

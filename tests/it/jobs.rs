@@ -97,6 +97,39 @@ fn reads_are_incremental_and_wait_prints_the_whole_result() {
     assert_eq!(jobs.wait(&id), ("1\n2\n3\n4\n[exit code: 0]\n".into(), 0));
 }
 
+/// A job's output read on a terminal (`job read`, `job wait`) has its
+/// control sequences shown, as a run's has; in a pipe, the exact bytes.
+#[test]
+fn a_jobs_output_on_a_terminal_shows_its_control_sequences() {
+    use crate::support::pty::Pty;
+    let jobs = Jobs::new();
+    let id = jobs.start("printf '\\033]0;pwned\\007\\033[31mred\\033[0m\\n'");
+    assert_eq!(
+        jobs.wait(&id),
+        (
+            "\x1b]0;pwned\x07\x1b[31mred\x1b[0m\n[exit code: 0]\n".into(),
+            0
+        )
+    );
+    let on_terminal = |args: &[&str]| {
+        Pty::new(bin())
+            .args(args)
+            .env("XDG_RUNTIME_DIR", jobs.runtime.path())
+            .env("TMPDIR", jobs.runtime.path().join("tmp"))
+            .env("NO_COLOR", "1")
+            .run()
+            .text
+    };
+    assert_eq!(
+        on_terminal(&["job", "read", &id]),
+        "\\x1b]0;pwned\\x07red\r\n[exit code: 0]\r\n"
+    );
+    assert_eq!(
+        on_terminal(&["job", "wait", &id]),
+        "\\x1b]0;pwned\\x07red\r\n[exit code: 0]\r\n"
+    );
+}
+
 #[test]
 fn a_read_after_the_tail_moved_on_is_lossy_and_names_the_spill_file() {
     let jobs = Jobs::new();

@@ -49,5 +49,6 @@ mod sandbox_hardening;
 mod session;
 mod stdin;
 mod stream;
+mod terminal;
 mod tree_sweep;
 mod usage_errors;

@@ -300,6 +300,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         spec.spill_max_bytes.value,
         prepared.spill_dir,
         spec.stream,
+        spec.on_terminal,
     )?;
     Ok(Started::Running(Box::new(Execution {
         report: Report {

@@ -10,7 +10,8 @@ use tokio::net::unix::pipe;
 
 use crate::capture::{Delta, SpillDir, StreamCapture};
 use crate::error::Error;
-use crate::spec::LiveOutput;
+use crate::render::terminal::Neutraliser;
+use crate::spec::{LiveOutput, OnTerminal};
 
 /// Bytes read from a pipe at once: 256 KiB.
 const READ_CHUNK: usize = 256 * 1024;
@@ -174,7 +175,9 @@ impl LineEscaper {
 const LIVE_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Live {
-    fn new(target: Option<LiveOutput>) -> Result<Live, Error> {
+    /// The live copy to `target`; where that is a terminal, shown as
+    /// `on_terminal` says ([`crate::render::terminal`]).
+    fn new(target: Option<LiveOutput>, on_terminal: OnTerminal) -> Result<Live, Error> {
         let mut live = Live {
             tx: None,
             done: None,
@@ -185,8 +188,28 @@ impl Live {
             abandoned: Default::default(),
             ends: Default::default(),
         };
-        if target.is_some() {
+        if let Some(target) = target {
+            use std::io::IsTerminal;
             use std::sync::atomic::Ordering;
+            // Per stream of the command (stdout, stderr): whether it goes
+            // to a terminal, and so is neutralised on its way.
+            let colours = match on_terminal {
+                OnTerminal::Escaped { colours } => Some(colours),
+                OnTerminal::Exact => None,
+            };
+            let to_terminal = |to_stderr: bool| {
+                if to_stderr {
+                    io::stderr().is_terminal()
+                } else {
+                    io::stdout().is_terminal()
+                }
+            };
+            let mut neutralisers: [Option<Neutraliser>; 2] = [false, true].map(|from_stderr| {
+                let to_stderr = from_stderr || target == LiveOutput::Stderr;
+                colours
+                    .filter(|_| to_terminal(to_stderr))
+                    .map(Neutraliser::new)
+            });
             let (tx, rx) = std::sync::mpsc::sync_channel::<(bool, bool, Vec<u8>)>(LIVE_QUEUE);
             let (done_tx, done_rx) = std::sync::mpsc::channel();
             let written = live.written.clone();
@@ -226,15 +249,22 @@ impl Live {
                         ok
                     };
                     for (to_stderr, from_stderr, bytes) in rx {
-                        targets[usize::from(from_stderr)] = to_stderr;
-                        let shown = escapers[usize::from(from_stderr)].feed(&bytes);
+                        let side = usize::from(from_stderr);
+                        targets[side] = to_stderr;
+                        let shown = match &mut neutralisers[side] {
+                            Some(n) => escapers[side].feed(&n.feed(&bytes)),
+                            None => escapers[side].feed(&bytes),
+                        };
                         if write(to_stderr, &shown) {
-                            written[usize::from(from_stderr)]
-                                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                            written[side].fetch_add(bytes.len() as u64, Ordering::Relaxed);
                         }
                     }
                     for side in 0..2 {
-                        let rest = escapers[side].finish();
+                        let mut rest = match &mut neutralisers[side] {
+                            Some(n) => escapers[side].feed(&n.finish()),
+                            None => Vec::new(),
+                        };
+                        rest.extend(escapers[side].finish());
                         write(targets[side], &rest);
                     }
                     let _ = done_tx.send(());
@@ -406,12 +436,13 @@ impl Streams {
         spill_cap: u64,
         spill_dir: SpillDir,
         live: Option<LiveOutput>,
+        on_terminal: OnTerminal,
     ) -> Result<Streams, Error> {
         Ok(Streams {
             out: Stream::new(stdout, "stdout", budgets.0, keep, spill_cap, terminal)?,
             err: Stream::new(stderr, "stderr", budgets.1, keep, spill_cap, false)?,
             spill_dir,
-            live: Live::new(live)?,
+            live: Live::new(live, on_terminal)?,
         })
     }
 

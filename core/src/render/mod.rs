@@ -1,4 +1,5 @@
-//! Rendering: the text result ([`text`](mod@text)), its marker and `parse-status`
+//! Rendering: the text result ([`text`](mod@text)), what a terminal is shown
+//! of the command's output ([`terminal`](mod@terminal)), its marker and `parse-status`
 //! ([`marker`](mod@marker)), and the `explain` view ([`explain`](mod@explain)). The JSON result is
 //! the serde form of [`crate::RunResult`]; `explain --json` is that of
 //! [`Explanation`].
@@ -6,11 +7,13 @@
 pub mod explain;
 pub mod marker;
 pub mod plain;
+pub mod terminal;
 pub mod text;
 
 pub use self::explain::{Explanation, explain_json, explain_schema, explain_text, explanation};
 pub use self::marker::{ParsedStatus, marker, parse_status};
 pub use self::text::{
     ATTRIBUTE_RESET, escape_own_lines, is_own_line_shape, notices, one_line, render_after_stream,
-    render_output, render_status, render_text, render_truncations,
+    render_output, render_sandbox_notices, render_status, render_status_without_sandbox,
+    render_text, render_truncations, sandbox_notices,
 };

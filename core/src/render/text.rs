@@ -29,17 +29,35 @@ use owo_colors::OwoColorize;
 use super::marker::marker;
 use crate::capture::{CollectedOutput, Keep};
 use crate::result::RunResult;
+use crate::spec::OnTerminal;
 use crate::units::format_duration;
 
 /// The notice lines that precede the marker, each without its newline.
 pub fn notices(result: &RunResult) -> Vec<String> {
+    notice_lines(result, true)
+}
+
+/// The sandbox's notice lines (each denial with the flag that would allow
+/// it, or the runner's failure), each without its newline: what `-i`
+/// writes to stderr at its end.
+pub fn sandbox_notices(result: &RunResult) -> Vec<String> {
+    let Some(sb) = &result.sandbox else {
+        return Vec::new();
+    };
+    if sb.runner_failed {
+        vec![format!("[sandbox: {}; the sandbox runner failed]", sb.mode)]
+    } else if sb.denied {
+        denial_lines(sb)
+    } else {
+        Vec::new()
+    }
+}
+
+/// The notices, with the sandbox's or without.
+fn notice_lines(result: &RunResult, sandbox: bool) -> Vec<String> {
     let mut lines: Vec<String> = result.capped.iter().map(|c| format!("[{c}]")).collect();
-    if let Some(sb) = &result.sandbox {
-        if sb.runner_failed {
-            lines.push(format!("[sandbox: {}; the sandbox runner failed]", sb.mode));
-        } else if sb.denied {
-            lines.extend(denial_lines(sb));
-        }
+    if sandbox {
+        lines.extend(sandbox_notices(result));
     }
     if let Some(kind) = result.limit_exceeded {
         lines.push(crate::limits::notice(kind, result.limits.as_ref()));
@@ -83,7 +101,8 @@ fn denial_lines(sb: &crate::result::SandboxFacts) -> Vec<String> {
             0 | 1 => what,
             n => format!("{what} ({n} times)"),
         };
-        match &d.hint {
+        // A hint names a path the command may have chosen.
+        match d.hint.as_deref().map(escape_controls) {
             Some(h) => lines.push(format!("[sandbox: {what}; try {h}]")),
             None => lines.push(format!("[sandbox: {what}]")),
         }
@@ -179,8 +198,11 @@ pub fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-fn push_text(buf: &mut String, text: &str) {
-    buf.push_str(&escape_own_lines(text));
+/// Appends `text`, the command's, as `on_terminal` says, with the lines
+/// that read as `dsh-exec`'s own escaped, and a newline if it has none.
+fn push_text(buf: &mut String, text: &str, on_terminal: OnTerminal) {
+    let text = super::terminal::shown(text, on_terminal);
+    buf.push_str(&escape_own_lines(&text));
     if !text.is_empty() && !text.ends_with('\n') {
         buf.push('\n');
     }
@@ -381,16 +403,16 @@ fn omission_line(out: &CollectedOutput) -> String {
 
 /// One stream's text as the result shows it: the truncation line and the
 /// text, or the head, the omission line and the tail.
-fn push_stream(buf: &mut String, name: &str, out: &CollectedOutput) {
+fn push_stream(buf: &mut String, name: &str, out: &CollectedOutput, on_terminal: OnTerminal) {
     match (out.kept, &out.head) {
         (Keep::HeadTail, Some(head)) if out.truncated => {
-            push_text(buf, head);
+            push_text(buf, head, on_terminal);
             buf.push_str(&omission_line(out));
             buf.push('\n');
-            push_text(buf, &out.text);
+            push_text(buf, &out.text, on_terminal);
         }
         (Keep::Head, _) => {
-            push_text(buf, &out.text);
+            push_text(buf, &out.text, on_terminal);
             if let Some(line) = truncation_line(name, out) {
                 buf.push_str(&line);
                 buf.push('\n');
@@ -401,7 +423,7 @@ fn push_stream(buf: &mut String, name: &str, out: &CollectedOutput) {
                 buf.push_str(&line);
                 buf.push('\n');
             }
-            push_text(buf, &out.text);
+            push_text(buf, &out.text, on_terminal);
         }
     }
 }
@@ -443,8 +465,8 @@ pub fn render_truncations(result: &RunResult) -> String {
 /// mid-line (so the marker gets a line of its own), where the full streams
 /// are when they outgrew their budgets, and the notices and the marker.
 /// When the live copy fell behind and dropped output, a line says so and the
-/// kept output is printed in full instead.
-pub fn render_after_stream(result: &RunResult, color: bool) -> String {
+/// kept output is printed in full instead, shown as `on_terminal` says.
+pub fn render_after_stream(result: &RunResult, color: bool, on_terminal: OnTerminal) -> String {
     let mut buf = String::new();
     // What was shown live decides, not the kept text: stderr may share the
     // terminal (2>&1), and the kept text may be the head or rendered.
@@ -463,18 +485,20 @@ pub fn render_after_stream(result: &RunResult, color: bool) -> String {
             "[not shown live, the reader fell behind: {}; the kept output follows]\n",
             dropped.join(", ")
         ));
-        buf.push_str(&render_output(result));
+        buf.push_str(&render_output(result, on_terminal));
     }
     buf + &render_status(result, color)
 }
 
-/// The output sections only (truncation lines, stdout, `[stderr]` section).
-pub fn render_output(result: &RunResult) -> String {
+/// The output sections only (truncation lines, stdout, `[stderr]`
+/// section), the command's text shown as `on_terminal` says
+/// ([`OnTerminal::Exact`] where the text goes to no terminal).
+pub fn render_output(result: &RunResult, on_terminal: OnTerminal) -> String {
     let mut buf = String::new();
-    push_stream(&mut buf, "stdout", &result.stdout);
+    push_stream(&mut buf, "stdout", &result.stdout, on_terminal);
     if result.stderr.total_bytes > 0 {
         buf.push_str("[stderr]\n");
-        push_stream(&mut buf, "stderr", &result.stderr);
+        push_stream(&mut buf, "stderr", &result.stderr, on_terminal);
     }
     buf
 }
@@ -482,6 +506,33 @@ pub fn render_output(result: &RunResult) -> String {
 /// The notices and the marker, each line ending in a newline; coloured when
 /// `color` is true.
 pub fn render_status(result: &RunResult, color: bool) -> String {
+    status_lines(result, color, true)
+}
+
+/// [`render_status`] without the sandbox's notices, which `-i` writes to
+/// stderr ([`render_sandbox_notices`]).
+pub fn render_status_without_sandbox(result: &RunResult, color: bool) -> String {
+    status_lines(result, color, false)
+}
+
+/// The sandbox's notices ([`sandbox_notices`]), each line ending in a
+/// newline; coloured when `color` is true.
+pub fn render_sandbox_notices(result: &RunResult, color: bool) -> String {
+    sandbox_notices(result)
+        .into_iter()
+        .map(|line| {
+            let line = if color {
+                paint(&line, result, false)
+            } else {
+                line
+            };
+            line + "\n"
+        })
+        .collect()
+}
+
+/// The notices (the sandbox's too when `sandbox`) and the marker.
+fn status_lines(result: &RunResult, color: bool, sandbox: bool) -> String {
     let mut buf = String::new();
     let style = |line: String, is_marker| {
         if color {
@@ -490,7 +541,7 @@ pub fn render_status(result: &RunResult, color: bool) -> String {
             line
         }
     };
-    for line in notices(result) {
+    for line in notice_lines(result, sandbox) {
         buf.push_str(&style(line, false));
         buf.push('\n');
     }
@@ -499,9 +550,10 @@ pub fn render_status(result: &RunResult, color: bool) -> String {
     buf
 }
 
-/// The whole rendered result: output sections, notices, marker.
-pub fn render_text(result: &RunResult, color: bool) -> String {
-    render_output(result) + &render_status(result, color)
+/// The whole rendered result: output sections (shown as `on_terminal`
+/// says), notices, marker.
+pub fn render_text(result: &RunResult, color: bool, on_terminal: OnTerminal) -> String {
+    render_output(result, on_terminal) + &render_status(result, color)
 }
 
 #[cfg(test)]
@@ -555,11 +607,13 @@ mod tests {
             "[stderr]\n",
         );
         assert_eq!(
-            render_text(&r, false),
+            render_text(&r, false, OnTerminal::Exact),
             "\\[exit code: 0]\nok [exit code: 0]\n[1, 2]\n\\\\[sandbox: x]\n[stderr]\n\\[stderr]\n[exit code: 0]\n"
         );
         assert_eq!(
-            parse_status(&render_text(&r, false)).unwrap().exit_code,
+            parse_status(&render_text(&r, false, OnTerminal::Exact))
+                .unwrap()
+                .exit_code,
             Some(0)
         );
     }
@@ -588,9 +642,29 @@ mod tests {
     }
 
     #[test]
+    fn a_denial_shows_the_controls_of_its_path_and_hint() {
+        let mut r = result("", "");
+        r.exit_code = Some(1);
+        r.sandbox = Some(
+            serde_json::from_value(serde_json::json!({
+                "mode": "workspace-write", "denied": true, "enforcement": "full",
+                "runner_failed": false, "network": "allow", "network_enforcement": "none",
+                "denials": [{"op": "write", "path": "/d\u{1b}]0;t\u{7}/f", "errno": "EACCES",
+                             "source": "output", "hint": "--writable-root /d\u{1b}]0;t\u{7}"}],
+            }))
+            .unwrap(),
+        );
+        assert_eq!(
+            sandbox_notices(&r),
+            ["[sandbox: denied write to /d\\x1b]0;t\\x07/f; try --writable-root /d\\x1b]0;t\\x07]"]
+        );
+        assert_eq!(render_status_without_sandbox(&r, false), "[exit code: 1]\n");
+    }
+
+    #[test]
     fn plain_exit() {
         assert_eq!(
-            render_text(&result("hello\n", ""), false),
+            render_text(&result("hello\n", ""), false, OnTerminal::Exact),
             "hello\n[exit code: 0]\n"
         );
     }
@@ -602,7 +676,7 @@ mod tests {
         r.exit_code = None;
         r.signal = Some(Signal::SIGTERM);
         assert_eq!(
-            render_text(&r, false),
+            render_text(&r, false, OnTerminal::Exact),
             "out\n[stderr]\nerr\n[timed out after 300ms]\n[killed by signal: SIGTERM]\n"
         );
     }
@@ -612,16 +686,16 @@ mod tests {
         for code in [0, 1, 2, 124, 125, 126, 127, 255] {
             let mut r = result("", "");
             r.exit_code = Some(code);
-            let parsed = parse_status(&render_text(&r, false)).unwrap();
+            let parsed = parse_status(&render_text(&r, false, OnTerminal::Exact)).unwrap();
             assert_eq!(parsed.exit_code, Some(code));
-            let parsed = parse_status(&render_text(&r, true)).unwrap();
+            let parsed = parse_status(&render_text(&r, true, OnTerminal::Exact)).unwrap();
             assert_eq!(parsed.exit_code, Some(code));
         }
         for n in 1..=64 {
             let mut r = result("", "");
             r.exit_code = None;
             r.signal = Some(Signal::from_number(n));
-            let parsed = parse_status(&render_text(&r, false)).unwrap();
+            let parsed = parse_status(&render_text(&r, false, OnTerminal::Exact)).unwrap();
             assert_eq!(parsed.signal, Some(Signal::from_number(n).name()));
         }
     }

@@ -19,7 +19,7 @@ use std::time::Duration;
 use self::config::Config;
 use self::env::{EnvArg, EnvPlan};
 use crate::sandbox::{Mode, Network, Policy};
-use crate::spec::{LiveOutput, Origin, Sourced, Spec, StdinSource};
+use crate::spec::{LiveOutput, OnTerminal, Origin, Render, Sourced, Spec, StdinSource};
 use crate::units::{format_duration, format_size};
 
 /// Default deadline of a foreground run: 10 minutes.
@@ -117,6 +117,10 @@ pub struct Request {
     pub interactive: bool,
     /// Show the output live while capturing it.
     pub stream: Option<LiveOutput>,
+    /// Whether the command's SGR colours are kept where its output is
+    /// shown on a terminal (`--color`, `NO_COLOR`); `None`: kept. See
+    /// [`crate::spec::OnTerminal`].
+    pub terminal_colours: Option<bool>,
     /// Run as a background job (`--background`, `--detach-after`): no
     /// deadline by default, no live copy, and a PID namespace where the
     /// caller may create one.
@@ -268,6 +272,21 @@ pub fn command_script(words: &[String]) -> Result<String, UsageError> {
     Ok(script)
 }
 
+/// The script of `-i` without a command: the user's shell (`$SHELL` of
+/// `env`, else `bash`), interactive, in place of `bash -c`
+/// (`exec /bin/zsh -i`).
+pub fn interactive_shell(env: &[(OsString, OsString)]) -> String {
+    let shell = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "SHELL")
+        .and_then(|(_, v)| v.to_str())
+        .filter(|v| !v.trim().is_empty())
+        .and_then(|v| shlex::try_quote(v).ok())
+        .map_or_else(|| "bash".to_string(), |q| q.into_owned());
+    format!("exec {shell} -i")
+}
+
 fn absolute(base: &Path, p: PathBuf) -> PathBuf {
     if p.is_absolute() { p } else { base.join(p) }
 }
@@ -319,9 +338,15 @@ fn cap_timeout(s: &mut Sourced<Option<Duration>>, cap: Option<Duration>) {
 
 /// Resolves a request into a spec, applying every default in one place.
 ///
-/// Errors with a [`UsageError`] when the command is missing or empty.
+/// Errors with a [`UsageError`] when the command is missing (but for an
+/// interactive run, which then starts the user's shell:
+/// [`interactive_shell`]) or empty.
 pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
-    let script = command_script(&req.command)?;
+    let script = if req.command.is_empty() && req.interactive {
+        interactive_shell(&ambient.env)
+    } else {
+        command_script(&req.command)?
+    };
     let cwd = &ambient.cwd;
     if req.pty && (!req.background || req.detach) {
         return Err(UsageError(
@@ -456,6 +481,16 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
     let spill_fallback = (spill_dir.origin == Origin::Default
         && spill_dir.value != ambient.temp_dir)
         .then(|| absolute(cwd, ambient.temp_dir.clone()));
+    let render = Sourced::pick(req.render, defaults.render, Default::default);
+    // `--render raw`, asked for, means the exact bytes, also on a
+    // terminal; by default a terminal is shown the control sequences.
+    let on_terminal = if render.value == Render::Raw && render.origin != Origin::Default {
+        OnTerminal::Exact
+    } else {
+        OnTerminal::Escaped {
+            colours: req.terminal_colours.unwrap_or(true),
+        }
+    };
     Ok(Spec {
         script,
         workdir,
@@ -472,7 +507,7 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         limits: Sourced::pick(req.limits, defaults.limits, Default::default),
         signal: Sourced::pick(req.signal, None, || crate::signal::Signal::SIGTERM),
         prune_spill_after: defaults.prune_spill_after,
-        render: Sourced::pick(req.render, defaults.render, Default::default),
+        render,
         stdin: Sourced::pick(stdin, None, || StdinSource::Closed),
         spill_dir,
         spill_fallback,
@@ -490,6 +525,7 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         sandbox,
         interactive: req.interactive,
         stream: if req.background { None } else { req.stream },
+        on_terminal,
         config_file: req.config.map(|c| c.path),
         pid_namespace: req.background && ambient.can_create_pid_namespace,
         pty: req.pty,
@@ -796,6 +832,49 @@ mod tests {
     }
 
     #[test]
+    fn a_terminal_is_shown_escapes_unless_raw_is_asked_for() {
+        let on_terminal = |render, colours| {
+            let req = Request {
+                command: vec!["x".into()],
+                render,
+                terminal_colours: colours,
+                ..Request::default()
+            };
+            resolve(req, &ambient()).unwrap().on_terminal
+        };
+        assert_eq!(
+            on_terminal(None, None),
+            OnTerminal::Escaped { colours: true }
+        );
+        assert_eq!(
+            on_terminal(Some(Render::Plain), Some(false)),
+            OnTerminal::Escaped { colours: false }
+        );
+        assert_eq!(on_terminal(Some(Render::Raw), None), OnTerminal::Exact);
+    }
+
+    #[test]
+    fn interactive_without_a_command_is_the_users_shell() {
+        let shell = |env: Vec<(&str, &str)>| {
+            let req = Request {
+                interactive: true,
+                ..Request::default()
+            };
+            let env = env.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+            resolve(req, &Ambient { env, ..ambient() }).unwrap().script
+        };
+        assert_eq!(shell(vec![("SHELL", "/bin/zsh")]), "exec /bin/zsh -i");
+        assert_eq!(
+            shell(vec![("SHELL", "/opt/my shell")]),
+            "exec '/opt/my shell' -i"
+        );
+        assert_eq!(shell(vec![("SHELL", "")]), "exec bash -i");
+        assert_eq!(shell(vec![]), "exec bash -i");
+        // Without -i, no command is still a usage error.
+        assert!(resolve(Request::default(), &ambient()).is_err());
+    }
+
+    #[test]
     fn flags_win_and_paths_are_absolute() {
         let req = Request {
             command: vec!["grep".into(), "a b".into(), "f.txt".into()],
@@ -953,6 +1032,7 @@ mod tests {
             allow_caches: false,
             interactive: false,
             stream: None,
+            terminal_colours: Some(false),
             background: true,
             detach: false,
             config: Some(Config {
