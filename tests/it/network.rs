@@ -387,6 +387,88 @@ fn loopback_refuses_at_once_a_connect_a_race_a_sendmmsg_and_a_passed_socket() {
 }
 
 #[test]
+fn the_confining_modes_refuse_egress_by_default_and_network_allow_opens_it() {
+    if !can_make_namespaces() {
+        return skip("needs root with CAP_SYS_ADMIN, unshare and ip for a network namespace");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = 18466;
+    // No --network: the listener on 192.0.2.2 is there (the last run,
+    // with --network allow, reaches it), and the confining modes do not.
+    let (counts, printed) = in_test_namespace(
+        dir.path(),
+        port,
+        "connect='exec 3<>/dev/tcp/192.0.2.2/'$PORT' && echo reached >&3 && echo reached'
+        $DSH -s read-only --json -- \"$connect\" > read-only.json
+        $DSH -s workspace-write -- \"$connect\" > workspace-write.txt
+        $DSH -s workspace-write --network allow -- \"$connect\" > allowed.txt",
+    );
+    assert_eq!(counts, "tcp 1 udp 0 leaked False\n", "{printed}");
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+    // Refused at once (no packet, no wait on a route), told, and hinted.
+    let v: serde_json::Value = serde_json::from_str(&read("read-only.json")).unwrap();
+    assert_eq!(v["exit_code"], 1, "{v}");
+    assert!(v["duration_ms"].as_u64().unwrap() < 5000, "{v}");
+    assert_eq!(v["sandbox"]["network"], "loopback");
+    assert_eq!(v["sandbox"]["network_enforcement"], "gate");
+    assert_eq!(v["sandbox"]["network_denied"], true);
+    assert_eq!(
+        v["sandbox"]["denials"],
+        json!([{"op": "connect", "path": format!("192.0.2.2:{port}"), "errno": "EACCES",
+                "source": "gate", "network": true, "count": 1,
+                "hint": "--network allow=192.0.2.2 (HTTP and HTTPS, through a proxy) or \
+                         --network allow (read-only defaults to --network loopback)"}])
+    );
+    let text = read("workspace-write.txt");
+    assert!(
+        text.ends_with(&format!(
+            "[sandbox: network denied: connect(192.0.2.2:{port}); try --network allow=192.0.2.2 \
+             (HTTP and HTTPS, through a proxy) or --network allow (workspace-write defaults to \
+             --network loopback)]\n[exit code: 1]\n"
+        )),
+        "{text}"
+    );
+    assert_eq!(read("allowed.txt"), "reached\n[exit code: 0]\n");
+}
+
+#[test]
+fn the_confining_modes_default_to_loopback_and_reach_a_server_on_it() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut c in listener.incoming().map_while(Result::ok) {
+            let _ = c.write_all(b"hello from loopback\n");
+        }
+    });
+    let ws = tempfile::tempdir().unwrap();
+    let script = format!(
+        "exec 3<>/dev/tcp/127.0.0.1/{port} && head -n1 <&3 && \
+         echo \"$DSH_SANDBOX_MODE $DSH_SANDBOX_NETWORK\""
+    );
+    for (mode, network, enforcement) in [
+        ("read-only", "loopback", "gate"),
+        ("workspace-write", "loopback", "gate"),
+        ("full-access", "allow", "none"),
+    ] {
+        let v = Test::new()
+            .arg("-C")
+            .arg(ws.path())
+            .args(["--json", "-s", mode, "--", &script])
+            .run()
+            .json();
+        assert_eq!(
+            v["stdout"]["text"],
+            format!("hello from loopback\n{mode} {network}\n"),
+            "{mode}: {v}"
+        );
+        assert_eq!(v["sandbox"]["network"], network, "{mode}");
+        assert_eq!(v["sandbox"]["network_enforcement"], enforcement, "{mode}");
+        assert_eq!(v["sandbox"]["network_denied"], false, "{mode}");
+        assert_eq!(v["sandbox"]["denials"], json!([]), "{mode}");
+    }
+}
+
+#[test]
 fn the_allow_list_bypassed_is_loopback_only() {
     if !can_make_namespaces() {
         return skip("needs root with CAP_SYS_ADMIN, unshare and ip for a network namespace");

@@ -108,6 +108,10 @@ pub struct Context {
     /// list: a refusal there gets no hint, since lifting it would open
     /// every run's output to the command.
     pub state_dir: Option<PathBuf>,
+    /// The mode whose default the network policy is, when no flag or
+    /// configuration named one ([`super::Policy::network_default_of`]): a
+    /// network refusal's hint says so.
+    pub network_default_of: Option<Mode>,
 }
 
 /// The directory of the home a refused write to `path` (inside `home`)
@@ -139,8 +143,24 @@ fn home_dir_for(home: &Path, path: &Path) -> Option<PathBuf> {
 /// `op` is the call, `target` its address (`192.0.2.2:80`) or socket kind.
 /// Under `deny`, loopback or a host list; under `loopback` and `allow=`,
 /// the proxy for HTTP and HTTPS or all of the network, since no list lets
-/// a direct connection or a raw socket through.
-pub fn network_hint(network: Network, op: &str, target: Option<&str>) -> Option<String> {
+/// a direct connection or a raw socket through. `default_of` is the mode
+/// whose default the policy is (no flag or configuration named one): the
+/// hint then says so, since the caller asked for no network policy at all.
+pub fn network_hint(
+    network: Network,
+    op: &str,
+    target: Option<&str>,
+    default_of: Option<Mode>,
+) -> Option<String> {
+    let hint = flags_for_network(network, op, target)?;
+    Some(match default_of {
+        Some(mode) => format!("{hint} ({mode} defaults to --network {network})"),
+        None => hint,
+    })
+}
+
+/// The flags of [`network_hint`].
+fn flags_for_network(network: Network, op: &str, target: Option<&str>) -> Option<String> {
     let socket_kind = op == "socket" || op == "socketpair";
     // Only an IPv4 or IPv6 socket of a kind the gated policies keep
     // (stream, datagram) is let through by anything short of `allow`.
@@ -648,6 +668,7 @@ mod tests {
             read_exceptions: vec![],
             read_roots: vec![],
             state_dir: None,
+            network_default_of: None,
         }
     }
 
@@ -910,7 +931,7 @@ mod tests {
     #[test]
     fn each_network_refusal_names_the_policy_that_would_allow_it() {
         use super::Network;
-        let deny = network_hint(Network::Deny, "socket", Some("AF_INET6"));
+        let deny = network_hint(Network::Deny, "socket", Some("AF_INET6"), None);
         assert_eq!(
             deny.as_deref(),
             Some("--network loopback (local servers) or --network allow=HOST")
@@ -923,18 +944,51 @@ mod tests {
             (Network::AllowList, "AF_VSOCK"),
         ] {
             assert_eq!(
-                network_hint(net, "socket", Some(family)).as_deref(),
+                network_hint(net, "socket", Some(family), None).as_deref(),
                 Some("--network allow"),
                 "{net:?} {family}"
             );
         }
         assert_eq!(
-            network_hint(Network::Loopback, "connect", Some("[2001:db8::1]:443")).as_deref(),
+            network_hint(
+                Network::Loopback,
+                "connect",
+                Some("[2001:db8::1]:443"),
+                None
+            )
+            .as_deref(),
             Some(
                 "--network allow=2001:db8::1 (HTTP and HTTPS, through a proxy) or --network allow"
             )
         );
-        assert_eq!(network_hint(Network::Allow, "connect", Some("x:1")), None);
+        assert_eq!(
+            network_hint(Network::Allow, "connect", Some("x:1"), None),
+            None
+        );
+        // The mode's default, asked for by nobody, says so.
+        assert_eq!(
+            network_hint(
+                Network::Loopback,
+                "connect",
+                Some("192.0.2.1:80"),
+                Some(Mode::ReadOnly)
+            )
+            .as_deref(),
+            Some(
+                "--network allow=192.0.2.1 (HTTP and HTTPS, through a proxy) or --network allow \
+                 (read-only defaults to --network loopback)"
+            )
+        );
+        assert_eq!(
+            network_hint(
+                Network::Loopback,
+                "socket",
+                Some("AF_INET SOCK_RAW"),
+                Some(Mode::WorkspaceWrite)
+            )
+            .as_deref(),
+            Some("--network allow (workspace-write defaults to --network loopback)")
+        );
     }
 
     #[test]
