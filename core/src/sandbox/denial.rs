@@ -170,6 +170,14 @@ fn flags_for_network(network: Network, op: &str, target: Option<&str>) -> Option
         Network::Deny if socket_kind && !ip => Some("--network allow".into()),
         Network::Deny => Some("--network loopback (local servers) or --network allow=HOST".into()),
         Network::Loopback if socket_kind => Some("--network allow".into()),
+        // A name server (often the first refusal of `curl https://...`):
+        // allowing it through the proxy would do nothing, since the proxy
+        // resolves the names it is asked for itself.
+        Network::Loopback if is_dns(target) => Some(
+            "--network allow=HOST for the name looked up (HTTP and HTTPS, through a proxy \
+             that resolves names itself) or --network allow"
+                .into(),
+        ),
         Network::Loopback => {
             let host = target
                 .and_then(|t| t.rsplit_once(':').map(|(h, _)| h))
@@ -187,6 +195,14 @@ fn flags_for_network(network: Network, op: &str, target: Option<&str>) -> Option
                 .into(),
         ),
     }
+}
+
+/// Whether a refused call's target (`10.0.0.2:53`, `[2001:db8::53]:53`)
+/// is a name server's port.
+fn is_dns(target: Option<&str>) -> bool {
+    target
+        .and_then(|t| t.rsplit_once(':'))
+        .is_some_and(|(_, port)| port == "53")
 }
 
 /// The name of an errno, for a denial.
@@ -965,6 +981,17 @@ mod tests {
             network_hint(Network::Allow, "connect", Some("x:1"), None),
             None
         );
+        // A name server: the host to allow is the name looked up.
+        for server in ["10.255.255.53:53", "[2001:db8::53]:53"] {
+            assert_eq!(
+                network_hint(Network::Loopback, "connect", Some(server), None).as_deref(),
+                Some(
+                    "--network allow=HOST for the name looked up (HTTP and HTTPS, through a \
+                     proxy that resolves names itself) or --network allow"
+                ),
+                "{server}"
+            );
+        }
         // The mode's default, asked for by nobody, says so.
         assert_eq!(
             network_hint(
