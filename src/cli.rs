@@ -102,7 +102,8 @@ pub const REFERENCE: &[(&str, &[&str])] = &[
              or a known token shape; see docs/environment.md) and minus every DSH_* name; then PAGER=cat, GIT_PAGER=cat, MANPAGER=cat, \
              GIT_TERMINAL_PROMPT=0, TERM=dumb and NO_COLOR=1 (not with --interactive); then --env \
              entries; then --dsh-env entries, which no --env entry can displace. Sandboxed runs \
-             also get DSH_SANDBOX_MODE (and DSH_SANDBOX_NETWORK=deny, loopback or allow-list); \
+             also get DSH_SANDBOX_MODE and DSH_SANDBOX_NETWORK (allow, deny, loopback or \
+             allow-list: the policy in force, the default too); \
              --network allow= runs get HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and their lower-case \
              forms pointing at the run's proxy, and NO_PROXY=localhost,127.0.0.1,::1.",
             "NO_COLOR (non-empty) turns colour off; CLICOLOR_FORCE (non-empty, not 0) turns it \
@@ -133,8 +134,12 @@ pub const EXAMPLES: &[(&str, &str)] = &[
         "Pass one scrubbed secret through and print the result as JSON.",
     ),
     (
-        "dsh-exec -s workspace-write --network deny -- npm test",
-        "Confine writes to the workdir and the temp dir, with no IP networking.",
+        "dsh-exec -s workspace-write -- npm test",
+        "Confine writes to the workdir and the temp dir; loopback only (the default).",
+    ),
+    (
+        "dsh-exec -s workspace-write --network allow=registry.npmjs.org -- npm ci",
+        "Reach one registry, through a proxy of the run, and nothing else off the host.",
     ),
     (
         "dsh-exec explain -s read-only -- make",
@@ -561,7 +566,7 @@ pub struct RunArgs {
     /// Lift one entry of the read deny list (or make PATH inside a denied directory readable) (repeatable).
     #[arg(long = "allow-read", value_name = "PATH")]
     pub allow_read: Vec<PathBuf>,
-    /// IPv4/IPv6 networking [default: allow]: allow; deny (no IP sockets); loopback (TCP and UDP to and from 127.0.0.0/8 and ::1 only); allow=HOST[,HOST...] (loopback, and the listed hosts through a proxy of the run: example.org, *.example.org, 10.0.0.5, each with an optional :PORT, else ports 80 and 443; repeatable). Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket.
+    /// IPv4/IPv6 networking [default: loopback in read-only and workspace-write, allow in full-access; config key network]: allow; deny (no IP sockets); loopback (TCP and UDP to and from 127.0.0.0/8 and ::1 only); allow=HOST[,HOST...] (loopback, and the listed hosts through a proxy of the run: example.org, *.example.org, 10.0.0.5, each with an optional :PORT, else ports 80 and 443; repeatable). Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket.
     #[arg(long, value_name = "POLICY", value_parser = parse_network)]
     pub network: Vec<NetworkArg>,
     /// Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker.

@@ -136,8 +136,17 @@ fn interactive_banner(spec: &dsh_exec_core::Spec, writable: &[std::path::PathBuf
             .collect::<Vec<_>>()
             .join(", ")
     };
+    // A default says so, with the flag that opens the network: a human
+    // trying a sandbox by hand should not wonder why a download fails.
+    let network = match policy.network_default_of() {
+        Some(mode) => format!(
+            "{} (default for {mode}; --network allow opens it)",
+            policy.network.value
+        ),
+        None => policy.network.value.to_string(),
+    };
     format!(
-        "dsh-exec: interactive, sandbox {}, network {}; writable: {roots}; exit to leave",
-        policy.mode.value, policy.network.value
+        "dsh-exec: interactive, sandbox {}, network {network}; writable: {roots}; exit to leave",
+        policy.mode.value
     )
 }

@@ -170,6 +170,72 @@ fn the_config_allow_list_is_the_policy_until_a_network_flag_names_one() {
 }
 
 #[test]
+fn the_config_network_key_and_network_allow_open_what_a_confining_mode_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(&cfg, "").unwrap();
+    // The network facts of a confined run, and what the command was told.
+    let facts = |args: &[&str]| {
+        let v = with_config(
+            &cfg,
+            &[
+                &["--json", "-C", dir.path().to_str().unwrap()],
+                args,
+                &["--", "echo $DSH_SANDBOX_NETWORK"],
+            ]
+            .concat(),
+        )
+        .json();
+        (
+            v["sandbox"]["network"].clone(),
+            v["sandbox"]["network_enforcement"].clone(),
+            v["stdout"]["text"].clone(),
+        )
+    };
+    let (allow, loopback) = (
+        (json!("allow"), json!("none"), json!("allow\n")),
+        (json!("loopback"), json!("gate"), json!("loopback\n")),
+    );
+    // Neither: the mode's default.
+    assert_eq!(facts(&["-s", "workspace-write"]), loopback);
+    // The flag opens it, as before.
+    assert_eq!(
+        facts(&["-s", "workspace-write", "--network", "allow"]),
+        allow
+    );
+    // So does the file's key, for every run whose flags name no policy.
+    std::fs::write(&cfg, "[defaults]\nnetwork = \"allow\"\n").unwrap();
+    assert_eq!(facts(&["-s", "workspace-write"]), allow);
+    assert_eq!(facts(&["-s", "read-only"]), allow);
+    assert_eq!(
+        explain(&cfg, &["-s", "read-only"])["sandbox"]["network"],
+        json!({"value": "allow", "origin": "config"})
+    );
+    // A flag replaces it.
+    assert_eq!(
+        facts(&["-s", "workspace-write", "--network", "loopback"]),
+        loopback
+    );
+    // `deny` in the file confines the network of a run with no mode, as
+    // `--network deny` alone does (full-access).
+    std::fs::write(&cfg, "[defaults]\nnetwork = \"deny\"\n").unwrap();
+    assert_eq!(facts(&[]), (json!("deny"), json!("full"), json!("deny\n")));
+    // Not beside an allow-list, which is the allow= policy.
+    std::fs::write(
+        &cfg,
+        "[defaults]\nnetwork = \"allow\"\nnetwork_allow = [\"pypi.org\"]\n",
+    )
+    .unwrap();
+    let out = with_config(&cfg, &["--", "true"]);
+    out.expect_status(125).expect_stderr(&format!(
+        "dsh-exec: error: config file {}: line 2, key network: network and network_allow \
+         cannot both be given: network_allow is the allow= policy (leave network out) \
+         (CONFIG_INVALID)\n",
+        cfg.display()
+    ));
+}
+
+#[test]
 fn prune_spill_after_zero_is_refused_and_explain_shows_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("config.toml");

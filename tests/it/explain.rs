@@ -221,3 +221,97 @@ fn every_value_of_explain_is_one_line() {
         out.stdout
     );
 }
+
+#[test]
+fn explain_names_the_network_policy_and_where_it_came_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(&cfg, "").unwrap();
+    // The `network` row of the text (its alignment squeezed out) and the
+    // JSON's policy, its source and the variable the command gets.
+    let explain = |args: &[&str]| {
+        let run = |json: &[&str]| {
+            let out = Test::new()
+                .env("DSH_EXEC_CONFIG", &cfg)
+                .arg("explain")
+                .args(json)
+                .arg("-C")
+                .arg(dir.path())
+                .args(args)
+                .args(["--", "true"])
+                .run();
+            out.expect_status(0);
+            out
+        };
+        let text = run(&[]).stdout;
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("network "))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_else(|| panic!("no network row: {text}"));
+        let v = run(&["--json"]).json();
+        let told = v["environment"]["set"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "DSH_SANDBOX_NETWORK")
+            .cloned();
+        (
+            row,
+            v["sandbox"]["network"].clone(),
+            v["sandbox"]["network_source"].clone(),
+            told,
+        )
+    };
+    let told = |policy: &str| {
+        Some(json!({"name": "DSH_SANDBOX_NETWORK", "value": policy, "layer": "managed"}))
+    };
+    for (args, row, network, source) in [
+        (
+            &["-s", "workspace-write"][..],
+            "network loopback (default for workspace-write)",
+            json!({"value": "loopback", "origin": "default"}),
+            "default for workspace-write",
+        ),
+        (
+            &["-s", "read-only"],
+            "network loopback (default for read-only)",
+            json!({"value": "loopback", "origin": "default"}),
+            "default for read-only",
+        ),
+        (
+            &["-s", "full-access"],
+            "network allow (default for full-access)",
+            json!({"value": "allow", "origin": "default"}),
+            "default for full-access",
+        ),
+        (
+            &["-s", "workspace-write", "--network", "allow"],
+            "network allow (flag)",
+            json!({"value": "allow", "origin": "flag"}),
+            "flag",
+        ),
+    ] {
+        let policy = network["value"].as_str().unwrap();
+        assert_eq!(
+            explain(args),
+            (
+                row.to_string(),
+                network.clone(),
+                json!(source),
+                told(policy)
+            ),
+            "{args:?}"
+        );
+    }
+    std::fs::write(&cfg, "[defaults]\nnetwork = \"allow\"\n").unwrap();
+    assert_eq!(
+        explain(&["-s", "workspace-write"]),
+        (
+            "network allow (config)".to_string(),
+            json!({"value": "allow", "origin": "config"}),
+            json!("config"),
+            told("allow")
+        )
+    );
+}

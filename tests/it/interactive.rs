@@ -25,12 +25,16 @@ fn an_interactive_shell_runs_confined_and_the_marker_follows_exit() {
         )
         .run();
     let text = screen.text.replace('\r', "");
-    // The banner names the mode and where the command may write: in
-    // read-only, its private scratch dir alone.
+    // The banner names the mode, the network policy (here the mode's
+    // default, with the flag that opens it) and where the command may
+    // write: in read-only, its private scratch dir alone.
     let banner = text
         .lines()
         .find(|l| {
-            l.starts_with("dsh-exec: interactive, sandbox read-only, network allow; writable: ")
+            l.starts_with(
+                "dsh-exec: interactive, sandbox read-only, network loopback (default for \
+                 read-only; --network allow opens it); writable: ",
+            )
         })
         .unwrap_or_else(|| panic!("no banner: {text}"));
     assert!(banner.ends_with("; exit to leave"), "{banner}");

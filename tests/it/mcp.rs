@@ -225,6 +225,70 @@ fn a_call_cannot_widen_the_servers_policy() {
 }
 
 #[test]
+fn a_confining_mode_s_network_default_is_loopback_for_calls_too() {
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path().to_str().unwrap();
+    // The network facts of a `run` call (and what its command was told).
+    let network = |m: &mut Mcp, args: Value| {
+        let r = m.call("run", args);
+        let facts = &r["structuredContent"]["sandbox"];
+        (
+            facts["mode"].as_str().unwrap_or_default().to_string(),
+            facts["network"].as_str().unwrap_or_default().to_string(),
+            text(&r),
+        )
+    };
+    let told = "echo $DSH_SANDBOX_NETWORK";
+    let row = |mode: &str, network: &str| {
+        (
+            mode.to_string(),
+            network.to_string(),
+            format!("{network}\n[exit code: 0]\n"),
+        )
+    };
+    // A server in full-access: allow; a call that narrows the mode to a
+    // confining one gets that mode's default, as on the command line.
+    let mut m = Mcp::start(&["--sandbox", "full-access", "-C", ws]);
+    assert_eq!(
+        network(&mut m, json!({"command": told})),
+        row("full-access", "allow")
+    );
+    assert_eq!(
+        network(
+            &mut m,
+            json!({"command": told, "sandbox": "workspace-write"})
+        ),
+        row("workspace-write", "loopback")
+    );
+    assert!(m.close().success());
+    // A confining server: loopback, for every call.
+    let mut m = Mcp::start(&["--sandbox", "workspace-write", "-C", ws]);
+    assert_eq!(
+        network(&mut m, json!({"command": told})),
+        row("workspace-write", "loopback")
+    );
+    assert_eq!(
+        network(&mut m, json!({"command": told, "sandbox": "read-only"})),
+        row("read-only", "loopback")
+    );
+    assert!(m.close().success());
+    // The server's --network allow is its policy; a narrower mode keeps it.
+    let mut m = Mcp::start(&[
+        "--sandbox",
+        "workspace-write",
+        "--network",
+        "allow",
+        "-C",
+        ws,
+    ]);
+    assert_eq!(
+        network(&mut m, json!({"command": told, "sandbox": "read-only"})),
+        row("read-only", "allow")
+    );
+    assert!(m.close().success());
+}
+
+#[test]
 fn allow_write_is_the_servers_and_taken_from_its_workdir() {
     let ws = tempfile::tempdir().unwrap();
     let ws = std::fs::canonicalize(ws.path()).unwrap();

@@ -387,6 +387,156 @@ fn loopback_refuses_at_once_a_connect_a_race_a_sendmmsg_and_a_passed_socket() {
 }
 
 #[test]
+fn the_confining_modes_refuse_egress_by_default_and_network_allow_opens_it() {
+    if !can_make_namespaces() {
+        return skip("needs root with CAP_SYS_ADMIN, unshare and ip for a network namespace");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = 18466;
+    // No --network: the listener on 192.0.2.2 is there (the last run,
+    // with --network allow, reaches it), and the confining modes do not.
+    let (counts, printed) = in_test_namespace(
+        dir.path(),
+        port,
+        "connect='exec 3<>/dev/tcp/192.0.2.2/'$PORT' && echo reached >&3 && echo reached'
+        $DSH -s read-only --json -- \"$connect\" > read-only.json
+        $DSH -s workspace-write -- \"$connect\" > workspace-write.txt
+        $DSH -s workspace-write --network allow -- \"$connect\" > allowed.txt",
+    );
+    assert_eq!(counts, "tcp 1 udp 0 leaked False\n", "{printed}");
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+    // Refused at once (no packet, no wait on a route), told, and hinted.
+    let v: serde_json::Value = serde_json::from_str(&read("read-only.json")).unwrap();
+    assert_eq!(v["exit_code"], 1, "{v}");
+    assert!(v["duration_ms"].as_u64().unwrap() < 5000, "{v}");
+    assert_eq!(v["sandbox"]["network"], "loopback");
+    assert_eq!(v["sandbox"]["network_enforcement"], "gate");
+    assert_eq!(v["sandbox"]["network_denied"], true);
+    assert_eq!(
+        v["sandbox"]["denials"],
+        json!([{"op": "connect", "path": format!("192.0.2.2:{port}"), "errno": "EACCES",
+                "source": "gate", "network": true, "count": 1,
+                "hint": "--network allow=192.0.2.2 (HTTP and HTTPS, through a proxy) or \
+                         --network allow (read-only defaults to --network loopback)"}])
+    );
+    let text = read("workspace-write.txt");
+    assert!(
+        text.ends_with(&format!(
+            "[sandbox: network denied: connect(192.0.2.2:{port}); try --network allow=192.0.2.2 \
+             (HTTP and HTTPS, through a proxy) or --network allow (workspace-write defaults to \
+             --network loopback)]\n[exit code: 1]\n"
+        )),
+        "{text}"
+    );
+    assert_eq!(read("allowed.txt"), "reached\n[exit code: 0]\n");
+}
+
+#[test]
+fn curl_of_a_name_under_the_default_is_refused_at_the_name_server_with_a_hint() {
+    if !can_make_namespaces() {
+        return skip("needs root with CAP_SYS_ADMIN, unshare and ip for a network namespace");
+    }
+    if !Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return skip("needs curl");
+    }
+    // A network namespace with loopback alone, and a mount namespace whose
+    // resolver is 192.0.2.53 (no route to it: nothing could leave anyway).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("resolv.conf"), "nameserver 192.0.2.53\n").unwrap();
+    std::fs::write(dir.path().join("nsswitch.conf"), "hosts: files dns\n").unwrap();
+    let curl = "curl -sS -m 10 https://example.com";
+    let out = Command::new("unshare")
+        .args(["--net", "--mount", "bash", "-c"])
+        .arg(format!(
+            "set -e; mount --bind resolv.conf /etc/resolv.conf
+            mount --bind nsswitch.conf /etc/nsswitch.conf; ip link set lo up
+            \"$DSH\" -s workspace-write --json -- '{curl}' > curl.json || true
+            \"$DSH\" -s workspace-write -- '{curl}' > curl.txt || true"
+        ))
+        .env("DSH", bin())
+        .env("HOME", "/nonexistent-home")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
+    let printed = stdout(&out) + &stderr(&out);
+    let hint = "--network allow=HOST for the name looked up (HTTP and HTTPS, through a proxy \
+                that resolves names itself) or --network allow (workspace-write defaults to \
+                --network loopback)";
+    let v: serde_json::Value =
+        serde_json::from_str(&read("curl.json")).unwrap_or_else(|e| panic!("{e}: {printed}"));
+    assert_eq!(v["exit_code"], 6, "{v}");
+    assert_eq!(v["sandbox"]["network_denied"], true, "{v}");
+    let first = &v["sandbox"]["denials"][0];
+    let count = first["count"].as_u64().unwrap();
+    assert_eq!(
+        first,
+        &json!({"op": "connect", "path": "192.0.2.53:53", "errno": "EACCES", "source": "gate",
+                "network": true, "hint": hint, "count": count}),
+        "{v}"
+    );
+    // The text run's notice, the same but for how many times the
+    // resolver tried (its own run).
+    let text = read("curl.txt");
+    let lines: Vec<&str> = text.lines().collect();
+    let (notice, marker) = (lines[lines.len() - 2], lines[lines.len() - 1]);
+    let times = notice
+        .strip_prefix("[sandbox: network denied: connect(192.0.2.53:53)")
+        .and_then(|rest| rest.strip_suffix(&format!("; try {hint}]")))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        times.is_empty() || (times.starts_with(" (") && times.ends_with(" times)")),
+        "{text}"
+    );
+    assert_eq!(marker, "[exit code: 6]", "{text}");
+    assert!(
+        text.starts_with("[stderr]\ncurl: (6) Could not resolve host: example.com\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_confining_modes_default_to_loopback_and_reach_a_server_on_it() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut c in listener.incoming().map_while(Result::ok) {
+            let _ = c.write_all(b"hello from loopback\n");
+        }
+    });
+    let ws = tempfile::tempdir().unwrap();
+    let script = format!(
+        "exec 3<>/dev/tcp/127.0.0.1/{port} && head -n1 <&3 && \
+         echo \"$DSH_SANDBOX_MODE $DSH_SANDBOX_NETWORK\""
+    );
+    for (mode, network, enforcement) in [
+        ("read-only", "loopback", "gate"),
+        ("workspace-write", "loopback", "gate"),
+        ("full-access", "allow", "none"),
+    ] {
+        let v = Test::new()
+            .arg("-C")
+            .arg(ws.path())
+            .args(["--json", "-s", mode, "--", &script])
+            .run()
+            .json();
+        assert_eq!(
+            v["stdout"]["text"],
+            format!("hello from loopback\n{mode} {network}\n"),
+            "{mode}: {v}"
+        );
+        assert_eq!(v["sandbox"]["network"], network, "{mode}");
+        assert_eq!(v["sandbox"]["network_enforcement"], enforcement, "{mode}");
+        assert_eq!(v["sandbox"]["network_denied"], false, "{mode}");
+        assert_eq!(v["sandbox"]["denials"], json!([]), "{mode}");
+    }
+}
+
+#[test]
 fn the_allow_list_bypassed_is_loopback_only() {
     if !can_make_namespaces() {
         return skip("needs root with CAP_SYS_ADMIN, unshare and ip for a network namespace");

@@ -63,7 +63,8 @@ fn read_only_reads_and_writes_devices_but_no_files() {
         json!({"mode": "read-only", "denied": false, "denials": [], "denials_more": 0, "network_denied": false,
                "read_enforcement": "landlock: deny list", "denials_source": "output",
                "enforcement": "full", "runner_failed": false,
-               "network": "allow", "network_enforcement": "none"})
+               // No --network: the confining modes' default.
+               "network": "loopback", "network_enforcement": "gate"})
     );
     let (v, status) = sandboxed(&d, &["-s", "read-only"], &format!("touch {}/f", p(&d.ws)));
     assert_eq!(status, 1);

@@ -91,8 +91,25 @@ fn io_uring_and_terminal_injection_are_refused() {
         "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nparams = ctypes.create_string_buffer(120)\n\
          r = libc.syscall(425, 8, params)\nprint(r, ctypes.get_errno())",
     );
+    // The confining modes' own filter refuses it, whatever the network
+    // policy (`allow` here, so that no network filter answers first)...
+    let out = Test::new()
+        .env("TMPDIR", ws.path())
+        .args(["-s", "read-only", "--network", "allow", "-C"])
+        .arg(ws.path())
+        .args(["--", &uring])
+        .run();
+    assert_eq!(
+        out.stdout, "-1 1\n[exit code: 0]\n",
+        "io_uring_setup: EPERM"
+    );
+    // ...and under their default network policy, loopback, the network
+    // filter refuses it first, as under --network deny.
     let (text, _) = confined("read-only", ws.path(), &uring);
-    assert_eq!(text, "-1 1\n[exit code: 0]\n", "io_uring_setup: EPERM");
+    assert_eq!(
+        text, "-1 13\n[exit code: 0]\n",
+        "io_uring_setup under the default --network loopback: EACCES"
+    );
     let out = Test::new().args(["--network", "deny", "--", &uring]).run();
     assert_eq!(
         out.stdout, "-1 13\n[exit code: 0]\n",

@@ -59,7 +59,13 @@ fn gate_fact(
     let network = d.why.is_network();
     let hint = match d.why {
         Refusal::Network => {
-            denial::network_hint(policy, d.op, d.path.as_ref().and_then(|p| p.to_str()))
+            let default_of = ctx.and_then(|c| c.network_default_of);
+            denial::network_hint(
+                policy,
+                d.op,
+                d.path.as_ref().and_then(|p| p.to_str()),
+                default_of,
+            )
         }
         Refusal::OutsideSocket => d
             .path

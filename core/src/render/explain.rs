@@ -233,6 +233,10 @@ pub struct ExplainedSandbox {
     pub mode: SourcedValue<Mode>,
     /// The network policy: `allow`, `deny`, `loopback` or `allow-list`.
     pub network: SourcedValue<Network>,
+    /// Where the network policy came from, in words: `flag`, `config`, or
+    /// the mode's default, `default for MODE` (`loopback` in `read-only`
+    /// and `workspace-write`, `allow` in `full-access`).
+    pub network_source: String,
     /// The hosts of `--network allow=` (normalized, e.g.
     /// `*.example.org:8443`); empty for the other policies.
     pub network_allow: Vec<HostRule>,
@@ -680,6 +684,7 @@ fn explained_sandbox(spec: &Spec) -> Option<ExplainedSandbox> {
         spill_dir: lossy(&a.spill_dir.0),
         mode: sourced(&policy.mode, policy.mode.value),
         network: sourced(&policy.network, policy.network.value),
+        network_source: policy.network_source(),
         network_allow: policy.network_allow.clone(),
         network_mechanism: network_mechanism(policy.network.value).into(),
         network_proxy: (policy.network.value == Network::AllowList).then(|| PROXY_WHERE.into()),
@@ -810,7 +815,7 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
         (
             "network".into(),
             policy.network.value.as_str().into(),
-            o(policy.network.origin),
+            format!("({})", policy.network_source()),
         ),
     ];
     for (i, h) in policy.network_allow.iter().enumerate() {

@@ -31,7 +31,8 @@
 //! allow_read = ["~/.npmrc"]    # added to --allow-read
 //! read_roots = ["~/src"]       # as --read-root (flags replace it)
 //! env_policy = "core"          # as --env-policy
-//! network_allow = ["pypi.org", "*.pythonhosted.org"] # as --network allow=
+//! network = "allow"            # as --network allow|deny|loopback
+//! network_allow = ["pypi.org", "*.pythonhosted.org"] # as --network allow= (not with network)
 //! prune_spill_after = "7d"     # prune old spill directories at each start
 //!
 //! [caps]
@@ -155,6 +156,12 @@ pub struct Defaults {
     /// whose flags name none; a `--network` flag replaces it.
     #[serde(default)]
     pub network_allow: Vec<crate::net::rules::HostRule>,
+    /// The network policy of runs whose flags name none (`--network`):
+    /// `allow`, `deny` or `loopback`; a `--network` flag replaces it.
+    /// Unset: `loopback` in the confining modes, `allow` in full-access.
+    /// Not beside `network_allow`, which is the `allow=` policy.
+    #[serde(default, deserialize_with = "network")]
+    pub network: Option<crate::sandbox::Network>,
 }
 
 /// The `[caps]` table.
@@ -324,6 +331,24 @@ fn budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
         .map_err(serde::de::Error::custom)
 }
 
+/// `allow`, `deny` or `loopback`; an allow-list is `network_allow`.
+fn network<'de, D: Deserializer<'de>>(d: D) -> Result<Option<crate::sandbox::Network>, D::Error> {
+    use crate::sandbox::Network;
+    let text = String::deserialize(d)?;
+    match text.parse::<Network>() {
+        Ok(Network::AllowList) | Err(_) if text.starts_with("allow") && text != "allow" => {
+            Err(serde::de::Error::custom(format!(
+                "invalid network policy '{text}': write an allow-list as network_allow = \
+                 [\"HOST\", ...]"
+            )))
+        }
+        Ok(Network::AllowList) | Err(_) => Err(serde::de::Error::custom(format!(
+            "invalid network policy '{text}' (allow, deny or loopback)"
+        ))),
+        Ok(n) => Ok(Some(n)),
+    }
+}
+
 fn mode<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Mode>, D::Error> {
     let text = String::deserialize(d)?;
     text.parse::<Mode>()
@@ -414,6 +439,26 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, Error> {
             .map(|(key, _)| key.trim().to_string());
         invalid(path, ConfigProblem::Parse { line, key, message })
     })?;
+    if file.defaults.network.is_some() && !file.defaults.network_allow.is_empty() {
+        // Named by the line of `network`, as a parse error would be.
+        let line = text
+            .lines()
+            .position(|l| {
+                l.split_once('=')
+                    .is_some_and(|(k, _)| k.trim() == "network")
+            })
+            .map(|n| n + 1);
+        return Err(invalid(
+            path,
+            ConfigProblem::Parse {
+                line,
+                key: Some("network".into()),
+                message: "network and network_allow cannot both be given: network_allow is the \
+                          allow= policy (leave network out)"
+                    .into(),
+            },
+        ));
+    }
     Ok(Config {
         path: path.to_path_buf(),
         defaults: file.defaults,
@@ -471,6 +516,39 @@ mod tests {
             err.to_string()
                 .contains("line 2, key timeot: unknown field `timeot`"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn the_network_key_takes_a_plain_policy_and_not_beside_an_allow_list() {
+        use crate::sandbox::Network;
+        for (text, policy) in [
+            ("allow", Network::Allow),
+            ("deny", Network::Deny),
+            ("loopback", Network::Loopback),
+        ] {
+            let c = parse(
+                Path::new("/c.toml"),
+                &format!("[defaults]\nnetwork = \"{text}\"\n"),
+            )
+            .unwrap();
+            assert_eq!(c.defaults.network, Some(policy));
+        }
+        let err = |text: &str| parse(Path::new("/c.toml"), text).unwrap_err().to_string();
+        assert_eq!(
+            err("[defaults]\nnetwork = \"none\"\n"),
+            "config file /c.toml: line 2, key network: invalid network policy 'none' \
+             (allow, deny or loopback)"
+        );
+        assert_eq!(
+            err("[defaults]\nnetwork = \"allow=pypi.org\"\n"),
+            "config file /c.toml: line 2, key network: invalid network policy \
+             'allow=pypi.org': write an allow-list as network_allow = [\"HOST\", ...]"
+        );
+        assert_eq!(
+            err("[defaults]\nnetwork_allow = [\"pypi.org\"]\nnetwork = \"allow\"\n"),
+            "config file /c.toml: line 3, key network: network and network_allow cannot both \
+             be given: network_allow is the allow= policy (leave network out)"
         );
     }
 

@@ -426,12 +426,12 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
     let mut managed = req.dsh_env.clone();
     if let Some(policy) = &sandbox {
         managed.push(("DSH_SANDBOX_MODE".into(), policy.mode.value.as_str().into()));
-        if policy.network.value != Network::Allow {
-            managed.push((
-                "DSH_SANDBOX_NETWORK".into(),
-                policy.network.value.as_str().into(),
-            ));
-        }
+        // Always, `allow` too: the default depends on the mode, so an
+        // absent variable would leave the command to guess.
+        managed.push((
+            "DSH_SANDBOX_NETWORK".into(),
+            policy.network.value.as_str().into(),
+        ));
     }
     let defaults = req
         .config
@@ -604,28 +604,34 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
         .iter()
         .flat_map(|c| c.defaults.network_allow.clone())
         .collect();
+    // The configuration file's `network`; `allow` alone asks for nothing
+    // an unconfined run does not have already.
+    let config_network = req.config.as_ref().and_then(|c| c.defaults.network);
     if req.sandbox.is_none()
         && config_mode.is_none()
         && req.network.is_none()
         && config_allow.is_empty()
+        && config_network.is_none_or(|n| n == Network::Allow)
     {
         return None;
     }
-    // The configuration file's allow-list is the policy when no flag names
-    // one; a flag's policy replaces it, as for every other value.
+    let mode = Sourced::pick(req.sandbox, config_mode, || Mode::FullAccess);
+    // A flag's policy, else the configuration file's (its allow-list or its
+    // `network`), else the mode's default: `loopback` in the confining
+    // modes, `allow` in full-access.
+    let default = || Network::default_for(mode.value);
     let (network, network_allow) = match req.network {
         Some(Network::AllowList) => (
-            Sourced::pick(Some(Network::AllowList), None, || Network::Allow),
+            Sourced::pick(Some(Network::AllowList), None, default),
             req.network_allow.clone(),
         ),
-        Some(n) => (Sourced::pick(Some(n), None, || Network::Allow), Vec::new()),
+        Some(n) => (Sourced::pick(Some(n), None, default), Vec::new()),
         None if !config_allow.is_empty() => (
-            Sourced::pick(None, Some(Network::AllowList), || Network::Allow),
+            Sourced::pick(None, Some(Network::AllowList), default),
             config_allow,
         ),
-        None => (Sourced::pick(None, None, || Network::Allow), Vec::new()),
+        None => (Sourced::pick(None, config_network, default), Vec::new()),
     };
-    let mode = Sourced::pick(req.sandbox, config_mode, || Mode::FullAccess);
     // read-only, and workspace-write without the temp dir, get a private
     // scratch directory: no temp dir at all breaks pytest, heredocs and sort.
     let scratch =
@@ -889,6 +895,94 @@ mod tests {
         assert_eq!(spec.workdir.origin, Origin::Flag);
         assert_eq!(spec.timeout.value, None);
         assert_eq!(spec.stdin.value, StdinSource::Inherited);
+    }
+
+    #[test]
+    fn the_network_policy_is_the_flag_s_then_the_file_s_then_the_mode_s_default() {
+        let config = |network: Option<Network>, sandbox: Option<Mode>| Config {
+            path: "/c.toml".into(),
+            defaults: config::Defaults {
+                network,
+                sandbox,
+                ..Default::default()
+            },
+            caps: Default::default(),
+        };
+        let policy = |sandbox: Option<Mode>, network: Option<Network>, config: Option<Config>| {
+            let req = Request {
+                command: vec!["true".into()],
+                sandbox,
+                network,
+                config,
+                ..Request::default()
+            };
+            let spec = resolve(req, &ambient()).unwrap();
+            spec.sandbox.map(|p| {
+                let net = spec
+                    .env
+                    .settings
+                    .iter()
+                    .find(|s| s.name == "DSH_SANDBOX_NETWORK");
+                assert_eq!(
+                    net.map(|s| s.value.clone()),
+                    Some(p.network.value.as_str().into())
+                );
+                (p.network.value, p.network.origin, p.network_source())
+            })
+        };
+        let default =
+            |n: Network, mode: &str| Some((n, Origin::Default, format!("default for {mode}")));
+        // No flag, no file: loopback when the mode confines, allow otherwise.
+        assert_eq!(
+            policy(Some(Mode::ReadOnly), None, None),
+            default(Network::Loopback, "read-only")
+        );
+        assert_eq!(
+            policy(Some(Mode::WorkspaceWrite), None, None),
+            default(Network::Loopback, "workspace-write")
+        );
+        assert_eq!(
+            policy(Some(Mode::FullAccess), None, None),
+            default(Network::Allow, "full-access")
+        );
+        // The file's mode is a mode like the flag's.
+        assert_eq!(
+            policy(None, None, Some(config(None, Some(Mode::WorkspaceWrite)))),
+            default(Network::Loopback, "workspace-write")
+        );
+        // A flag and the file's key open it (or close it further).
+        assert_eq!(
+            policy(Some(Mode::WorkspaceWrite), Some(Network::Allow), None),
+            Some((Network::Allow, Origin::Flag, "flag".into()))
+        );
+        assert_eq!(
+            policy(
+                Some(Mode::ReadOnly),
+                None,
+                Some(config(Some(Network::Allow), None))
+            ),
+            Some((Network::Allow, Origin::Config, "config".into()))
+        );
+        assert_eq!(
+            policy(
+                Some(Mode::WorkspaceWrite),
+                Some(Network::Deny),
+                Some(config(Some(Network::Allow), None))
+            ),
+            Some((Network::Deny, Origin::Flag, "flag".into()))
+        );
+        // The file's `network` alone: deny and loopback confine the network
+        // of every run (in full-access, as `--network` alone does); allow
+        // asks for nothing an unconfined run lacks.
+        assert_eq!(
+            policy(None, None, Some(config(Some(Network::Deny), None))),
+            Some((Network::Deny, Origin::Config, "config".into()))
+        );
+        assert_eq!(
+            policy(None, None, Some(config(Some(Network::Allow), None))),
+            None
+        );
+        assert_eq!(policy(None, None, None), None);
     }
 
     #[test]

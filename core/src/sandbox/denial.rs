@@ -108,6 +108,10 @@ pub struct Context {
     /// list: a refusal there gets no hint, since lifting it would open
     /// every run's output to the command.
     pub state_dir: Option<PathBuf>,
+    /// The mode whose default the network policy is, when no flag or
+    /// configuration named one ([`super::Policy::network_default_of`]): a
+    /// network refusal's hint says so.
+    pub network_default_of: Option<Mode>,
 }
 
 /// The directory of the home a refused write to `path` (inside `home`)
@@ -139,8 +143,24 @@ fn home_dir_for(home: &Path, path: &Path) -> Option<PathBuf> {
 /// `op` is the call, `target` its address (`192.0.2.2:80`) or socket kind.
 /// Under `deny`, loopback or a host list; under `loopback` and `allow=`,
 /// the proxy for HTTP and HTTPS or all of the network, since no list lets
-/// a direct connection or a raw socket through.
-pub fn network_hint(network: Network, op: &str, target: Option<&str>) -> Option<String> {
+/// a direct connection or a raw socket through. `default_of` is the mode
+/// whose default the policy is (no flag or configuration named one): the
+/// hint then says so, since the caller asked for no network policy at all.
+pub fn network_hint(
+    network: Network,
+    op: &str,
+    target: Option<&str>,
+    default_of: Option<Mode>,
+) -> Option<String> {
+    let hint = flags_for_network(network, op, target)?;
+    Some(match default_of {
+        Some(mode) => format!("{hint} ({mode} defaults to --network {network})"),
+        None => hint,
+    })
+}
+
+/// The flags of [`network_hint`].
+fn flags_for_network(network: Network, op: &str, target: Option<&str>) -> Option<String> {
     let socket_kind = op == "socket" || op == "socketpair";
     // Only an IPv4 or IPv6 socket of a kind the gated policies keep
     // (stream, datagram) is let through by anything short of `allow`.
@@ -150,6 +170,14 @@ pub fn network_hint(network: Network, op: &str, target: Option<&str>) -> Option<
         Network::Deny if socket_kind && !ip => Some("--network allow".into()),
         Network::Deny => Some("--network loopback (local servers) or --network allow=HOST".into()),
         Network::Loopback if socket_kind => Some("--network allow".into()),
+        // A name server (often the first refusal of `curl https://...`):
+        // allowing it through the proxy would do nothing, since the proxy
+        // resolves the names it is asked for itself.
+        Network::Loopback if is_dns(target) => Some(
+            "--network allow=HOST for the name looked up (HTTP and HTTPS, through a proxy \
+             that resolves names itself) or --network allow"
+                .into(),
+        ),
         Network::Loopback => {
             let host = target
                 .and_then(|t| t.rsplit_once(':').map(|(h, _)| h))
@@ -167,6 +195,14 @@ pub fn network_hint(network: Network, op: &str, target: Option<&str>) -> Option<
                 .into(),
         ),
     }
+}
+
+/// Whether a refused call's target (`10.0.0.2:53`, `[2001:db8::53]:53`)
+/// is a name server's port.
+fn is_dns(target: Option<&str>) -> bool {
+    target
+        .and_then(|t| t.rsplit_once(':'))
+        .is_some_and(|(_, port)| port == "53")
 }
 
 /// The name of an errno, for a denial.
@@ -814,6 +850,7 @@ mod tests {
             read_exceptions: vec![],
             read_roots: vec![],
             state_dir: None,
+            network_default_of: None,
         }
     }
 
@@ -1076,7 +1113,7 @@ mod tests {
     #[test]
     fn each_network_refusal_names_the_policy_that_would_allow_it() {
         use super::Network;
-        let deny = network_hint(Network::Deny, "socket", Some("AF_INET6"));
+        let deny = network_hint(Network::Deny, "socket", Some("AF_INET6"), None);
         assert_eq!(
             deny.as_deref(),
             Some("--network loopback (local servers) or --network allow=HOST")
@@ -1089,18 +1126,62 @@ mod tests {
             (Network::AllowList, "AF_VSOCK"),
         ] {
             assert_eq!(
-                network_hint(net, "socket", Some(family)).as_deref(),
+                network_hint(net, "socket", Some(family), None).as_deref(),
                 Some("--network allow"),
                 "{net:?} {family}"
             );
         }
         assert_eq!(
-            network_hint(Network::Loopback, "connect", Some("[2001:db8::1]:443")).as_deref(),
+            network_hint(
+                Network::Loopback,
+                "connect",
+                Some("[2001:db8::1]:443"),
+                None
+            )
+            .as_deref(),
             Some(
                 "--network allow=2001:db8::1 (HTTP and HTTPS, through a proxy) or --network allow"
             )
         );
-        assert_eq!(network_hint(Network::Allow, "connect", Some("x:1")), None);
+        assert_eq!(
+            network_hint(Network::Allow, "connect", Some("x:1"), None),
+            None
+        );
+        // A name server: the host to allow is the name looked up.
+        for server in ["10.255.255.53:53", "[2001:db8::53]:53"] {
+            assert_eq!(
+                network_hint(Network::Loopback, "connect", Some(server), None).as_deref(),
+                Some(
+                    "--network allow=HOST for the name looked up (HTTP and HTTPS, through a \
+                     proxy that resolves names itself) or --network allow"
+                ),
+                "{server}"
+            );
+        }
+        // The mode's default, asked for by nobody, says so.
+        assert_eq!(
+            network_hint(
+                Network::Loopback,
+                "connect",
+                Some("192.0.2.1:80"),
+                Some(Mode::ReadOnly)
+            )
+            .as_deref(),
+            Some(
+                "--network allow=192.0.2.1 (HTTP and HTTPS, through a proxy) or --network allow \
+                 (read-only defaults to --network loopback)"
+            )
+        );
+        assert_eq!(
+            network_hint(
+                Network::Loopback,
+                "socket",
+                Some("AF_INET SOCK_RAW"),
+                Some(Mode::WorkspaceWrite)
+            )
+            .as_deref(),
+            Some("--network allow (workspace-write defaults to --network loopback)")
+        );
     }
 
     #[test]

@@ -169,6 +169,18 @@ impl Network {
     pub fn gated(self) -> bool {
         matches!(self, Network::Loopback | Network::AllowList)
     }
+
+    /// The policy of a run in `mode` when neither a flag nor the
+    /// configuration file names one: `loopback` in the confining modes (a
+    /// confined command reaches its own local servers and nothing off the
+    /// host unless asked), `allow` in `full-access`.
+    pub fn default_for(mode: Mode) -> Network {
+        if mode.confines() {
+            Network::Loopback
+        } else {
+            Network::Allow
+        }
+    }
 }
 
 named_values!(
@@ -252,6 +264,26 @@ pub struct Policy {
     /// `$TMPDIR`, removed after it.
     #[serde(default, with = "crate::serde_paths::exact_opt_path")]
     pub scratch_parent: Option<PathBuf>,
+}
+
+impl Policy {
+    /// The confining mode whose default the network policy is, when it is
+    /// one: no flag and no configuration file named a policy, and the
+    /// mode confines (so the policy is `loopback`, see
+    /// [`Network::default_for`]).
+    pub fn network_default_of(&self) -> Option<Mode> {
+        (self.network.origin == crate::origin::Origin::Default && self.mode.value.confines())
+            .then_some(self.mode.value)
+    }
+
+    /// Where the network policy came from, in words: `flag`, `config`, or
+    /// `default for MODE` (e.g. `default for workspace-write`).
+    pub fn network_source(&self) -> String {
+        match self.network.origin {
+            crate::origin::Origin::Default => format!("default for {}", self.mode.value),
+            other => other.as_str().into(),
+        }
+    }
 }
 
 /// A path given as writable that cannot be used: skipped, with a warning.
@@ -1386,6 +1418,7 @@ impl Prepared {
             read_exceptions: self.roots.read_exceptions.clone(),
             read_roots: self.roots.read_roots.clone(),
             state_dir: std::fs::canonicalize(&policy.state_dir).ok(),
+            network_default_of: policy.network_default_of(),
         }
     }
 
