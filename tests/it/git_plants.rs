@@ -423,3 +423,38 @@ fn a_repository_planted_directly_in_the_temp_dir_is_put_aside() {
         put_aside(&v, &d.tmp.join("clone/.git"), "config key core.fsmonitor");
     }
 }
+
+#[test]
+fn a_repository_deeper_than_the_walk_goes_is_put_aside_with_the_directory_it_made() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        repository(&d.ws);
+        // 260 directories deep; the walk goes 256 below the root: what the
+        // run made beyond it cannot be judged, so it is put aside whole.
+        let v = run(
+            tier,
+            &d,
+            &format!(
+                "p=$(printf 'd/%.0s' $(seq 260)) && mkdir -p $p && git init -q $p && git -C $p config core.fsmonitor '{}'",
+                touch(&d)
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        let mut deepest = d.ws.clone();
+        for _ in 0..257 {
+            deepest.push("d");
+        }
+        let found = changes(&v).into_iter().any(|(p, c, r)| {
+            p == deepest.to_str().unwrap() && c == "unchecked" && r.starts_with("made by the run")
+        });
+        assert!(found, "{tier:?}: {v}");
+        assert!(!deepest.exists(), "{tier:?}: the unjudged directory stayed");
+        let mut gone = deepest.clone();
+        gone.pop();
+        sh(&gone, "git status --short >/dev/null 2>&1; true", true);
+        assert!(!d.ran.exists(), "{tier:?}: the deep fsmonitor ran");
+    }
+}
