@@ -273,7 +273,7 @@ impl Snapshot {
     fn judge(&self, after: &Found, changes: &mut Vec<ProtectedChange>) {
         // Where the new and changed pointers lead, resolved before anything
         // is renamed.
-        let pointers: Vec<(&PathBuf, &Pointer, Option<PathBuf>)> = after
+        let pointers: Vec<(&PathBuf, &Pointer, Option<Result<PathBuf, String>>)> = after
             .pointers
             .iter()
             .filter(|(path, now)| self.before.pointers.get(*path) != Some(*now))
@@ -346,12 +346,16 @@ impl Snapshot {
             let reason = if now.symlink {
                 Some("a .git symlink made or changed during the run".to_string())
             } else {
-                target.and_then(|target| match failed.get(target.as_path()) {
-                    Some(r) => Some(format!("names {}, put aside: {r}", target.display())),
-                    None => self
-                        .judge_target(&target, after)
-                        .map(|r| format!("names {}: {r}", target.display())),
-                })
+                match target {
+                    None => None,
+                    Some(Err(unjudged)) => Some(unjudged),
+                    Some(Ok(target)) => match failed.get(target.as_path()) {
+                        Some(r) => Some(format!("names {}, put aside: {r}", target.display())),
+                        None => self
+                            .judge_target(&target, after)
+                            .map(|r| format!("names {}: {r}", target.display())),
+                    },
+                }
             };
             if let Some(reason) = reason {
                 changes.push(put_aside(path, "quarantined", reason));
@@ -439,8 +443,10 @@ impl Snapshot {
             return Some("a commondir that cannot be read".into());
         };
         let text = trim_newlines(bytes);
-        let target = git_dir.join(OsStr::from_bytes(text));
-        let target = std::fs::canonicalize(&target).unwrap_or_else(|_| normalize(&target));
+        let target = match real_dir(&git_dir.join(OsStr::from_bytes(text))) {
+            Ok(t) => t,
+            Err(unjudged) => return Some(format!("commondir {unjudged}")),
+        };
         self.judge_target(&target, after)
             .map(|r| format!("commondir {}: {r}", target.display()))
     }
@@ -500,12 +506,38 @@ fn trim_newlines(mut b: &[u8]) -> &[u8] {
 /// The directory a `.git` file names, as git reads it (setup.c,
 /// read_gitfile_gently): `gitdir: PATH`, the whole file but its trailing
 /// newlines; PATH relative to the file's directory `here` when not
-/// absolute; resolved through the file system as git would (lexically when
-/// it does not exist).
-fn gitfile_target(bytes: &[u8], here: &Path) -> Option<PathBuf> {
+/// absolute. `None` when the file is no pointer git would follow (git
+/// refuses it: "invalid gitfile format"); else where it leads
+/// ([`real_dir`]).
+fn gitfile_target(bytes: &[u8], here: &Path) -> Option<Result<PathBuf, String>> {
     let named = trim_newlines(bytes).strip_prefix(b"gitdir: ")?;
-    let path = here.join(OsStr::from_bytes(named));
-    Some(std::fs::canonicalize(&path).unwrap_or_else(|_| normalize(&path)))
+    Some(real_dir(&here.join(OsStr::from_bytes(named))))
+}
+
+/// The real path of the directory `path` leads to, resolved by the kernel
+/// as git's would (symlinks followed where they stand, `..` from the
+/// directory reached), but through no magic link (openat2(2)
+/// `RESOLVE_NO_MAGICLINKS`): `/proc/self/cwd` names another directory for
+/// git than for `dsh-exec`. Err (the reason) when it cannot be judged so:
+/// missing, not a directory, or through `/proc`.
+fn real_dir(path: &Path) -> Result<PathBuf, String> {
+    use crate::sys::fs::{RESOLVE_NO_MAGICLINKS, open_at2};
+    let flags = libc::O_PATH | libc::O_DIRECTORY;
+    let fd = open_at2(
+        libc::AT_FDCWD,
+        path.as_os_str().as_bytes(),
+        flags,
+        RESOLVE_NO_MAGICLINKS,
+    )
+    .map_err(|e| {
+        format!(
+            "names {}, which cannot be judged ({})",
+            path.display(),
+            std::io::Error::from_raw_os_error(e)
+        )
+    })?;
+    std::fs::read_link(fd_path(fd.as_raw_fd()))
+        .map_err(|e| format!("names {}, which cannot be judged ({e})", path.display()))
 }
 
 /// Puts aside the entry at `path` (renamed `NAME.dsh-exec-quarantined`),
@@ -951,12 +983,28 @@ mod tests {
 
     #[test]
     fn pointers_are_read_as_git_reads_them() {
-        let here = Path::new("/nonexistent/ws/sub");
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(ws.join(".git/modules/sub")).unwrap();
+        std::fs::create_dir_all(ws.join("sub")).unwrap();
+        std::os::unix::fs::symlink("../.git", ws.join("sub/link")).unwrap();
+        let here = ws.join("sub");
+        // Trailing newlines dropped; `..` from where a symlink leads.
         assert_eq!(
-            gitfile_target(b"gitdir: ../.git/modules/sub\n\r\n", here),
-            Some(PathBuf::from("/nonexistent/ws/.git/modules/sub"))
+            gitfile_target(b"gitdir: ../.git/modules/sub\n\r\n", &here),
+            Some(Ok(ws.join(".git/modules/sub")))
         );
-        assert_eq!(gitfile_target(b"gitdir:../x", here), None);
+        assert_eq!(
+            gitfile_target(b"gitdir: link/modules/../modules/sub", &here),
+            Some(Ok(ws.join(".git/modules/sub")))
+        );
+        // No pointer at all; a missing target; one through /proc.
+        assert_eq!(gitfile_target(b"gitdir:../x", &here), None);
+        assert!(matches!(gitfile_target(b"gitdir: ../missing", &here), Some(Err(_))));
+        assert!(matches!(
+            gitfile_target(b"gitdir: /proc/self/cwd", &here),
+            Some(Err(_))
+        ));
         assert!(kept_for_a_worktree(Path::new("/w/.git")));
         assert!(kept_for_a_worktree(Path::new("/w/.git/modules/a/b")));
         assert!(kept_for_a_worktree(Path::new("/w/.git/worktrees/x")));
