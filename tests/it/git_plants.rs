@@ -376,7 +376,10 @@ fn ordinary_git_work_is_left_as_it_is() {
                  git clone -q {up} cloned; cd cloned; git config user.name agent; \
                  git remote add mirror https://example.com/x.git; \
                  git -c protocol.file.allow=always submodule add -q {up} subm; git commit -q -m sub; \
-                 git worktree add -q ../wt; git branch -q --set-upstream-to=origin/HEAD 2>/dev/null || true",
+                 git worktree add -q ../wt; git branch -q --set-upstream-to=origin/HEAD 2>/dev/null || true; \
+                 cd ..; git init -q k; git -C k config remote.pushDefault origin; \
+                 git -C k remote add v6 'ssh://git@[::1]:2222/r.git'; git -C k config submodule.x.update rebase; \
+                 git -C k config core.fscache true; git -C k config branch.autoSetupRebase always",
                 up = p(&up)
             ),
         );
@@ -432,6 +435,13 @@ fn a_repository_deeper_than_the_walk_goes_is_put_aside_with_the_directory_it_mad
     for tier in tiers() {
         let d = dirs();
         repository(&d.ws);
+        // A directory as deep that was there before the run: told, never
+        // renamed.
+        let mut old = d.ws.join("old");
+        for _ in 0..260 {
+            old.push("d");
+        }
+        std::fs::create_dir_all(&old).unwrap();
         // 260 directories deep; the walk goes 256 below the root: what the
         // run made beyond it cannot be judged, so it is put aside whole.
         let v = run(
@@ -452,6 +462,20 @@ fn a_repository_deeper_than_the_walk_goes_is_put_aside_with_the_directory_it_mad
         });
         assert!(found, "{tier:?}: {v}");
         assert!(!deepest.exists(), "{tier:?}: the unjudged directory stayed");
+        assert!(
+            old.is_dir(),
+            "{tier:?}: a directory from before the run was moved"
+        );
+        let mut old_reported = d.ws.join("old");
+        for _ in 0..256 {
+            old_reported.push("d");
+        }
+        assert!(
+            changes(&v)
+                .into_iter()
+                .any(|(p, c, _)| p == old_reported.to_str().unwrap() && c == "unchecked"),
+            "{tier:?}: {v}"
+        );
         let mut gone = deepest.clone();
         gone.pop();
         sh(&gone, "git status --short >/dev/null 2>&1; true", true);

@@ -683,6 +683,9 @@ unsafe fn grant(ruleset_fd: c_int, path: &[u8], access: u64) -> Result<(), Step>
 enum Fallback {
     /// The kernel has no open_tree(2): mount by path.
     ByPath,
+    /// The path is gone (ENOENT): removed since the plan, by someone else
+    /// (the command has not started): nothing left to protect or hide.
+    Gone,
     /// A failure: the step that failed (errno set).
     No(Step),
 }
@@ -744,7 +747,11 @@ unsafe fn pinned_mount(b: &ChildMount) -> Result<(), Fallback> {
             let size = std::mem::size_of::<OpenHow>();
             let fd = libc::syscall(libc::SYS_openat2, libc::AT_FDCWD, b.path, &how, size);
             if fd < 0 {
-                return Err(Fallback::No(fail));
+                return Err(if *libc::__errno_location() == libc::ENOENT {
+                    Fallback::Gone
+                } else {
+                    Fallback::No(fail)
+                });
             }
             fds[0] = fd as c_int;
             let mut st: libc::stat = std::mem::zeroed();
@@ -1114,7 +1121,7 @@ unsafe fn enter_mount_namespace(c: &ChildConfine) -> Result<(), Step> {
         for i in 0..m.bind_count {
             let b = &*m.binds.add(i);
             match pinned_mount(b) {
-                Ok(()) => continue,
+                Ok(()) | Err(Fallback::Gone) => continue,
                 Err(Fallback::No(step)) => return Err(step),
                 // A kernel before open_tree(2) (5.2): by path, as the
                 // parent named it (see the function's documentation).

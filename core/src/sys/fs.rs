@@ -128,6 +128,26 @@ pub(crate) fn stat_at(dir: RawFd, name: &OsStr) -> io::Result<libc::stat> {
     }
 }
 
+/// When `name` in `dir` was created (statx(2) `STATX_BTIME`, not following
+/// a final symlink): (seconds, nanoseconds) since the epoch, or `None`
+/// when the file system does not record it (or it cannot be read).
+pub(crate) fn birth_time_at(dir: RawFd, name: &OsStr) -> Option<(i64, i64)> {
+    let c = cstring(name.as_bytes()).ok()?;
+    // SAFETY: statx fills the zeroed buffer we own; a NUL-terminated name.
+    unsafe {
+        let mut st: libc::statx = std::mem::zeroed();
+        let rc = libc::statx(
+            dir,
+            c.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_BTIME,
+            &mut st,
+        );
+        (rc == 0 && st.stx_mask & libc::STATX_BTIME != 0)
+            .then_some((st.stx_btime.tv_sec, i64::from(st.stx_btime.tv_nsec)))
+    }
+}
+
 /// The ID of the mount a descriptor lies on (statx(2) `STATX_MNT_ID`,
 /// Linux 5.8), as mountinfo's first field shows it; `None` when the kernel
 /// does not say.

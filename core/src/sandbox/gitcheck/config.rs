@@ -276,6 +276,9 @@ enum Value {
     /// A relative path (`core.worktree`, which `git submodule` writes as
     /// `../../../sub`); judged against the writable roots by the caller.
     RelativePath,
+    /// `submodule.*.update`: `checkout`, `rebase`, `merge` or `none` (what
+    /// git copies from `.gitmodules`); not `!command`.
+    UpdateMode,
 }
 
 /// The keys a run may add to a git config, by section (lower case) and key
@@ -287,7 +290,8 @@ enum Value {
 /// git's own daemon), `core.gitProxy`, `core.alternateRefsCommand`,
 /// `credential.*`, `diff.external`, `diff.*.textconv`, `diff.*.command`,
 /// `filter.*`, `merge.*.driver`, `gpg.*`, `include.*`, `includeIf.*`,
-/// `pager.*`, `sequence.editor`, `submodule.*.update` (`!command`),
+/// `pager.*`, `sequence.editor`, `submodule.*.update` but as `checkout`,
+/// `rebase`, `merge` or `none` (`!command` runs one),
 /// `remote.*.uploadpack`, `remote.*.receivepack`, `remote.*.vcs`,
 /// `protocol.allow` and `protocol.*.allow` (they enable `ext::`),
 /// `url.*.insteadOf` (rewrites where code is fetched from), `http.*` and
@@ -327,12 +331,19 @@ const ALLOWED: &[(&str, &str, Value)] = &[
     ("core", "fsync", Value::Any),
     ("core", "fsyncmethod", Value::Any),
     ("core", "fsmonitor", Value::Bool),
+    ("core", "fscache", Value::Any),
+    ("core", "excludesfile", Value::Any),
+    ("core", "attributesfile", Value::Any),
+    ("core", "checkroundtripencoding", Value::Any),
+    ("core", "packedrefstimeout", Value::Any),
+    ("core", "filesreflocktimeout", Value::Any),
     ("core", "worktree", Value::RelativePath),
     ("extensions", "*", Value::Any),
     ("user", "*", Value::Any),
     ("author", "*", Value::Any),
     ("committer", "*", Value::Any),
     ("init", "defaultbranch", Value::Any),
+    ("remote", "pushdefault", Value::Any),
     ("remote", "url", Value::Url),
     ("remote", "pushurl", Value::Url),
     ("remote", "fetch", Value::Any),
@@ -351,6 +362,9 @@ const ALLOWED: &[(&str, &str, Value)] = &[
     ("branch", "rebase", Value::Any),
     ("branch", "pushremote", Value::Any),
     ("branch", "description", Value::Any),
+    ("branch", "autosetupmerge", Value::Any),
+    ("branch", "autosetuprebase", Value::Any),
+    ("branch", "sort", Value::Any),
     ("submodule", "url", Value::Url),
     ("submodule", "active", Value::Any),
     ("submodule", "branch", Value::Any),
@@ -358,6 +372,8 @@ const ALLOWED: &[(&str, &str, Value)] = &[
     ("submodule", "ignore", Value::Any),
     ("submodule", "shallow", Value::Any),
     ("submodule", "recurse", Value::Any),
+    ("submodule", "update", Value::UpdateMode),
+    ("submodule", "fetchjobs", Value::Any),
     ("pull", "rebase", Value::Any),
     ("pull", "ff", Value::Any),
     ("push", "default", Value::Any),
@@ -370,6 +386,10 @@ const ALLOWED: &[(&str, &str, Value)] = &[
     ("fetch", "parallel", Value::Any),
     ("fetch", "writecommitgraph", Value::Any),
     ("fetch", "fsckobjects", Value::Any),
+    ("fetch", "showforcedupdates", Value::Any),
+    ("fetch", "unpacklimit", Value::Any),
+    ("fetch", "negotiationalgorithm", Value::Any),
+    ("fetch", "output", Value::Any),
     ("merge", "ff", Value::Any),
     ("merge", "conflictstyle", Value::Any),
     ("merge", "log", Value::Any),
@@ -395,6 +415,16 @@ const ALLOWED: &[(&str, &str, Value)] = &[
     ("commit", "verbose", Value::Any),
     ("commit", "status", Value::Any),
     ("commit", "gpgsign", Value::Any),
+    ("commit", "template", Value::Any),
+    ("notes", "*", Value::Any),
+    ("am", "keepcr", Value::Any),
+    ("am", "threeway", Value::Any),
+    ("commitgraph", "*", Value::Any),
+    ("help", "autocorrect", Value::Any),
+    ("gui", "gcwarning", Value::Any),
+    ("credential", "usehttppath", Value::Any),
+    ("credential", "username", Value::Any),
+    ("credential", "validate", Value::Any),
     ("tag", "*", Value::Any),
     ("rebase", "*", Value::Any),
     ("rerere", "*", Value::Any),
@@ -437,27 +467,41 @@ pub(crate) fn refused(e: &Entry, inside: &dyn Fn(&str) -> bool) -> Option<String
         }
         Some(Value::Url) => plain_url(value),
         Some(Value::RelativePath) => !value.is_empty() && inside(value),
+        Some(Value::UpdateMode) => {
+            ["checkout", "rebase", "merge", "none"].contains(&value.to_ascii_lowercase().as_str())
+        }
     };
     (!ok).then(|| format!("config key {}", e.name()))
 }
 
 /// Whether a remote URL is fetched by git's own transports (git-fetch(1),
-/// GIT URLS): `http(s)://`, `ssh://`, `git://`, `file://`, `ftp(s)://`, the
+/// GIT URLS): `http(s)://`, `ssh://` (and `git+ssh://`, `ssh+git://`),
+/// `git://`, `file://`, `ftp(s)://`, the
 /// scp-like `[user@]host:path`, or a local path. Refused: a
 /// `<transport>::<address>` (a remote helper: `ext::` runs its argument as
 /// a command), any other `scheme://` (a `git-remote-SCHEME` program), a
 /// leading `-` (taken as an option by ssh), and control characters.
 pub(crate) fn plain_url(url: &str) -> bool {
-    if url.is_empty()
-        || url.starts_with('-')
-        || url.contains("::")
-        || url.chars().any(char::is_control)
-    {
+    if url.is_empty() || url.starts_with('-') || url.chars().any(char::is_control) {
+        return false;
+    }
+    // `<transport>::<address>` (transport.c, transport_get): URL-scheme
+    // characters from the start, then `::`. (An IPv6 literal further on,
+    // `ssh://[::1]/r`, is no helper.)
+    let scheme_len = url
+        .char_indices()
+        .take_while(|(i, c)| {
+            c.is_ascii_alphabetic() || (*i > 0 && (c.is_ascii_digit() || "+-.".contains(*c)))
+        })
+        .count();
+    if url[scheme_len..].starts_with("::") {
         return false;
     }
     match url.split_once("://") {
-        Some((scheme, _)) => ["http", "https", "ssh", "git", "file", "ftp", "ftps"]
-            .contains(&scheme.to_ascii_lowercase().as_str()),
+        Some((scheme, _)) => [
+            "http", "https", "ssh", "git", "file", "ftp", "ftps", "git+ssh", "ssh+git",
+        ]
+        .contains(&scheme.to_ascii_lowercase().as_str()),
         None => true,
     }
 }
@@ -520,7 +564,9 @@ mod tests {
             \tfetch = +refs/heads/*:refs/remotes/origin/*\n\
             [branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n\
             [submodule \"s\"]\n\turl = git@example.com:a/b.git\n\tactive = true\n\
-            [user]\n\tname = a\n\temail = a@b\n[core]\n\tfsmonitor = false\n";
+            [user]\n\tname = a\n\temail = a@b\n[core]\n\tfsmonitor = false\n\
+            [submodule \"t\"]\n\tupdate = rebase\n[remote \"v6\"]\n\turl = ssh://git@[::1]:2222/r.git\n\
+            \tpushurl = git+ssh://h/r\n[remote]\n\tpushDefault = origin\n[core]\n\tfscache = true\n";
         assert_eq!(judge(clone), Vec::<String>::new());
         for (text, key) in [
             ("[core]\n\tfsmonitor = \"touch x\"\n", "core.fsmonitor"),
@@ -531,6 +577,9 @@ mod tests {
             ("[diff \"b\"]\n\ttextconv = x\n", "diff.b.textconv"),
             ("[include]\n\tpath = x\n", "include.path"),
             ("[submodule \"s\"]\n\tupdate = !x\n", "submodule.s.update"),
+            ("[gui]\n\teditor = x\n", "gui.editor"),
+            ("[credential]\n\thelper = x\n", "credential.helper"),
+            ("[remote \"o\"]\n\turl = abc+d::x\n", "remote.o.url"),
             ("[protocol]\n\tallow = always\n", "protocol.allow"),
             (
                 "[protocol \"ext\"]\n\tallow = always\n",

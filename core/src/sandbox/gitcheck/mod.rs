@@ -51,7 +51,9 @@
 //! run in a part the snapshot did not reach is judged as new (fail closed:
 //! what was not seen before is not trusted). What the walk after the run
 //! could not reach is reported as `unchecked`, and a directory it could not
-//! reach that the run made is put aside whole.
+//! reach that the run made (its birth time, statx(2) `STATX_BTIME`, at or
+//! after the snapshot's start: no process can set it) is put aside whole;
+//! a directory that was there before the run is never renamed for that.
 //!
 //! What it relies on from the kernel: `openat(2)` with `O_NOFOLLOW |
 //! O_DIRECTORY` relative to a held descriptor reaches the directory named,
@@ -181,8 +183,8 @@ struct Found {
     trees: Vec<Node>,
     git_dirs: BTreeMap<PathBuf, GitDir>,
     pointers: BTreeMap<PathBuf, Pointer>,
-    /// Directories not walked (budget or depth): path, and whether the
-    /// snapshot knew it (same path and inode).
+    /// Directories not walked (budget or depth): path, and whether it was
+    /// made during the run (birth time at or after the snapshot's start).
     unreached: Vec<(PathBuf, bool)>,
     /// Entries read so far.
     read: usize,
@@ -249,8 +251,8 @@ impl Snapshot {
         }
         let mut changes = Vec::new();
         self.judge(&after, &mut changes);
-        for (dir, known) in &after.unreached {
-            if *known {
+        for (dir, made) in &after.unreached {
+            if !*made {
                 changes.push(ProtectedChange {
                     path: dir.clone(),
                     change: "unchecked".into(),
@@ -273,7 +275,7 @@ impl Snapshot {
     fn judge(&self, after: &Found, changes: &mut Vec<ProtectedChange>) {
         // Where the new and changed pointers lead, resolved before anything
         // is renamed.
-        let pointers: Vec<(&PathBuf, &Pointer, Option<Result<PathBuf, String>>)> = after
+        let pointers: Vec<(&PathBuf, &Pointer, Option<Target>)> = after
             .pointers
             .iter()
             .filter(|(path, now)| self.before.pointers.get(*path) != Some(*now))
@@ -503,13 +505,17 @@ fn trim_newlines(mut b: &[u8]) -> &[u8] {
     b
 }
 
+/// Where a pointer leads: the git directory's real path, or why it cannot
+/// be judged.
+type Target = Result<PathBuf, String>;
+
 /// The directory a `.git` file names, as git reads it (setup.c,
 /// read_gitfile_gently): `gitdir: PATH`, the whole file but its trailing
 /// newlines; PATH relative to the file's directory `here` when not
 /// absolute. `None` when the file is no pointer git would follow (git
 /// refuses it: "invalid gitfile format"); else where it leads
 /// ([`real_dir`]).
-fn gitfile_target(bytes: &[u8], here: &Path) -> Option<Result<PathBuf, String>> {
+fn gitfile_target(bytes: &[u8], here: &Path) -> Option<Target> {
     let named = trim_newlines(bytes).strip_prefix(b"gitdir: ")?;
     Some(real_dir(&here.join(OsStr::from_bytes(named))))
 }
@@ -757,6 +763,15 @@ impl Walk<'_> {
             if skip_data && ["objects", "refs", "logs"].iter().any(|s| name == *s) {
                 continue;
             }
+            // What a check put aside already (this run's or a concurrent
+            // one's): judged once, not renamed again and again.
+            if name
+                .as_bytes()
+                .windows(QUARANTINED.len())
+                .any(|w| w == QUARANTINED.as_bytes())
+            {
+                continue;
+            }
             if depth >= self.limit && !in_git && name != ".git" {
                 continue;
             }
@@ -795,10 +810,26 @@ impl Walk<'_> {
         let before = previous.and_then(|p| p.children.get(&name));
         path.push(&name);
         if depth + 1 > MAX_DEPTH || self.found.read >= WALK_BUDGET {
-            // Before the run everything counts as known; after it, what
-            // the snapshot had at this path (same inode).
-            let known = !self.after || before.is_some_and(|b| b.id == (st.st_dev, st.st_ino));
-            self.found.unreached.push((path.clone(), known));
+            // Made during the run (its birth time, which no process can
+            // set: statx(2)) and not judged: put aside whole. Anything
+            // else, or where the file system keeps no birth time: told.
+            let made = match &at {
+                At::Relative(base, rel) => crate::sys::fs::birth_time_at(*base, rel.as_os_str())
+                    .is_some_and(|b| b >= self.since),
+                At::Open(_) => false,
+            };
+            self.found
+                .unreached
+                .push((path.clone(), self.after && made));
+            // Kept by name (not listed), so that the walk after the run,
+            // reusing this listing, comes here again and tells it.
+            node.children.insert(
+                name,
+                Node {
+                    id: (st.st_dev, st.st_ino),
+                    ..Node::default()
+                },
+            );
         } else {
             let child = self.dir(at, &st, path, before, depth + 1);
             node.children.insert(name, child);
@@ -826,7 +857,7 @@ impl Walk<'_> {
             }
             if self.found.read >= WALK_BUDGET {
                 listing.complete = false;
-                self.found.unreached.push((path.to_path_buf(), !self.after));
+                self.found.unreached.push((path.to_path_buf(), false));
                 break;
             }
             self.found.read += 1;
@@ -1000,7 +1031,10 @@ mod tests {
         );
         // No pointer at all; a missing target; one through /proc.
         assert_eq!(gitfile_target(b"gitdir:../x", &here), None);
-        assert!(matches!(gitfile_target(b"gitdir: ../missing", &here), Some(Err(_))));
+        assert!(matches!(
+            gitfile_target(b"gitdir: ../missing", &here),
+            Some(Err(_))
+        ));
         assert!(matches!(
             gitfile_target(b"gitdir: /proc/self/cwd", &here),
             Some(Err(_))
