@@ -482,3 +482,123 @@ fn a_repository_deeper_than_the_walk_goes_is_put_aside_with_the_directory_it_mad
         assert!(!d.ran.exists(), "{tier:?}: the deep fsmonitor ran");
     }
 }
+
+#[test]
+fn red_team_plants_are_put_aside_and_the_users_own_hooks_and_roots_are_left() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        repository(&d.ws);
+        // 1. A repository hidden in the objects directory, reached by a
+        // pointer: it is walked and judged like any other.
+        let v = run(
+            tier,
+            &d,
+            &format!(
+                "h=.git/objects/zz/.git && mkdir -p $h/objects $h/refs && echo 'ref: refs/heads/main' > $h/HEAD \
+                 && printf '[core]\\n\\tfsmonitor = \"{}\"\\n' > $h/config && mkdir sub && echo 'gitdir: ../.git/objects/zz/.git' > sub/.git",
+                touch(&d)
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        put_aside(
+            &v,
+            &d.ws.join(".git/objects/zz/.git"),
+            "config key core.fsmonitor",
+        );
+        sh(
+            &d.ws.join("sub"),
+            "git status --short >/dev/null 2>&1; true",
+            true,
+        );
+        assert!(
+            !d.ran.exists(),
+            "{tier:?}: the hidden repository's fsmonitor ran"
+        );
+        // 2. A hook that is a symlink through /proc/self/cwd: dsh-exec
+        // cannot tell where it leads for git, so it counts as a hook.
+        let v = run(
+            tier,
+            &d,
+            &format!(
+                "git init -q s2 && printf '#!/bin/sh\\ntouch {}\\n' > s2/h.sh && chmod +x s2/h.sh \
+                 && ln -s /proc/self/cwd/h.sh s2/.git/hooks/pre-commit",
+                p(&d.ran)
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        put_aside(&v, &d.ws.join("s2/.git"), "hook pre-commit");
+        // 4. A hundred names taken: a random suffix still puts it aside.
+        let v = run(
+            tier,
+            &d,
+            &format!(
+                "git init -q s4 && git -C s4 config core.fsmonitor '{}' && touch s4/.git.dsh-exec-quarantined \
+                 && for i in $(seq 1 99); do touch s4/.git.dsh-exec-quarantined.$i; done",
+                touch(&d)
+            ),
+        );
+        assert!(
+            changes(&v)
+                .iter()
+                .any(|(p, c, _)| p == d.ws.join("s4/.git").to_str().unwrap() && c == "quarantined"),
+            "{tier:?}: {v}"
+        );
+        assert!(!d.ws.join("s4/.git").exists(), "{tier:?}: {v}");
+        // 9. The workspace root made a bare repository: never renamed (it
+        // is a writable root); the planted config is put aside instead.
+        let bare = d.ws.join("bare-root");
+        std::fs::create_dir(&bare).unwrap();
+        let v = Test::in_tier(tier)
+            .env("TMPDIR", &d.tmp)
+            .args([
+                "-s",
+                "workspace-write",
+                "--json",
+                "--no-temp-write",
+                "-C",
+                p(&bare),
+            ])
+            .args(["-e", "GIT_CONFIG_GLOBAL=/dev/null", "--"])
+            .arg(format!(
+                "git init -q --bare . && git config core.fsmonitor '{}'",
+                touch(&d)
+            ))
+            .run()
+            .json();
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        assert!(
+            bare.is_dir(),
+            "{tier:?}: the workspace root was renamed: {v}"
+        );
+        assert!(
+            !bare.join("config").exists(),
+            "{tier:?}: the planted config stayed: {v}"
+        );
+        // 11. The user's own hook, hard-linked elsewhere by the run (its
+        // ctime changes, its bytes do not): left as it is.
+        let deep = d.ws.join("a/b/c/own");
+        std::fs::create_dir_all(&deep).unwrap();
+        repository(&deep);
+        sh(
+            &deep,
+            "printf '#!/bin/sh\\nexit 0\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
+            true,
+        );
+        let v = run(
+            tier,
+            &d,
+            "ln a/b/c/own/.git/hooks/pre-commit linked && git -C a/b/c/own commit -q --allow-empty -m x",
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        assert_eq!(
+            changes(&v),
+            Vec::<(String, String, String)>::new(),
+            "{tier:?}: {v}"
+        );
+        assert!(deep.join(".git/hooks/pre-commit").exists());
+        std::fs::remove_file(d.ws.join("linked")).unwrap();
+    }
+}

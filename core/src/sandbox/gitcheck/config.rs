@@ -98,7 +98,7 @@ impl Parser {
     /// Skips whitespace, newlines and comment lines.
     fn skip_blank_lines(&mut self) {
         while let Some(c) = self.peek() {
-            if c.is_whitespace() {
+            if matches!(c, ' ' | '\t' | '\n' | '\r') {
                 self.at += 1;
             } else if c == '#' || c == ';' {
                 while self.peek().is_some_and(|c| c != '\n') {
@@ -251,7 +251,9 @@ impl Parser {
                     }
                     keep = value.len();
                 }
-                c if c.is_whitespace() && !quoted => value.push(c),
+                // git's own isspace (SP, TAB, CR, LF): no other character
+                // is trimmed (a no-break space stays in the value).
+                ' ' | '\t' | '\r' if !quoted => value.push(c),
                 c => {
                     value.push(c);
                     keep = value.len();
@@ -442,7 +444,10 @@ const ALLOWED: &[(&str, &str, Value)] = &[
     ("transfer", "unpacklimit", Value::Any),
     ("protocol", "version", Value::Any),
     ("maintenance", "*", Value::Any),
-    ("lfs", "*", Value::Any),
+    // Not `lfs.*`: git-lfs runs `lfs.customtransfer.*.path` and
+    // `lfs.extension.*.smudge` as programs.
+    ("lfs", "url", Value::Any),
+    ("lfs", "repositoryformatversion", Value::Any),
     ("worktree", "guessremote", Value::Any),
     ("blame", "*", Value::Any),
     ("grep", "*", Value::Any),
@@ -595,6 +600,11 @@ mod tests {
                 "url.ext::sh .insteadof",
             ),
             ("[somefuture]\n\tkey = x\n", "somefuture.key"),
+            ("[core]\n\tfsmonitor = true\u{a0}\n", "core.fsmonitor"),
+            (
+                "[lfs \"customtransfer.x\"]\n\tpath = x\n",
+                "lfs.customtransfer.x.path",
+            ),
         ] {
             assert_eq!(judge(text), [format!("config key {key}")], "{text}");
         }

@@ -35,10 +35,9 @@
 //!
 //! A git directory is what git's discovery accepts (setup.c,
 //! is_git_directory): a directory holding `HEAD` and either `commondir` or
-//! both `objects/` and `refs/`. Inside one, `objects/`, `refs/` and `logs/`
-//! are not walked: they hold git's data, often most of a repository's
-//! entries, and git never takes a directory inside them for a repository
-//! of its own.
+//! both `objects/` and `refs/`. Everything inside a git directory is
+//! walked too, `objects/` included: a repository hidden there and reached
+//! through a pointer or a symlink is judged like any other.
 //!
 //! The walk after the run reads only the directories that changed: a
 //! directory whose ctime is older than the snapshot's start, with the same
@@ -46,8 +45,8 @@
 //! entry updates the directory's ctime, and no process can set a ctime:
 //! inode(7)), so its listing from the snapshot is reused.
 //!
-//! **Budget.** Each walk reads at most [`WALK_BUDGET`] directory entries,
-//! and goes [`MAX_DEPTH`] directories deep. A git directory found after the
+//! **Budget.** Each walk visits at most [`WALK_BUDGET`] directories, and
+//! goes [`MAX_DEPTH`] directories deep. A git directory found after the
 //! run in a part the snapshot did not reach is judged as new (fail closed:
 //! what was not seen before is not trusted). What the walk after the run
 //! could not reach is reported as `unchecked`, and a directory it could not
@@ -76,9 +75,10 @@ use nix::libc;
 use super::facts::ProtectedChangeFact as ProtectedChange;
 use super::undo;
 
-/// The most directory entries one walk reads, over all writable roots:
-/// about 0.6 s of reading on a warm cache.
-pub(crate) const WALK_BUDGET: usize = 1_000_000;
+/// The most directories one walk visits, over all writable roots (the
+/// files in them do not count: a run that makes a million files in one
+/// directory makes the walk read them, not stop).
+pub(crate) const WALK_BUDGET: usize = 250_000;
 
 /// How many directories deep below a writable root the walk goes.
 pub(crate) const MAX_DEPTH: usize = 256;
@@ -150,9 +150,12 @@ struct FileState {
     bytes: Option<Vec<u8>>,
 }
 
-/// A hook entry: (device, inode) and ctime of the entry itself and, for a
-/// symlink, of what it leads to.
-type HookId = ((u64, u64), (i64, i64), Option<((u64, u64), (i64, i64))>);
+/// A hook git would run, as judged: a digest of its bytes (SipHash, this
+/// process's keys), `None` when they cannot be read (a symlink through
+/// `/proc`, a file too large): then the entry's (device, inode, ctime)
+/// stands in. The same bytes are the same hook, whatever happened to its
+/// inode (a hard link made elsewhere changes the ctime, nothing else).
+type HookId = (Option<u64>, Option<((u64, u64), (i64, i64))>);
 
 /// A git directory as it was found.
 #[derive(Debug, Clone)]
@@ -165,6 +168,9 @@ struct GitDir {
     hooks: BTreeMap<OsString, HookId>,
     /// `hooks` is a symlink: its target, and its (device, inode).
     hooks_link: Option<(Vec<u8>, (u64, u64))>,
+    /// `hooks` is there but cannot be listed (its mode keeps this user
+    /// out): what it holds cannot be judged.
+    hooks_unreadable: bool,
 }
 
 /// A `.git` file or symlink.
@@ -258,11 +264,12 @@ impl Snapshot {
                     change: "unchecked".into(),
                     restored: false,
                     reason: Some(format!(
-                        "the git check stopped ({WALK_BUDGET} entries or {MAX_DEPTH} levels)"
+                        "the git check stopped ({WALK_BUDGET} directories or {MAX_DEPTH} levels)"
                     )),
                 });
             } else {
                 changes.push(put_aside(
+                    &self.roots,
                     dir,
                     "unchecked",
                     "made by the run where the git check could not reach it".into(),
@@ -290,13 +297,30 @@ impl Snapshot {
         // Git directories first: a pointer to one put aside goes too.
         let mut failed: BTreeMap<&Path, String> = BTreeMap::new();
         for (path, now) in &after.git_dirs {
-            let before = self.before.git_dirs.get(path).filter(|b| b.id == now.id);
-            let Some(before) = before else {
-                if let Some(reason) = self.judge_whole(path, now, after) {
-                    failed.insert(path, reason.clone());
-                    changes.push(put_aside(path, "quarantined", reason));
+            let empty;
+            let before = match self.before.git_dirs.get(path).filter(|b| b.id == now.id) {
+                Some(b) => b,
+                // A writable root the run made a git directory of is never
+                // renamed: what it holds is judged as added to nothing.
+                None if self.roots.iter().any(|(r, _)| r == path) => {
+                    empty = GitDir {
+                        id: now.id,
+                        config: None,
+                        config_worktree: None,
+                        commondir: None,
+                        hooks: BTreeMap::new(),
+                        hooks_link: None,
+                        hooks_unreadable: false,
+                    };
+                    &empty
                 }
-                continue;
+                None => {
+                    if let Some(reason) = self.judge_whole(path, now, after) {
+                        failed.insert(path, reason.clone());
+                        changes.push(put_aside(&self.roots, path, "quarantined", reason));
+                    }
+                    continue;
+                }
             };
             for (name, was, is) in [
                 ("config", &before.config, &now.config),
@@ -323,8 +347,18 @@ impl Snapshot {
                     reason,
                 ));
             }
+            if now.hooks_unreadable && !before.hooks_unreadable {
+                changes.push(put_aside(
+                    &self.roots,
+                    &path.join("hooks"),
+                    "quarantined",
+                    "a hooks directory that cannot be read".into(),
+                ));
+                continue;
+            }
             if before.hooks_link != now.hooks_link && now.hooks_link.is_some() {
                 changes.push(put_aside(
+                    &self.roots,
                     &path.join("hooks"),
                     "quarantined",
                     "a hooks symlink made during the run".into(),
@@ -334,6 +368,7 @@ impl Snapshot {
             for (name, id) in &now.hooks {
                 if before.hooks.get(name) != Some(id) {
                     changes.push(put_aside(
+                        &self.roots,
                         &path.join("hooks").join(name),
                         "quarantined",
                         format!(
@@ -360,7 +395,7 @@ impl Snapshot {
                 }
             };
             if let Some(reason) = reason {
-                changes.push(put_aside(path, "quarantined", reason));
+                changes.push(put_aside(&self.roots, path, "quarantined", reason));
             }
         }
     }
@@ -384,6 +419,9 @@ impl Snapshot {
         }
         if g.hooks_link.is_some() {
             return Some("a hooks symlink".into());
+        }
+        if g.hooks_unreadable {
+            return Some("a hooks directory that cannot be read".into());
         }
         g.hooks
             .keys()
@@ -454,10 +492,22 @@ impl Snapshot {
     }
 
     /// Why a git directory newly named by a pointer (`.git` file,
-    /// `commondir`) must not be: one git keeps for a worktree is trusted
-    /// (it is already in use where it is); any other is judged whole.
+    /// `commondir`) must not be: one git keeps for a worktree (`.git`,
+    /// `.git/modules/...`, `.git/worktrees/*`) that was there before the
+    /// run, or lies outside the writable roots, is trusted (it is already
+    /// in use where it is); any other is judged whole.
     fn judge_target(&self, target: &Path, after: &Found) -> Option<String> {
-        if kept_for_a_worktree(target) {
+        // Trusted by its place only where the run could not have made it:
+        // outside the writable roots, or in the snapshot from before the
+        // run, the same directory still.
+        let inside = self.roots.iter().any(|(r, _)| target.starts_with(r));
+        let from_before = self
+            .before
+            .git_dirs
+            .get(target)
+            .zip(after.git_dirs.get(target))
+            .is_some_and(|(b, a)| b.id == a.id);
+        if kept_for_a_worktree(target) && (!inside || from_before) {
             return None;
         }
         let g = match after.git_dirs.get(target) {
@@ -546,15 +596,36 @@ fn real_dir(path: &Path) -> Result<PathBuf, String> {
         .map_err(|e| format!("names {}, which cannot be judged ({e})", path.display()))
 }
 
-/// Puts aside the entry at `path` (renamed `NAME.dsh-exec-quarantined`),
-/// reached from `/` without following a symlink.
-fn put_aside(path: &Path, change: &'static str, reason: String) -> ProtectedChange {
-    let moved = match (path.parent(), path.file_name()) {
-        (Some(parent), Some(name)) => undo::open_root(parent)
-            .and_then(|dir| undo::rename_aside(dir.as_raw_fd(), name, QUARANTINED))
-            .is_ok(),
-        _ => false,
-    };
+/// Puts aside the entry at `path` (renamed `NAME.dsh-exec-quarantined`,
+/// or with a random suffix when the run has taken the first hundred such
+/// names), reached from `/` without following a symlink. Only inside a
+/// writable root: a root itself, or anything outside, is never renamed
+/// (reported, `restored: false`).
+fn put_aside(
+    roots: &[(PathBuf, usize)],
+    path: &Path,
+    change: &'static str,
+    reason: String,
+) -> ProtectedChange {
+    let inside = roots.iter().any(|(r, _)| path.starts_with(r) && path != r);
+    let moved = inside
+        && match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) => undo::open_root(parent).is_ok_and(|dir| {
+                undo::rename_aside(dir.as_raw_fd(), name, QUARANTINED).is_ok() || {
+                    let mut random = [0u8; 8];
+                    let _ = crate::sys::random_bytes(&mut random);
+                    let suffix = format!(
+                        "{QUARANTINED}.{}",
+                        random
+                            .iter()
+                            .map(|b| format!("{b:02x}"))
+                            .collect::<String>()
+                    );
+                    undo::rename_aside(dir.as_raw_fd(), name, &suffix).is_ok()
+                }
+            }),
+            _ => false,
+        };
     ProtectedChange {
         path: path.to_path_buf(),
         change: change.into(),
@@ -719,6 +790,13 @@ impl Walk<'_> {
             }
             At::Relative(base, rel) if needs_fd => {
                 let Some(fd) = open_dir_at(base, rel.as_os_str().as_bytes()) else {
+                    // Not readable (a mode that keeps this user out):
+                    // what cannot be walked is not trusted.
+                    let made = crate::sys::fs::birth_time_at(base, rel.as_os_str())
+                        .is_some_and(|b| b >= self.since);
+                    self.found
+                        .unreached
+                        .push((path.clone(), self.after && made));
                     return node;
                 };
                 let raw = fd.as_raw_fd();
@@ -733,7 +811,8 @@ impl Walk<'_> {
                 p.children.keys().cloned().collect()
             }
             (None, Some(fd)) => {
-                let Some(listing) = self.list(fd, path) else {
+                let Some(listing) = self.list(fd) else {
+                    self.found.unreached.push((path.clone(), false));
                     return node;
                 };
                 node.listed = listing.complete;
@@ -753,16 +832,8 @@ impl Walk<'_> {
                 self.found.pointers.insert(path.join(".git"), p);
             }
         }
-        // git's own data in the git directories it keeps for worktrees: not
-        // a repository anyone enters, and most of a repository's entries.
-        // In any other git directory (which the run could make of a
-        // worktree's own top, by adding `HEAD`) everything is walked.
-        let skip_data = git_dir && kept_for_a_worktree(path);
         let in_git = git_dir || path.components().any(|c| c.as_os_str() == ".git");
         for name in names {
-            if skip_data && ["objects", "refs", "logs"].iter().any(|s| name == *s) {
-                continue;
-            }
             // What a check put aside already (this run's or a concurrent
             // one's): judged once, not renamed again and again.
             if name
@@ -838,7 +909,7 @@ impl Walk<'_> {
     }
 
     /// Reads the directory `fd`: its subdirectories and marks.
-    fn list(&mut self, fd: &OwnedFd, path: &Path) -> Option<Listing> {
+    fn list(&mut self, fd: &OwnedFd) -> Option<Listing> {
         use std::mem::MaybeUninit;
         let mut buf = [MaybeUninit::<u8>::uninit(); 32 << 10];
         let mut dir = rustix::fs::RawDir::new(fd, &mut buf);
@@ -855,12 +926,6 @@ impl Walk<'_> {
             if name == b"." || name == b".." {
                 continue;
             }
-            if self.found.read >= WALK_BUDGET {
-                listing.complete = false;
-                self.found.unreached.push((path.to_path_buf(), false));
-                break;
-            }
-            self.found.read += 1;
             listing.marks |= Marks::of(name);
             use rustix::fs::FileType;
             let is_dir = match entry.file_type() {
@@ -884,46 +949,47 @@ struct Listing {
     subdirs: Vec<OsString>,
 }
 
-/// A small file in `dir`, read as git reads it (following a symlink, as
-/// git does), without blocking on a FIFO.
-fn read_file(dir: RawFd, name: &[u8]) -> Option<FileState> {
+/// A file in `dir` opened as git would read it (following a symlink,
+/// as git does) but through no magic link (openat2(2)
+/// `RESOLVE_NO_MAGICLINKS`: `/proc/self/cwd` names another directory for
+/// git than for `dsh-exec`), `O_PATH`: nothing is opened for reading yet,
+/// so a device or FIFO is never acted on.
+fn open_no_magic(dir: RawFd, name: &[u8]) -> Option<OwnedFd> {
+    use crate::sys::fs::{RESOLVE_NO_MAGICLINKS, open_at2};
+    open_at2(dir, name, libc::O_PATH, RESOLVE_NO_MAGICLINKS).ok()
+}
+
+/// The bytes of the regular file `fd` (an `O_PATH` descriptor), at most
+/// [`FILE_MAX`]: re-opened for reading through its own descriptor.
+fn read_regular(fd: &OwnedFd, st: &libc::stat) -> Option<Vec<u8>> {
     use std::io::Read;
-    // Only a regular file is opened: opening a device can act on it.
-    let regular =
-        std::fs::metadata(fd_path(dir).join(OsStr::from_bytes(name))).is_ok_and(|m| m.is_file());
-    let fd = regular
-        .then(|| crate::sys::fs::open_at(dir, name, libc::O_RDONLY | libc::O_NONBLOCK, 0).ok())
-        .flatten();
-    let Some(fd) = fd else {
-        // A dangling symlink, or one it may not follow: judged by the
-        // entry itself.
-        let st = undo::stat_at(dir, OsStr::from_bytes(name)).ok()?;
-        return Some(FileState {
-            id: (st.st_dev, st.st_ino),
-            ctime: ctime(&st),
-            mode: (st.st_mode & 0o7777, st.st_uid, st.st_gid),
-            bytes: None,
-        });
-    };
-    let st = crate::sys::fs::fstat(&fd).ok()?;
-    let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
-    let bytes = (regular && (st.st_size as u64) <= FILE_MAX)
-        .then(|| {
-            let mut bytes = Vec::new();
-            std::fs::File::from(fd)
-                .take(FILE_MAX + 1)
-                .read_to_end(&mut bytes)
-                .ok()
-                .filter(|_| bytes.len() as u64 <= FILE_MAX)
-                .map(|_| bytes)
-        })
-        .flatten();
-    Some(FileState {
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size as u64 > FILE_MAX {
+        return None;
+    }
+    let file = std::fs::File::open(fd_path(fd.as_raw_fd())).ok()?;
+    let mut bytes = Vec::new();
+    file.take(FILE_MAX + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= FILE_MAX).then_some(bytes)
+}
+
+/// A small file in `dir` (`config`, `commondir`), read as git reads it
+/// ([`open_no_magic`]); `None` when there is nothing there.
+fn read_file(dir: RawFd, name: &[u8]) -> Option<FileState> {
+    let entry = undo::stat_at(dir, OsStr::from_bytes(name)).ok()?;
+    let state = |st: &libc::stat, bytes| FileState {
         id: (st.st_dev, st.st_ino),
-        ctime: ctime(&st),
+        ctime: ctime(st),
         mode: (st.st_mode & 0o7777, st.st_uid, st.st_gid),
         bytes,
-    })
+    };
+    let Some(fd) = open_no_magic(dir, name) else {
+        // A dangling symlink, or one through /proc: judged by the entry
+        // itself, as a file that cannot be read.
+        return Some(state(&entry, None));
+    };
+    let st = crate::sys::fs::fstat(&fd).ok()?;
+    let bytes = read_regular(&fd, &st);
+    Some(state(&st, bytes))
 }
 
 /// The git directory `fd` as git would use it.
@@ -937,6 +1003,7 @@ fn read_git_dir(fd: &OwnedFd) -> Option<GitDir> {
         commondir: read_file(raw, b"commondir"),
         hooks: BTreeMap::new(),
         hooks_link: None,
+        hooks_unreadable: false,
     };
     if let Ok(link) = undo::stat_at(raw, OsStr::new("hooks"))
         && link.st_mode & libc::S_IFMT == libc::S_IFLNK
@@ -948,37 +1015,71 @@ fn read_git_dir(fd: &OwnedFd) -> Option<GitDir> {
         return Some(g);
     }
     let Some(hooks) = open_dir_at(raw, b"hooks") else {
+        g.hooks_unreadable = undo::stat_at(raw, OsStr::new("hooks"))
+            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
         return Some(g);
     };
-    for name in undo::names(hooks.as_raw_fd()) {
+    let hooks_fd = hooks.as_raw_fd();
+    let Some(names) = list_names(&hooks) else {
+        g.hooks_unreadable = true;
+        return Some(g);
+    };
+    for name in names {
         if name.as_bytes().ends_with(b".sample") {
             continue;
         }
-        let Ok(entry) = undo::stat_at(hooks.as_raw_fd(), &name) else {
+        let Ok(entry) = undo::stat_at(hooks_fd, &name) else {
             continue;
         };
         let entry_id = ((entry.st_dev, entry.st_ino), ctime(&entry));
-        let target = if entry.st_mode & libc::S_IFMT == libc::S_IFLNK {
-            // git follows a symlinked hook.
-            match std::fs::metadata(fd_path(hooks.as_raw_fd()).join(&name)) {
-                Ok(m) => {
-                    use std::os::unix::fs::MetadataExt;
-                    if !(m.is_file() && m.mode() & 0o111 != 0) {
-                        continue;
-                    }
-                    Some(((m.dev(), m.ino()), (m.ctime(), m.ctime_nsec())))
+        // git runs an executable regular file, following a symlink.
+        let id = match open_no_magic(hooks_fd, name.as_bytes()) {
+            Some(fd) => {
+                let Ok(st) = crate::sys::fs::fstat(&fd) else {
+                    continue;
+                };
+                if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_mode & 0o111 == 0 {
+                    continue;
                 }
-                Err(_) => continue,
+                match read_regular(&fd, &st) {
+                    Some(bytes) => {
+                        use std::hash::{Hash, Hasher};
+                        let mut h = std::collections::hash_map::DefaultHasher::new();
+                        bytes.hash(&mut h);
+                        (Some(h.finish()), None)
+                    }
+                    None => (None, Some(entry_id)),
+                }
             }
-        } else {
-            if entry.st_mode & libc::S_IFMT != libc::S_IFREG || entry.st_mode & 0o111 == 0 {
+            // A dangling symlink runs nothing; one through /proc may run
+            // anything: counted, by the entry itself.
+            None if entry.st_mode & libc::S_IFMT == libc::S_IFLNK
+                && std::fs::metadata(fd_path(hooks_fd).join(&name)).is_err()
+                && std::fs::read_link(fd_path(hooks_fd).join(&name))
+                    .is_ok_and(|t| !t.starts_with("/proc")) =>
+            {
                 continue;
             }
-            None
+            None => (None, Some(entry_id)),
         };
-        g.hooks.insert(name, (entry_id.0, entry_id.1, target));
+        g.hooks.insert(name, id);
     }
     Some(g)
+}
+
+/// The names in the directory `dir`, or `None` when it cannot be listed.
+fn list_names(dir: &OwnedFd) -> Option<Vec<OsString>> {
+    use std::mem::MaybeUninit;
+    let mut buf = [MaybeUninit::<u8>::uninit(); 8 << 10];
+    let mut it = rustix::fs::RawDir::new(dir, &mut buf);
+    let mut names = Vec::new();
+    while let Some(entry) = it.next() {
+        let name = entry.ok()?.file_name().to_bytes().to_vec();
+        if name != b"." && name != b".." {
+            names.push(OsString::from_vec(name));
+        }
+    }
+    Some(names)
 }
 
 /// The `.git` entry of the directory `dir`, when it is a file or symlink.
