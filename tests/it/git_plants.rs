@@ -602,3 +602,45 @@ fn red_team_plants_are_put_aside_and_the_users_own_hooks_and_roots_are_left() {
         std::fs::remove_file(d.ws.join("linked")).unwrap();
     }
 }
+
+#[test]
+fn an_existing_superprojects_submodules_update_and_its_worktrees_go() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        let up = d.tmp.join("lib");
+        std::fs::create_dir(&up).unwrap();
+        repository(&up);
+        repository(&d.ws);
+        sh(
+            &d.ws,
+            &format!(
+                "git -c protocol.file.allow=always submodule add -q {} lib && git commit -q -m sub \
+                 && git worktree add -q wt1 && git worktree add -q wt2",
+                p(&up)
+            ),
+            true,
+        );
+        // git rewrites the submodule's core.worktree on every update, and
+        // removes a worktree's git directory: both are ordinary work.
+        let v = run(
+            tier,
+            &d,
+            "git -c protocol.file.allow=always submodule update && git worktree remove wt1 \
+             && git worktree move wt2 wt3",
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        assert_eq!(
+            changes(&v),
+            Vec::<(String, String, String)>::new(),
+            "{tier:?}: {v}"
+        );
+        let list = sh(&d.ws, "git worktree list --porcelain", true);
+        assert!(
+            !list.contains("wt1") && list.contains("wt3"),
+            "{tier:?}: {list}"
+        );
+    }
+}

@@ -6,11 +6,10 @@
 //! outside run its code. So inside every writable root these stay
 //! read-only:
 //! - of every repository found (`find_repositories`): `.git/config`,
-//!   `.git/hooks/`, `.git/config.worktree`, `.git/commondir`, the same in
-//!   the git directories of its submodules (`.git/modules/...`) and linked
-//!   worktrees (`.git/worktrees/*`), and `.git` when it is a file (a
-//!   worktree or submodule pointer); the submodules a run registers in its
-//!   index are checked after the run (`gitcheck`);
+//!   `.git/hooks/`, `.git/config.worktree`, `.git/commondir`, and the
+//!   hooks of the git directories of its submodules (`.git/modules/...`)
+//!   and linked worktrees (`.git/worktrees/*`); everything else a run does
+//!   to git metadata is judged after it (`gitcheck`);
 //! - `dsh-exec`'s own configuration file and state directory (jobs, private
 //!   spill files), wherever they are;
 //! - when a writable root contains `$HOME`: the shell start-up files,
@@ -361,22 +360,30 @@ pub(crate) fn plan(roots: &[PathBuf], inputs: &Inputs) -> Protection {
             SCAN_DEPTH
         };
         for repo in find_repositories(root, depth, inputs.workdir, &mut p.notes) {
-            places.insert(repo.clone());
             let git = repo.join(".git");
             match std::fs::symlink_metadata(&git) {
                 Ok(m) if m.is_dir() => {
+                    // A repository's own top (not a linked worktree's,
+                    // whose `.git` is a file: `git worktree remove` must
+                    // be able to remove it, and a mount point cannot be).
+                    places.insert(repo.clone());
                     p.repositories.push(repo.clone());
                     anchors.insert(git.clone());
                     wanted.extend(git_dir_files(&git));
                     // The git directories of its submodules and linked
-                    // worktrees: their own config and hooks, and the
-                    // pointer back (commondir) that says where git finds
-                    // the config a worktree outside would run.
+                    // worktrees keep only their hooks read-only: git
+                    // rewrites their config (`submodule update` sets
+                    // core.worktree each time) and removes them (`worktree
+                    // remove`), and what a run changes there is judged
+                    // after it (`gitcheck`), as a `.git` file is.
                     for sub in nested_git_dirs(&git) {
-                        wanted.extend(git_dir_files(&sub));
+                        let hooks = sub.join("hooks");
+                        if std::fs::symlink_metadata(&hooks).is_ok() {
+                            wanted.push(hooks);
+                        }
                     }
                 }
-                Ok(m) if m.is_file() => wanted.push(git),
+                Ok(m) if m.is_file() => {}
                 _ => p
                     .notes
                     .push(format!("{} is a symlink: not protected", git.display())),
