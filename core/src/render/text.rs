@@ -15,6 +15,8 @@
 //! [sandbox: network denied: socket(AF_INET)]
 //! [sandbox: network denied: proxy refused HOST:PORT (REASON)]         (each of the first 3)
 //! [sandbox: N more denied; --json lists them]
+//! [sandbox: put aside PATH (REASON)]                               (each of the first 3 protected
+//! [sandbox: undid the run's change to PATH (CHANGE)]                changes; then how many more)
 //! [killed by the memory limit (SIZE)]                              (limit_exceeded: memory)
 //! [stopped by the CPU time limit (D)]                              (limit_exceeded: cpu)
 //! [process limit reached (N): forks were refused]                  (limit_exceeded: pids)
@@ -44,13 +46,51 @@ pub fn sandbox_notices(result: &RunResult) -> Vec<String> {
     let Some(sb) = &result.sandbox else {
         return Vec::new();
     };
-    if sb.runner_failed {
+    let mut lines = if sb.runner_failed {
         vec![format!("[sandbox: {}; the sandbox runner failed]", sb.mode)]
     } else if sb.denied {
         denial_lines(sb)
     } else {
         Vec::new()
+    };
+    lines.extend(protected_lines(sb));
+    lines
+}
+
+/// What was undone or put aside after the run (`protected_changes`): the
+/// first 3, then how many more.
+fn protected_lines(sb: &crate::result::SandboxFacts) -> Vec<String> {
+    let mut lines: Vec<String> = sb
+        .protected_changes
+        .iter()
+        .take(3)
+        .map(|c| {
+            let path = escape_controls(&c.path.to_string_lossy());
+            let why = c
+                .reason
+                .as_deref()
+                .map(|r| format!(" ({})", escape_controls(r)))
+                .unwrap_or_default();
+            match (c.change.as_str(), c.restored) {
+                ("quarantined", true) => format!("[sandbox: put aside {path}{why}]"),
+                ("unchecked", false) => format!("[sandbox: not checked: {path}{why}]"),
+                ("unchecked", true) => format!("[sandbox: put aside {path}{why}]"),
+                (change, true) => {
+                    format!("[sandbox: undid the run's change to {path} ({change}){why}]")
+                }
+                (change, false) => {
+                    format!("[sandbox: could not undo the run's change to {path} ({change}){why}]")
+                }
+            }
+        })
+        .collect();
+    let more = sb.protected_changes.len().saturating_sub(3);
+    if more > 0 {
+        lines.push(format!(
+            "[sandbox: {more} more protected changes; --json lists them]"
+        ));
     }
+    lines
 }
 
 /// The notices, with the sandbox's or without.
