@@ -1383,3 +1383,25 @@ fn another_run_cannot_use_this_run_s_proxy_even_with_its_credentials() {
         "dsh-exec: this proxy serves one dsh-exec run only\n 407\n[exit code: 0]\n"
     );
 }
+
+#[test]
+fn an_abstract_socket_the_command_listens_on_is_reached_under_loopback() {
+    // Under loopback the gate makes listen(2) for the command, so the
+    // kernel names dsh-exec as the listener: that is the run's own.
+    for mode in ["read-only", "workspace-write"] {
+        let out = Test::new()
+            .args(["-s", mode, "--network", "loopback", "--"])
+            .arg(format!(
+                "python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.bind(b\"\\0dsh-exec-it-{}\"); s.listen(1); \
+                 c=socket.socket(socket.AF_UNIX); c.connect(b\"\\0dsh-exec-it-{}\"); print(\"connected\")'",
+                std::process::id(),
+                std::process::id()
+            ))
+            .run();
+        assert_eq!(
+            out.stdout, "connected\n[exit code: 0]\n",
+            "{mode}: {}",
+            out.stderr
+        );
+    }
+}

@@ -531,6 +531,17 @@ fn errno_in(lower: &str) -> &'static str {
 /// bare words that look like paths (start with `/`, `./`, `../` or `~/`),
 /// colons and trailing punctuation trimmed.
 fn paths_in(line: &str) -> Vec<String> {
+    // tar names the member first, then what it could not do to it:
+    // `tar: src: Cannot mkdir: Read-only file system`, `tar: l: Cannot
+    // create symlink to 'a': ...` (the quoted word is the link's target).
+    let fields: Vec<&str> = line.trim_start().split(": ").collect();
+    if fields.len() >= 3
+        && matches!(fields[0], "tar" | "bsdtar" | "gtar")
+        && fields[2].to_ascii_lowercase().starts_with("cannot ")
+        && !fields[1].is_empty()
+    {
+        return vec![fields[1].to_string()];
+    }
     let mut found = Vec::new();
     for (open, close) in [('\'', '\''), ('"', '"'), ('‘', '’'), ('`', '\'')] {
         let mut rest = line;
@@ -959,6 +970,11 @@ mod tests {
             (
                 "npm error code: 'EACCES', path '/root/.npm/x'",
                 "/root/.npm/x",
+            ),
+            ("tar: src: Cannot mkdir: Read-only file system", "src"),
+            (
+                "tar: src/l: Cannot create symlink to ‘a’: Permission denied",
+                "src/l",
             ),
         ] {
             let want: Vec<String> = [path]

@@ -271,12 +271,18 @@ impl GatePolicy {
     }
 
     /// A check for the peer of a connected abstract socket: false when the
-    /// peer is a live process outside the run.
+    /// peer is a live process outside the run. `dsh-exec` itself counts as
+    /// the run's: under `loopback` and an allow-list the gate makes
+    /// listen(2) on the run's behalf (`net::listen`), so the kernel names
+    /// this process as the listener of the run's own sockets
+    /// (unix(7), `SO_PEERCRED`: the credentials of the listen call).
+    /// `dsh-exec` listens on no abstract socket of its own.
     pub(crate) fn peer_check(&self) -> impl Fn(i32) -> bool + Send + 'static {
         let tree = self.tree.clone();
+        let own = std::process::id() as i32;
         move |pid| {
             let live = crate::proctree::live_start_time(pid).is_some();
-            !live || tree.live().iter().any(|p| p.pid == pid)
+            !live || pid == own || tree.live().iter().any(|p| p.pid == pid)
         }
     }
 }
