@@ -258,13 +258,21 @@ impl Snapshot {
         let mut changes = Vec::new();
         self.judge(&after, &mut changes);
         for (dir, made) in &after.unreached {
-            if !*made {
+            // A shared root (the temp dir, a cache) holds what every
+            // program makes, at any moment: made during the run is not
+            // made by it there, and nothing of it is renamed for that.
+            let shared = self
+                .roots
+                .iter()
+                .any(|(r, limit)| *limit != FULL && dir.starts_with(r));
+            if !*made || shared {
                 changes.push(ProtectedChange {
                     path: dir.clone(),
                     change: "unchecked".into(),
                     restored: false,
                     reason: Some(format!(
-                        "the git check stopped ({WALK_BUDGET} directories or {MAX_DEPTH} levels)"
+                        "the git check could not read it, or stopped there ({WALK_BUDGET} \
+                         directories or {MAX_DEPTH} levels)"
                     )),
                 });
             } else {
@@ -790,13 +798,20 @@ impl Walk<'_> {
             }
             At::Relative(base, rel) if needs_fd => {
                 let Some(fd) = open_dir_at(base, rel.as_os_str().as_bytes()) else {
-                    // Not readable (a mode that keeps this user out):
-                    // what cannot be walked is not trusted.
-                    let made = crate::sys::fs::birth_time_at(base, rel.as_os_str())
-                        .is_some_and(|b| b >= self.since);
-                    self.found
-                        .unreached
-                        .push((path.clone(), self.after && made));
+                    // Not readable (a mode that keeps this user out): what
+                    // cannot be walked is not trusted, when the command
+                    // (this user) could have made it so; another user's
+                    // private directory (in a shared /tmp) it could not
+                    // have written either.
+                    let ours = undo::stat_at(base, rel.as_os_str())
+                        .is_ok_and(|st| st.st_uid == nix::unistd::geteuid().as_raw());
+                    if ours {
+                        let made = crate::sys::fs::birth_time_at(base, rel.as_os_str())
+                            .is_some_and(|b| b >= self.since);
+                        self.found
+                            .unreached
+                            .push((path.clone(), self.after && made));
+                    }
                     return node;
                 };
                 let raw = fd.as_raw_fd();
