@@ -72,13 +72,15 @@ fn loopback_serves_and_fetches_a_server_started_inside_the_run() {
     std::fs::write(dir.path().join("hello.txt"), "hello over loopback\n").unwrap();
     // python3 -u writes the line in pieces: wait for the port and what
     // follows it.
-    let script = "python3 -u -m http.server 0 --bind 127.0.0.1 > server.log 2>&1 &
+    // The log is a new file each run (removed after it): reading an
+    // earlier run's before the redirection truncated it named a dead port.
+    let script = "log=$(mktemp); python3 -u -m http.server 0 --bind 127.0.0.1 > \"$log\" 2>&1 &
         for i in $(seq 200); do
-            port=$(sed -n 's/.* port \\([0-9][0-9]*\\) (.*/\\1/p' server.log 2>/dev/null)
+            port=$(sed -n 's/.* port \\([0-9][0-9]*\\) (.*/\\1/p' \"$log\" 2>/dev/null)
             [ -n \"$port\" ] && break; sleep 0.05
         done
         curl -sS http://127.0.0.1:$port/hello.txt
-        kill %1";
+        kill %1; rm -f \"$log\"";
     for mode in MODES {
         Test::new()
             .arg("-C")
