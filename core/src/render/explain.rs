@@ -941,10 +941,17 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
             ));
         }
         if !a.protection.absent.is_empty() {
+            // Under the protected paths' header, or as its own row when
+            // no protected path exists yet.
+            let (name, more) = if paths.is_empty() {
+                ("protected", "")
+            } else {
+                ("", " more")
+            };
             rows.push((
-                "".into(),
+                name.into(),
                 format!(
-                    "{} more removed after the run if created",
+                    "{}{more} removed after the run if created",
                     a.protection.absent.len()
                 ),
                 String::new(),
