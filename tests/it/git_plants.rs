@@ -644,3 +644,71 @@ fn an_existing_superprojects_submodules_update_and_its_worktrees_go() {
         );
     }
 }
+
+#[test]
+fn second_round_plants_are_put_aside_too() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        repository(&d.ws);
+        // B. A module directory named like a quarantined one is judged.
+        let v = run(
+            tier,
+            &d,
+            "N=m.dsh-exec-quarantined && mkdir -p .git/modules && git init -q --bare .git/modules/$N \
+             && printf '#!/bin/sh\\nexit 0\\n' > .git/modules/$N/hooks/post-checkout \
+             && chmod +x .git/modules/$N/hooks/post-checkout",
+        );
+        assert!(
+            changes(&v).iter().any(
+                |(p, c, r)| p.ends_with(".git/modules/m.dsh-exec-quarantined")
+                    && c == "quarantined"
+                    && r == "hook post-checkout"
+            ),
+            "{tier:?}: {v}"
+        );
+        // C, D. Hook symlinks through /proc by a relative path, and to a
+        // file that does not exist yet: each counts as a hook.
+        for (name, target) in [
+            (
+                "c",
+                "../../../../../../../../../../../../proc/self/cwd/h.sh",
+            ),
+            ("dd", "/nonexistent-dsh-exec-test/later-hook"),
+        ] {
+            let v = run(
+                tier,
+                &d,
+                &format!("git init -q {name} && ln -s {target} {name}/.git/hooks/pre-commit"),
+            );
+            put_aside(&v, &d.ws.join(format!("{name}/.git")), "hook pre-commit");
+        }
+        // E. A hooks directory that was a symlink before the run: a hook
+        // the run writes where it leads is put aside.
+        let own = d.ws.join("own");
+        std::fs::create_dir(&own).unwrap();
+        repository(&own);
+        sh(
+            &own,
+            "mkdir -p tools/hooks && rm -rf .git/hooks && ln -s ../tools/hooks .git/hooks",
+            true,
+        );
+        let v = run(
+            tier,
+            &d,
+            "printf '#!/bin/sh\\nexit 0\\n' > own/tools/hooks/pre-commit && chmod +x own/tools/hooks/pre-commit",
+        );
+        assert!(
+            changes(&v).iter().any(|(p, c, _)| p
+                == own.join("tools/hooks/pre-commit").to_str().unwrap()
+                && c == "quarantined"),
+            "{tier:?}: {v}"
+        );
+        assert!(
+            !own.join("tools/hooks/pre-commit").exists(),
+            "{tier:?}: {v}"
+        );
+    }
+}

@@ -150,8 +150,9 @@ struct FileState {
     bytes: Option<Vec<u8>>,
 }
 
-/// A hook git would run, as judged: a digest of its bytes (SipHash, this
-/// process's keys), `None` when they cannot be read (a symlink through
+/// A hook git would run, as judged: a digest of its bytes (SipHash-1-3
+/// with std's fixed keys: both sides of the comparison are this process's
+/// own reads), `None` when they cannot be read (a symlink through
 /// `/proc`, a file too large): then the entry's (device, inode, ctime)
 /// stands in. The same bytes are the same hook, whatever happened to its
 /// inode (a hard link made elsewhere changes the ctime, nothing else).
@@ -201,6 +202,8 @@ struct Found {
 pub(crate) struct Snapshot {
     /// The roots walked, each with its depth limit.
     roots: Vec<(PathBuf, usize)>,
+    /// Every writable root, those inside another too: none is renamed.
+    all_roots: Vec<PathBuf>,
     /// When the snapshot started, as the file system stamps changes: a
     /// ctime at or after it may be the run's.
     since: (i64, i64),
@@ -236,6 +239,7 @@ impl Snapshot {
         }
         Snapshot {
             roots: outer,
+            all_roots: roots.iter().map(|(r, _)| r.clone()).collect(),
             since,
             before,
         }
@@ -278,6 +282,7 @@ impl Snapshot {
             } else {
                 changes.push(put_aside(
                     &self.roots,
+                    &self.all_roots,
                     dir,
                     "unchecked",
                     "made by the run where the git check could not reach it".into(),
@@ -322,10 +327,34 @@ impl Snapshot {
                     };
                     &empty
                 }
+                // Where the snapshot did not reach (its budget), a git
+                // directory from before the run (birth time) has no history
+                // to judge against: told, not renamed.
+                None if self
+                    .before
+                    .unreached
+                    .iter()
+                    .any(|(u, _)| path.starts_with(u))
+                    && !born_since(path, self.since) =>
+                {
+                    changes.push(ProtectedChange {
+                        path: path.clone(),
+                        change: "unchecked".into(),
+                        restored: false,
+                        reason: Some("beyond the snapshot's budget: not judged".into()),
+                    });
+                    continue;
+                }
                 None => {
                     if let Some(reason) = self.judge_whole(path, now, after) {
                         failed.insert(path, reason.clone());
-                        changes.push(put_aside(&self.roots, path, "quarantined", reason));
+                        changes.push(put_aside(
+                            &self.roots,
+                            &self.all_roots,
+                            path,
+                            "quarantined",
+                            reason,
+                        ));
                     }
                     continue;
                 }
@@ -358,6 +387,7 @@ impl Snapshot {
             if now.hooks_unreadable && !before.hooks_unreadable {
                 changes.push(put_aside(
                     &self.roots,
+                    &self.all_roots,
                     &path.join("hooks"),
                     "quarantined",
                     "a hooks directory that cannot be read".into(),
@@ -367,17 +397,25 @@ impl Snapshot {
             if before.hooks_link != now.hooks_link && now.hooks_link.is_some() {
                 changes.push(put_aside(
                     &self.roots,
+                    &self.all_roots,
                     &path.join("hooks"),
                     "quarantined",
                     "a hooks symlink made during the run".into(),
                 ));
                 continue;
             }
+            // Where the hooks are: through a symlinked hooks directory, at
+            // its real path (renamed there, inside the roots only).
+            let hooks_dir = match &now.hooks_link {
+                Some(_) => real_dir(&path.join("hooks")).unwrap_or_else(|_| path.join("hooks")),
+                None => path.join("hooks"),
+            };
             for (name, id) in &now.hooks {
                 if before.hooks.get(name) != Some(id) {
                     changes.push(put_aside(
                         &self.roots,
-                        &path.join("hooks").join(name),
+                        &self.all_roots,
+                        &hooks_dir.join(name),
                         "quarantined",
                         format!(
                             "hook {} made or changed during the run",
@@ -403,7 +441,13 @@ impl Snapshot {
                 }
             };
             if let Some(reason) = reason {
-                changes.push(put_aside(&self.roots, path, "quarantined", reason));
+                changes.push(put_aside(
+                    &self.roots,
+                    &self.all_roots,
+                    path,
+                    "quarantined",
+                    reason,
+                ));
             }
         }
     }
@@ -611,27 +655,18 @@ fn real_dir(path: &Path) -> Result<PathBuf, String> {
 /// (reported, `restored: false`).
 fn put_aside(
     roots: &[(PathBuf, usize)],
+    all_roots: &[PathBuf],
     path: &Path,
     change: &'static str,
     reason: String,
 ) -> ProtectedChange {
-    let inside = roots.iter().any(|(r, _)| path.starts_with(r) && path != r);
+    let inside = roots.iter().any(|(r, _)| path.starts_with(r))
+        && !all_roots.iter().any(|r| r.starts_with(path));
     let moved = inside
         && match (path.parent(), path.file_name()) {
-            (Some(parent), Some(name)) => undo::open_root(parent).is_ok_and(|dir| {
-                undo::rename_aside(dir.as_raw_fd(), name, QUARANTINED).is_ok() || {
-                    let mut random = [0u8; 8];
-                    let _ = crate::sys::random_bytes(&mut random);
-                    let suffix = format!(
-                        "{QUARANTINED}.{}",
-                        random
-                            .iter()
-                            .map(|b| format!("{b:02x}"))
-                            .collect::<String>()
-                    );
-                    undo::rename_aside(dir.as_raw_fd(), name, &suffix).is_ok()
-                }
-            }),
+            (Some(parent), Some(name)) => {
+                undo::open_root(parent).is_ok_and(|dir| aside(dir.as_raw_fd(), name))
+            }
             _ => false,
         };
     ProtectedChange {
@@ -642,6 +677,21 @@ fn put_aside(
     }
 }
 
+/// Renames `name` in `dir` aside: `NAME.dsh-exec-quarantined[.N]`, else
+/// (the run took those names, or the name is too long to extend) a random
+/// `.dsh-exec-quarantined-HEX` beside it; where no rename is possible, a
+/// planted entry is removed (following no symlink).
+fn aside(dir: RawFd, name: &OsStr) -> bool {
+    if undo::rename_aside(dir, name, QUARANTINED).is_ok() {
+        return true;
+    }
+    let mut random = [0u8; 8];
+    let _ = crate::sys::random_bytes(&mut random);
+    let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    let short = OsString::from(format!("{QUARANTINED}-{hex}"));
+    crate::sys::fs::rename_noreplace(dir, name, &short).is_ok() || undo::remove_at(dir, name)
+}
+
 /// Restores `name` in the git directory `git_dir` to what it was (`was`;
 /// `None`: it did not exist), keeping the run's version beside it as
 /// `NAME.dsh-exec-quarantined`.
@@ -649,7 +699,7 @@ fn restore(git_dir: &Path, name: &str, was: Option<&FileState>, reason: String) 
     let path = git_dir.join(name);
     let done = undo::open_root(git_dir).is_ok_and(|dir| {
         let fd = dir.as_raw_fd();
-        let aside = undo::rename_aside(fd, OsStr::new(name), QUARANTINED).is_ok();
+        let aside = aside(fd, OsStr::new(name));
         match was.and_then(|w| Some((w.bytes.as_ref()?, w.mode))) {
             Some((bytes, (mode, uid, gid))) => {
                 undo::write_at(fd, OsStr::new(name), bytes, mode & 0o777).is_ok() && {
@@ -710,6 +760,17 @@ fn start_stamp(root: Option<&Path>) -> (i64, i64) {
     } else {
         (coarse.0 - 1, coarse.1)
     }
+}
+
+/// Whether `path` was created at or after `since` (statx(2) birth time;
+/// false where the file system keeps none).
+fn born_since(path: &Path, since: (i64, i64)) -> bool {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return false;
+    };
+    undo::open_root(parent).is_ok_and(|dir| {
+        crate::sys::fs::birth_time_at(dir.as_raw_fd(), name).is_some_and(|b| b >= since)
+    })
 }
 
 /// Whether a ctime is at or after `since`. A ctime with no nanoseconds
@@ -849,15 +910,6 @@ impl Walk<'_> {
         }
         let in_git = git_dir || path.components().any(|c| c.as_os_str() == ".git");
         for name in names {
-            // What a check put aside already (this run's or a concurrent
-            // one's): judged once, not renamed again and again.
-            if name
-                .as_bytes()
-                .windows(QUARANTINED.len())
-                .any(|w| w == QUARANTINED.as_bytes())
-            {
-                continue;
-            }
             if depth >= self.limit && !in_git && name != ".git" {
                 continue;
             }
@@ -899,11 +951,18 @@ impl Walk<'_> {
             // Made during the run (its birth time, which no process can
             // set: statx(2)) and not judged: put aside whole. Anything
             // else, or where the file system keeps no birth time: told.
-            let made = match &at {
-                At::Relative(base, rel) => crate::sys::fs::birth_time_at(*base, rel.as_os_str())
-                    .is_some_and(|b| b >= self.since),
-                At::Open(_) => false,
-            };
+            // (Or moved here: a rename keeps the birth time but sets the
+            // ctime. Owned by this user: another's it could not have made.)
+            let mine = st.st_uid == nix::unistd::geteuid().as_raw();
+            let made = mine
+                && (changed_since(ctime(&st), self.since)
+                    || match &at {
+                        At::Relative(base, rel) => {
+                            crate::sys::fs::birth_time_at(*base, rel.as_os_str())
+                                .is_some_and(|b| b >= self.since)
+                        }
+                        At::Open(_) => false,
+                    });
             self.found
                 .unreached
                 .push((path.clone(), self.after && made));
@@ -953,6 +1012,9 @@ impl Walk<'_> {
                 listing.subdirs.push(OsStr::from_bytes(name).to_os_string());
             }
         }
+        // In name order, as the snapshot's listing is reused after the
+        // run: both walks meet the budget at the same place.
+        listing.subdirs.sort();
         Some(listing)
     }
 }
@@ -1027,9 +1089,22 @@ fn read_git_dir(fd: &OwnedFd) -> Option<GitDir> {
             .map(|t| t.into_os_string().into_vec())
             .unwrap_or_default();
         g.hooks_link = Some((target, (link.st_dev, link.st_ino)));
-        return Some(g);
     }
-    let Some(hooks) = open_dir_at(raw, b"hooks") else {
+    // A symlinked hooks directory is read where it leads (git follows it),
+    // through no magic link; judged by its entries like any other.
+    let hooks = if g.hooks_link.is_some() {
+        open_no_magic(raw, b"hooks").and_then(|fd| {
+            let st = crate::sys::fs::fstat(&fd).ok()?;
+            if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+                return None;
+            }
+            crate::sys::fs::open_at(fd.as_raw_fd(), b".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
+                .ok()
+        })
+    } else {
+        open_dir_at(raw, b"hooks")
+    };
+    let Some(hooks) = hooks else {
         g.hooks_unreadable = undo::stat_at(raw, OsStr::new("hooks"))
             .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
         return Some(g);
@@ -1066,15 +1141,9 @@ fn read_git_dir(fd: &OwnedFd) -> Option<GitDir> {
                     None => (None, Some(entry_id)),
                 }
             }
-            // A dangling symlink runs nothing; one through /proc may run
-            // anything: counted, by the entry itself.
-            None if entry.st_mode & libc::S_IFMT == libc::S_IFLNK
-                && std::fs::metadata(fd_path(hooks_fd).join(&name)).is_err()
-                && std::fs::read_link(fd_path(hooks_fd).join(&name))
-                    .is_ok_and(|t| !t.starts_with("/proc")) =>
-            {
-                continue;
-            }
+            // A symlink that does not lead to a file here (dangling: its
+            // target may be made later; or through /proc, which leads git
+            // elsewhere): counted, by the entry itself.
             None => (None, Some(entry_id)),
         };
         g.hooks.insert(name, id);
