@@ -679,6 +679,36 @@ unsafe fn grant(ruleset_fd: c_int, path: &[u8], access: u64) -> Result<(), Step>
     Ok(())
 }
 
+/// `struct open_how` (openat2(2)).
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+/// `struct mount_attr` (mount_setattr(2)).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// openat2(2) `RESOLVE_NO_MAGICLINKS`, `RESOLVE_NO_SYMLINKS`.
+const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+/// `AT_RECURSIVE` (open_tree(2), mount_setattr(2)).
+const AT_RECURSIVE: c_int = 0x8000;
+/// open_tree(2) `OPEN_TREE_CLONE`.
+const OPEN_TREE_CLONE: c_int = 1;
+/// move_mount(2) `MOVE_MOUNT_F_EMPTY_PATH`, `MOVE_MOUNT_T_EMPTY_PATH`.
+const MOVE_MOUNT_F_EMPTY_PATH: c_int = 0x04;
+const MOVE_MOUNT_T_EMPTY_PATH: c_int = 0x40;
+/// mount_setattr(2) `MOUNT_ATTR_RDONLY`.
+const MOUNT_ATTR_RDONLY: u64 = 1;
+
 /// Why [`pinned_mount`] did not mount.
 enum Fallback {
     /// The kernel has no open_tree(2): mount by path.
@@ -707,26 +737,6 @@ enum Fallback {
 /// # Safety
 /// Only in the child between clone and execve, in its new mount namespace.
 unsafe fn pinned_mount(b: &ChildMount) -> Result<(), Fallback> {
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
-    #[repr(C)]
-    struct MountAttr {
-        attr_set: u64,
-        attr_clr: u64,
-        propagation: u64,
-        userns_fd: u64,
-    }
-    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-    const AT_RECURSIVE: c_int = 0x8000;
-    const OPEN_TREE_CLONE: c_int = 1;
-    const MOVE_MOUNT_F_EMPTY_PATH: c_int = 0x04;
-    const MOVE_MOUNT_T_EMPTY_PATH: c_int = 0x40;
-    const MOUNT_ATTR_RDONLY: u64 = 1;
     let fail = if b.hide {
         Step::HideMount
     } else {
@@ -893,28 +903,6 @@ fn fd_path(buf: &mut [u8; 32], fd: c_int) -> *const c_char {
 /// Only in the child, in its new mount namespace, between clone and
 /// execve.
 unsafe fn read_only_tree(m: &ChildMounts) -> Result<(), Step> {
-    /// `struct open_how` (openat2(2)).
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
-    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-    const AT_RECURSIVE: c_int = 0x8000;
-    const OPEN_TREE_CLONE: c_int = 1;
-    const MOVE_MOUNT_F_EMPTY_PATH: c_int = 0x04;
-    const MOVE_MOUNT_T_EMPTY_PATH: c_int = 0x40;
-    /// `struct mount_attr` (mount_setattr(2)).
-    #[repr(C)]
-    struct MountAttr {
-        attr_set: u64,
-        attr_clr: u64,
-        propagation: u64,
-        userns_fd: u64,
-    }
-    const MOUNT_ATTR_RDONLY: u64 = 1;
     let n = m.root_count.min(MAX_TREE_ROOTS);
     // (re-opened root, its clone); -1 when not open. Every descriptor
     // opened here is closed before returning, also on failure: with a
