@@ -679,7 +679,10 @@ pub fn from_output(ctx: &Context, failed: bool, stdout: &str, stderr: &str) -> V
                 for path in paths_in(line) {
                     let p = normalize(&ctx.workdir, Path::new(&path));
                     let absent_in_existing = !p.exists() && p.parent().is_some_and(Path::is_dir);
+                    // /proc and /sys make no directories for anyone.
+                    let pseudo = ["/proc", "/sys"].iter().any(|d| p.starts_with(d));
                     if absent_in_existing
+                        && !pseudo
                         && let Some(d) = ctx.judge(&path, "ENOENT")
                         && !found.iter().any(|f| f.path == d.path)
                     {
@@ -904,6 +907,13 @@ mod tests {
             )],
             "{out:?}"
         );
+    }
+
+    #[test]
+    fn a_directory_proc_or_sys_cannot_make_is_no_denial() {
+        let c = ctx(Mode::WorkspaceWrite);
+        let line = "mkdir: cannot create directory ‘/proc/x’: No such file or directory\n";
+        assert!(from_output(&c, true, "", line).is_empty());
     }
 
     #[test]
