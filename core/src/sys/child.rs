@@ -1025,28 +1025,9 @@ unsafe fn own_terminal_only(m: &ChildMounts) -> Result<(), Step> {
                 fd >= 0 && libc::close(fd) == 0
             }
             && {
-                // "/proc/self/fd/" and up to 10 digits, NUL-terminated.
-                let mut source = *b"/proc/self/fd/\0\0\0\0\0\0\0\0\0\0\0";
-                let mut digits = [0u8; 10];
-                let (mut n, mut len) = (node as u32, 0);
-                loop {
-                    digits[len] = b'0' + (n % 10) as u8;
-                    len += 1;
-                    n /= 10;
-                    if n == 0 {
-                        break;
-                    }
-                }
-                for i in 0..len {
-                    source[14 + i] = digits[len - 1 - i];
-                }
-                libc::mount(
-                    source.as_ptr().cast(),
-                    m.tty,
-                    none,
-                    libc::MS_BIND,
-                    std::ptr::null(),
-                ) == 0
+                let mut buf = [0u8; 32];
+                let source = fd_path(&mut buf, node);
+                libc::mount(source, m.tty, none, libc::MS_BIND, std::ptr::null()) == 0
             };
         let errno = *libc::__errno_location();
         libc::close(node);
