@@ -272,3 +272,62 @@ fn kill_9_of_dsh_exec_takes_the_commands_group_along() {
         }
     }
 }
+
+#[test]
+fn kill_9_of_dsh_exec_takes_a_setsid_escapee_along_through_the_containment_cgroup() {
+    // A process that left the process group (setsid) is reached, after
+    // dsh-exec dies, only through the run's containment cgroup.
+    if !contained() {
+        eprintln!(
+            "skipped: no containment cgroup here (needs a unified cgroup hierarchy this user \
+             may make a cgroup in; see `dsh-exec explain`)"
+        );
+        return;
+    }
+    for confined in [false, true] {
+        let marker = if confined { "4322.7" } else { "4322.6" };
+        let mut c = dsh();
+        if confined {
+            c.args(["-s", "workspace-write"]);
+        }
+        let mut child = c
+            .arg("--")
+            .arg(format!("setsid sleep {marker} & sleep {marker}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let sleeps = || -> Vec<i32> {
+            processes_naming(marker)
+                .into_iter()
+                .filter(|p| {
+                    std::fs::read_to_string(format!("/proc/{p}/comm"))
+                        .is_ok_and(|c| c.trim() == "sleep")
+                })
+                .collect()
+        };
+        let Some(pids) = poll_until(Duration::from_secs(5), || {
+            let p = sleeps();
+            (p.len() == 2).then_some(p)
+        }) else {
+            let _ = child.kill();
+            panic!("the sleeps never started");
+        };
+        // One of them leads a session of its own.
+        let sids: Vec<i32> = pids
+            .iter()
+            .map(|p| {
+                nix::unistd::getsid(Some(nix::unistd::Pid::from_raw(*p)))
+                    .unwrap()
+                    .as_raw()
+            })
+            .collect();
+        assert!(
+            sids.contains(&pids[0]) || sids.contains(&pids[1]),
+            "{pids:?} {sids:?}"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_all_gone(&pids);
+    }
+}

@@ -200,7 +200,8 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
             .as_ref()
             .and_then(|l| l.cpu_rlimit(spec.kill_after.value)),
         cgroups: &cgroups,
-        cgroups_required: spec.limits.value == crate::limits::LimitMode::Strict,
+        cgroups_required: spec.limits.value == crate::limits::LimitMode::Strict
+            && prepared.limiter.as_ref().is_some_and(|l| l.limits_any()),
         cgroup_dir: prepared.limiter.as_ref().and_then(|l| l.v2_dir_fd()),
     });
     let spawned = match spawned {

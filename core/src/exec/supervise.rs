@@ -384,7 +384,11 @@ impl Execution {
             let cpu_us = (resources.cpu_user_ms + resources.cpu_system_ms) * 1000;
             l.exceeded(limit_cause, signal, &err.text, cpu_us)
         });
-        let limits = self.limiter.as_ref().map(|l| l.facts());
+        let limits = self
+            .limiter
+            .as_ref()
+            .filter(|l| l.limits_any())
+            .map(|l| l.facts());
         crate::render::plain::apply(report.render, &mut out);
         crate::render::plain::apply(report.render, &mut err);
         RunResult {

@@ -23,8 +23,9 @@
 //! cgroup they are unavailable: [`crate::Error::LimitUnavailable`], or
 //! with `--limits best-effort` a warning and a `not_enforced` fact.
 //!
-//! A cgroup is made only for a run that sets a memory, process or CPU
-//! limit; other runs pay nothing. The CPU limit is checked when the tree
+//! A cgroup with controllers is made only for a run that sets a memory,
+//! process or CPU limit. Every run gets, where it can, a v2 cgroup without
+//! controllers for containment ([`Containment`]). The CPU limit is checked when the tree
 //! could have used it up at the earliest: after (limit − used) divided by
 //! the online CPUs, at least every 10 ms and at most every second.
 //!
@@ -390,10 +391,19 @@ impl Limiter {
     /// enforced (no mechanism, or its cgroup cannot be made) and the mode
     /// is strict; in best-effort mode such a limit is listed in
     /// `not_enforced` instead.
+    ///
+    /// Every run is also put, where the unified hierarchy lets this user
+    /// make a cgroup inside its own, into a v2 cgroup without controllers
+    /// (see [`Containment`]), so that `cgroup.kill` ends the whole tree,
+    /// also the processes that left the process group and the session, and
+    /// also when dsh-exec itself is killed (the watchdog writes it). A run
+    /// whose limits already make a v2 cgroup uses that one. Where no such
+    /// cgroup can be made the run goes on without it: the process group and
+    /// the subreaper sweep still end the tree while dsh-exec lives.
     pub(crate) fn prepare(spec: &Wanted) -> Result<Option<Limiter>, Error> {
         let asked = spec.tree;
         if !asked.any() && spec.file_size_max.is_none() {
-            return Ok(None);
+            return Ok(Containment::make().map(Limiter::containing));
         }
         // A limit an operator's cap imposed is never downgraded: best-effort
         // is for the limits the caller asked for.
@@ -488,6 +498,15 @@ impl Limiter {
                 LimitKind::FileSize => {}
             }
         }
+        if !leaves.iter().any(|l| l.version == Version::V2)
+            && let Some(Containment(leaf)) = Containment::make()
+        {
+            // The v2 cgroup first: the child is started in it (clone3).
+            leaves.insert(0, leaf);
+            if let Some(CpuSource::Leaf(i)) = &mut cpu {
+                *i += 1;
+            }
+        }
         let sample_pids = leaves
             .iter()
             .any(|l| l.controllers.contains(&"pids") && !l.dir.join("pids.peak").exists());
@@ -507,6 +526,28 @@ impl Limiter {
             sample_pids,
             due: None,
         }))
+    }
+
+    /// A limiter that sets no limit and only holds `containment`.
+    fn containing(containment: Containment) -> Limiter {
+        Limiter {
+            asked: Asked::default(),
+            file_size_max: None,
+            plan: Plan::default(),
+            leaves: vec![containment.0],
+            cpu: None,
+            cpu_used: 0,
+            cpus: 1,
+            not_enforced: Vec::new(),
+            sample_pids: false,
+            due: None,
+        }
+    }
+
+    /// Whether the run sets a limit (else the limiter only holds the
+    /// containment cgroup, and the result has no `limits`).
+    pub(crate) fn limits_any(&self) -> bool {
+        self.asked.any() || self.file_size_max.is_some()
     }
 
     /// Takes note of the cgroups the child could not join (bit i:
@@ -760,6 +801,57 @@ impl Limiter {
             }
             r.source = from.join("; ");
         }
+    }
+}
+
+/// One line for `explain` on how a run's tree would be held: the place of
+/// the containment cgroup, or why there is none. Probes; makes nothing.
+pub(crate) fn containment_explained() -> String {
+    let Some(v2) = cgroup::hierarchies()
+        .into_iter()
+        .find(|h| h.version == Version::V2)
+    else {
+        return "process-group: no unified (v2) cgroup hierarchy is mounted; a process that \
+                leaves the process group survives a SIGKILL of dsh-exec"
+            .into();
+    };
+    match cgroup::place(&v2, false) {
+        Ok(p) => format!(
+            "cgroup-v2 under {}: cgroup.kill ends the whole tree, also after a SIGKILL of dsh-exec",
+            p.base.display()
+        ),
+        Err(why) => format!(
+            "process-group: {why}; a process that leaves the process group survives a SIGKILL \
+             of dsh-exec"
+        ),
+    }
+}
+
+/// A run's containment cgroup: a v2 cgroup without controllers, inside
+/// dsh-exec's own, that the command is started in (clone3
+/// `CLONE_INTO_CGROUP`), so that every process of the tree stays in it
+/// whatever it does to its process group or session.
+///
+/// What it relies on from the kernel (cgroups(7), Documentation/admin-guide/
+/// cgroup-v2.rst): a child is born in the cgroup of its parent and leaves
+/// it only by a write to some `cgroup.procs`, which needs write access to
+/// the cgroup file system (confining modes allow no writes under `/sys`);
+/// and writing `1` to `cgroup.kill` (Linux 5.14) SIGKILLs every process in
+/// the cgroup and its descendants, also those forked while it runs.
+#[derive(Debug)]
+struct Containment(Leaf);
+
+impl Containment {
+    /// Makes the cgroup, or `None` where the unified hierarchy is not
+    /// mounted or this user cannot make a cgroup inside its own there.
+    fn make() -> Option<Containment> {
+        let v2 = cgroup::hierarchies()
+            .into_iter()
+            .find(|h| h.version == Version::V2)?;
+        let place = cgroup::place(&v2, false).ok()?;
+        Leaf::create(&place, Vec::new(), Settings::default())
+            .ok()
+            .map(Containment)
     }
 }
 

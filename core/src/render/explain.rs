@@ -78,6 +78,12 @@ pub struct Explanation {
     /// (`memory`, `pids`, `cpu`); empty when none is set.
     #[schemars(schema_with = "limit_mechanisms_schema")]
     pub limit_mechanisms: BTreeMap<LimitKind, LimitMechanism>,
+    /// How the run's whole tree is held for the kill: `cgroup-v2: …` (a
+    /// containment cgroup whose `cgroup.kill` reaches every process, also
+    /// one that left the process group, also after `dsh-exec` itself is
+    /// killed) or `process-group: …` with the reason no cgroup can be made
+    /// (the process group and the subreaper sweep, while `dsh-exec` lives).
+    pub containment: String,
     /// The most bytes one spill file holds.
     pub spill_max_bytes: SourcedValue<u64>,
     /// Which part of a stream that outgrew its budget is kept: `tail`,
@@ -1019,6 +1025,7 @@ pub fn explanation(spec: &Spec) -> Explanation {
                 (kind, mechanism)
             })
             .collect(),
+        containment: crate::limits::containment_explained(),
         spill_max_bytes: sourced(&spec.spill_max_bytes, spec.spill_max_bytes.value),
         keep: sourced(&spec.keep, spec.keep.value),
         render: sourced(&spec.render, spec.render.value),
@@ -1162,6 +1169,11 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
             note(&spec.limits),
         );
     }
+    row(
+        "containment",
+        crate::limits::containment_explained(),
+        String::new(),
+    );
     row(
         "spill-max-bytes",
         format_size(spec.spill_max_bytes.value),

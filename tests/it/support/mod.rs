@@ -353,3 +353,19 @@ pub fn assert_matches_schema(stem: &str, value: &serde_json::Value) {
         assert!(!validator.is_valid(&extra), "{stem} takes an unknown field");
     }
 }
+
+/// Whether runs here get a containment cgroup (`explain`'s `containment`
+/// row says cgroup-v2): then their CPU time is read from its `cpu.stat`.
+pub fn contained() -> bool {
+    let out = dsh().args(["explain", "--", "true"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).contains("containment       cgroup-v2")
+}
+
+/// The `resources.source` of a run without limits here.
+pub fn unlimited_source() -> &'static str {
+    if contained() {
+        "cpu: cgroup-v2 cpu.stat; the rest: getrusage(RUSAGE_CHILDREN)"
+    } else {
+        "getrusage(RUSAGE_CHILDREN)"
+    }
+}
