@@ -25,6 +25,7 @@ else
   (cd "$ROOT" && cargo build --release --quiet)
   BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/dsh-exec
 fi
+[[ $BIN == /* ]] || BIN=$PWD/$BIN
 export GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@b \
   GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@b
 mkdir "$BENCH_TMP/tmp" "$BENCH_TMP/empty" "$BENCH_TMP/up" "$BENCH_TMP/ws"

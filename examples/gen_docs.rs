@@ -149,9 +149,11 @@ fn synopsis() -> Roff {
     parts.push(roman(" [--] COMMAND..."));
     roff.text(parts);
     for form in [
+        "dsh-exec -i [OPTIONS] [[--] COMMAND...]",
         "dsh-exec explain [OPTIONS] [--] COMMAND...",
+        "dsh-exec mcp [--keep-jobs] [OPTIONS]",
         "dsh-exec parse-status [FILE]",
-        "dsh-exec job read|wait|kill|list|prune ...",
+        "dsh-exec job read|write|resize|wait|kill|list|prune ...",
         "dsh-exec prune --spill [--older-than DURATION] [--spill-dir DIR]",
     ] {
         roff.control("br", []).text([roman(form)]);

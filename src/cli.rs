@@ -188,6 +188,10 @@ pub enum Sub {
     /// Resolve and show the spec and child environment; run nothing.
     Explain(Box<RunArgs>),
     /// Serve the Model Context Protocol on stdio: tools run, start, read, write_stdin, wait, kill and list, under the policy these options fix (a call may ask for less, never for more).
+    #[command(
+        after_help = "Refused here (exit 125, USAGE), since each tool call brings its own: a COMMAND, \
+                      --background, --detach-after, -i, --stream, --pty, --stdin and --stdin-file."
+    )]
     Mcp(Box<McpArgs>),
     /// Read, write to, resize, wait for, kill, list or prune background jobs.
     #[command(subcommand, disable_help_subcommand = true)]

@@ -889,3 +889,29 @@ fn a_workdir_swapped_for_a_symlink_out_of_the_root_never_starts_a_run_outside() 
     flipper.join().unwrap();
     assert!(inside > 0, "no call ran ({refused} refused)");
 }
+
+#[test]
+fn the_server_refuses_what_a_call_chooses_and_its_help_says_so() {
+    for args in [
+        &["mcp", "--", "echo", "hi"][..],
+        &["mcp", "--background"],
+        &["mcp", "-i"],
+        &["mcp", "--stream"],
+        &["mcp", "--stdin-file", "/etc/hostname"],
+    ] {
+        let out = dsh().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(125), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with("dsh-exec: error: dsh-exec mcp"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    let help = dsh().args(["mcp", "--help"]).output().unwrap();
+    let text = String::from_utf8_lossy(&help.stdout).replace('\n', " ");
+    assert!(
+        text.contains("Refused here (exit 125, USAGE), since each tool call brings its own: a COMMAND, --background, --detach-after, -i, --stream, --pty, --stdin and --stdin-file."),
+        "{text}"
+    );
+}
