@@ -151,12 +151,18 @@ struct FileState {
 }
 
 /// A hook git would run, as judged: a digest of its bytes (SipHash-1-3
-/// with std's fixed keys: both sides of the comparison are this process's
-/// own reads), `None` when they cannot be read (a symlink through
+/// keyed by [`HOOK_KEYS`], random per process: both sides of the
+/// comparison are this process's own reads, and a command that cannot
+/// learn the keys cannot make other bytes with the same digest), `None` when they cannot be read (a symlink through
 /// `/proc`, a file too large): then the entry's (device, inode, ctime)
 /// stands in. The same bytes are the same hook, whatever happened to its
 /// inode (a hard link made elsewhere changes the ctime, nothing else).
 type HookId = (Option<u64>, Option<((u64, u64), (i64, i64))>);
+
+/// The keys of the hooks' digests (std's `RandomState`: random keys from
+/// the operating system, made once per process, never written anywhere).
+static HOOK_KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+    std::sync::OnceLock::new();
 
 /// A git directory as it was found.
 #[derive(Debug, Clone)]
@@ -1170,8 +1176,10 @@ fn read_git_dir(fd: &OwnedFd) -> Option<GitDir> {
                 }
                 match read_regular(&fd, &st) {
                     Some(bytes) => {
-                        use std::hash::{Hash, Hasher};
-                        let mut h = std::collections::hash_map::DefaultHasher::new();
+                        use std::hash::{BuildHasher, Hash, Hasher};
+                        let mut h = HOOK_KEYS
+                            .get_or_init(std::collections::hash_map::RandomState::new)
+                            .build_hasher();
                         bytes.hash(&mut h);
                         (Some(h.finish()), None)
                     }
