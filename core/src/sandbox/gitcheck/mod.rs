@@ -1176,12 +1176,10 @@ fn read_git_dir(fd: &OwnedFd) -> Option<GitDir> {
                 }
                 match read_regular(&fd, &st) {
                     Some(bytes) => {
-                        use std::hash::{BuildHasher, Hash, Hasher};
-                        let mut h = HOOK_KEYS
-                            .get_or_init(std::collections::hash_map::RandomState::new)
-                            .build_hasher();
-                        bytes.hash(&mut h);
-                        (Some(h.finish()), None)
+                        use std::hash::BuildHasher;
+                        let keys =
+                            HOOK_KEYS.get_or_init(std::collections::hash_map::RandomState::new);
+                        (Some(keys.hash_one(&bytes)), None)
                     }
                     None => (None, Some(entry_id)),
                 }
