@@ -405,3 +405,59 @@ fn sqlites_refusal_to_open_a_database_outside_is_a_denial() {
         );
     }
 }
+
+#[test]
+fn a_metadata_refusal_this_user_could_not_make_unconfined_carries_no_hint() {
+    // Mode to itself: a no-op, even if it were let through.
+    let script = "chmod $(stat -c %a /etc/hostname) /etc/hostname";
+    let hint_of = |out: &std::process::Output| -> Value {
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let d = &v["sandbox"]["denials"];
+        assert_eq!(d.as_array().map(Vec::len), Some(1), "{v}");
+        // The gate's refusal, or (as root, under the read-only tree) the
+        // EROFS read from the output.
+        assert_eq!(
+            (&d[0]["op"], &d[0]["path"]),
+            (&json!("chmod"), &json!("/etc/hostname")),
+            "{v}"
+        );
+        d[0]["hint"].clone()
+    };
+    let ws = tempfile::tempdir().unwrap();
+    let args = |ws: &Path| -> Vec<String> {
+        [
+            "--json",
+            "-s",
+            "workspace-write",
+            "--no-temp-write",
+            "-C",
+            ws.to_str().unwrap(),
+            "--",
+            script,
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let out = crate::support::dsh()
+        .args(args(ws.path()))
+        .output()
+        .unwrap();
+    let me_root = nix::unistd::geteuid().is_root();
+    // Root could change /etc/hostname unconfined: the flag that allows it.
+    // Anyone else could not (not the owner): no flag would help.
+    let expected = if me_root {
+        json!("--writable-root /etc")
+    } else {
+        Value::Null
+    };
+    assert_eq!(hint_of(&out), expected);
+    let Some(user) = crate::support::Unprivileged::new() else {
+        return;
+    };
+    let ws = user.dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    nix::unistd::chown(&ws, Some(65534.into()), Some(65534.into())).unwrap();
+    let args = args(&ws);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(hint_of(&user.run(&args)), Value::Null);
+}

@@ -253,66 +253,6 @@ fn cpu_time_counts_every_process_of_the_tree() {
     assert!((900..4000).contains(&cpu), "{r}");
 }
 
-/// The binary, copied where an unprivileged user can run it.
-struct Unprivileged {
-    dir: tempfile::TempDir,
-}
-
-impl Unprivileged {
-    fn new() -> Option<Unprivileged> {
-        if !nix_is_root() {
-            eprintln!("skipped: dropping to an unprivileged user needs root");
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::copy(bin(), dir.path().join("dsh-exec")).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        Some(Unprivileged { dir })
-    }
-
-    /// `dsh-exec ARGS` as user and group 65534, in the temp dir.
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        self.run_with(&[], args)
-    }
-
-    /// The same, with `env` set as well.
-    ///
-    /// The copy of the binary was just written: a process another test
-    /// forks meanwhile holds the write descriptor until its execve (the
-    /// descriptor is close-on-exec, not close-on-fork), and executing the
-    /// copy then fails with ETXTBSY (execve(2)). That is retried.
-    fn run_with(&self, env: &[(&str, &std::ffi::OsStr)], args: &[&str]) -> std::process::Output {
-        for _ in 0..50 {
-            let mut c = Command::new("setpriv");
-            let out = known_env(&mut c)
-                .env("TMPDIR", "/tmp")
-                .envs(env.iter().copied())
-                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-                .arg(self.dir.path().join("dsh-exec"))
-                .args(args)
-                .current_dir("/tmp")
-                .stdin(Stdio::null())
-                .output()
-                .unwrap();
-            if !String::from_utf8_lossy(&out.stderr).contains("Text file busy") {
-                return out;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        panic!("the copy of dsh-exec stayed busy (ETXTBSY) for a second");
-    }
-}
-
-fn nix_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false)
-}
-
 #[test]
 fn without_a_cgroup_a_memory_limit_is_an_error_unless_best_effort() {
     let Some(user) = Unprivileged::new() else {

@@ -72,7 +72,12 @@ fn gate_fact(
             .as_ref()
             .filter(|p| p.is_absolute())
             .map(|p| format!("--allow-unix-socket {}", p.display())),
-        Refusal::OutsideRoots => ctx.zip(d.path.as_ref()).and_then(|(c, p)| c.hint(p)),
+        // No flag would let this user change what it could not change
+        // unconfined either: no hint then.
+        Refusal::OutsideRoots => ctx
+            .zip(d.path.as_ref())
+            .filter(|(_, p)| denial::this_user_may_change(d.op, p))
+            .and_then(|(c, p)| c.hint(p)),
         Refusal::Dns => Some("the proxy in HTTPS_PROXY, which resolves names itself".into()),
         Refusal::PassedRights => {
             Some("a kernel with SO_PASSRIGHTS (Linux 6.16), or --network allow".into())

@@ -339,6 +339,26 @@ fn caller_could_write(path: &Path) -> bool {
     false
 }
 
+/// Whether this process's user could make the metadata change `op`
+/// (`chmod`, `chown`, `utime`, `xattr`, as the gate names them) to `path`
+/// outside any sandbox: root can; anyone else only on a file it owns
+/// (chmod(2), chown(2), setxattr(2) of `user.*` names: EPERM otherwise),
+/// or for `utime` also on a file it may write (utimensat(2): setting both
+/// times to now needs write permission only). A path that cannot be
+/// looked at counts as changeable (the hint is kept).
+pub(crate) fn this_user_may_change(op: &str, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid();
+    if me.is_root() {
+        return true;
+    }
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return true;
+    };
+    meta.uid() == me.as_raw()
+        || (op == "utime" && nix::unistd::access(path, nix::unistd::AccessFlags::W_OK).is_ok())
+}
+
 impl Context {
     fn under_writable(&self, p: &Path) -> bool {
         self.writable.iter().any(|r| p.starts_with(r))
