@@ -123,6 +123,29 @@ impl AbortSource for Cancelled {
 }
 
 impl Server {
+    /// Rewrites the hints of `result`'s denials for a caller of this
+    /// server, who passes call arguments, not flags: a flag is one the
+    /// server must be started with, except `--sandbox workspace-write`
+    /// where the server allows it (the call's own `sandbox` argument).
+    fn for_calls(&self, result: &mut RunResult) {
+        let server_mode = self.spec.sandbox.as_ref().map(|p| p.mode.value);
+        let Some(sb) = result.sandbox.as_mut() else {
+            return;
+        };
+        for d in &mut sb.denials {
+            let Some(h) = d.hint.as_deref().filter(|h| h.starts_with("--")) else {
+                continue;
+            };
+            d.hint = Some(
+                if h == "--sandbox workspace-write" && server_mode == Some(Mode::WorkspaceWrite) {
+                    "the call's \"sandbox\": \"workspace-write\"".into()
+                } else {
+                    format!("a server started with {h}")
+                },
+            );
+        }
+    }
+
     /// The request of a call: the server's flags, the call's command,
     /// workdir, deadline, budgets and mode, under the server's values as
     /// caps. Errors (a tool error's message) on a workdir outside the root,
@@ -299,7 +322,10 @@ impl Server {
         };
         let mut exec = match dsh_exec_core::start(&spec, prepared, started) {
             Ok(Started::Running(exec)) => exec,
-            Ok(Started::NotRun(result)) => return result_response(&result),
+            Ok(Started::NotRun(mut result)) => {
+                self.for_calls(&mut result);
+                return result_response(&result);
+            }
             Err(e) => return tool_error(format!("{e} ({})", e.code())),
         };
         let progress = ctx.meta.get_progress_token();
@@ -329,7 +355,9 @@ impl Server {
                 Err(e) => return tool_error(format!("{e} ({})", e.code())),
             }
         }
-        result_response(&exec.finish())
+        let mut result = exec.finish();
+        self.for_calls(&mut result);
+        result_response(&result)
     }
 
     async fn start(&self, args: JsonObject) -> CallToolResponse {
@@ -369,7 +397,8 @@ impl Server {
             let dir = launched.dir.clone();
             let limit = Duration::from_millis(ms);
             let waited = tokio::task::spawn_blocking(move || jobs::wait(&dir, Some(limit))).await;
-            if let Ok(jobs::Waited::Finished(result)) = waited {
+            if let Ok(jobs::Waited::Finished(mut result)) = waited {
+                self.for_calls(&mut result);
                 // As --detach-after: a run that ended in time is a
                 // foreground run, and leaves no job.
                 jobs::discard(&launched.dir);
@@ -425,7 +454,10 @@ impl Server {
             Ok(d) => d,
             Err(e) => return tool_error(e),
         };
-        let reply = jobs::read(&dir);
+        let mut reply = jobs::read(&dir);
+        if let Some(r) = reply.result.as_mut() {
+            self.for_calls(r);
+        }
         // As `job read` shows it: the job's lines shaped like dsh-exec's own
         // escaped, so that none passes for a status line.
         let mut text = super::job::delta_text(&reply, OnTerminal::Exact);
@@ -476,7 +508,10 @@ impl Server {
         let limit = p.timeout_ms.map_or(DEFAULT_WAIT, Duration::from_millis);
         let waited = tokio::task::spawn_blocking(move || jobs::wait(&dir, Some(limit))).await;
         let (status, result) = match waited {
-            Ok(jobs::Waited::Finished(r)) => ("finished", Some(*r)),
+            Ok(jobs::Waited::Finished(mut r)) => {
+                self.for_calls(&mut r);
+                ("finished", Some(*r))
+            }
             Ok(jobs::Waited::StillRunning) => ("running", None),
             Ok(jobs::Waited::Lost) | Err(_) => ("lost", None),
         };

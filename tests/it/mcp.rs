@@ -915,3 +915,39 @@ fn the_server_refuses_what_a_call_chooses_and_its_help_says_so() {
         "{text}"
     );
 }
+
+#[test]
+fn denial_hints_speak_of_the_server_and_of_call_arguments_not_of_a_callers_flags() {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let mut m = Mcp::start(&[
+        "--sandbox",
+        "workspace-write",
+        "--no-temp-write",
+        "-C",
+        ws.path().to_str().unwrap(),
+    ]);
+    let target = outside.path().join("x");
+    let r = m.call(
+        "run",
+        json!({"command": format!("echo > {}", target.display())}),
+    );
+    let d = &r["structuredContent"]["sandbox"]["denials"][0];
+    let hint = format!(
+        "a server started with --writable-root {}",
+        outside.path().display()
+    );
+    assert_eq!(d["hint"], json!(hint), "{r}");
+    assert!(text(&r).contains(&format!("; try {hint}]")), "{r}");
+    // A call that narrowed the mode can widen it back to the server's.
+    let r = m.call(
+        "run",
+        json!({"command": "echo > y", "sandbox": "read-only"}),
+    );
+    let d = &r["structuredContent"]["sandbox"]["denials"][0];
+    assert_eq!(
+        d["hint"], r#"the call's "sandbox": "workspace-write""#,
+        "{r}"
+    );
+    assert!(!target.exists());
+}
