@@ -407,23 +407,14 @@ fn sqlites_refusal_to_open_a_database_outside_is_a_denial() {
 }
 
 #[test]
-fn a_metadata_refusal_this_user_could_not_make_unconfined_carries_no_hint() {
+fn a_metadata_refusal_this_user_would_meet_unconfined_too_is_no_denial() {
     // Mode to itself: a no-op, even if it were let through.
     let script = "chmod $(stat -c %a /etc/hostname) /etc/hostname";
-    let hint_of = |out: &std::process::Output| -> Value {
+    let denials_of = |out: &std::process::Output| -> Value {
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        let d = &v["sandbox"]["denials"];
-        assert_eq!(d.as_array().map(Vec::len), Some(1), "{v}");
-        // The gate's refusal, or (as root, under the read-only tree) the
-        // EROFS read from the output.
-        assert_eq!(
-            (&d[0]["op"], &d[0]["path"]),
-            (&json!("chmod"), &json!("/etc/hostname")),
-            "{v}"
-        );
-        d[0]["hint"].clone()
+        assert_eq!(v["exit_code"], 1, "{v}");
+        v["sandbox"]["denials"].clone()
     };
-    let ws = tempfile::tempdir().unwrap();
     let args = |ws: &Path| -> Vec<String> {
         [
             "--json",
@@ -438,19 +429,28 @@ fn a_metadata_refusal_this_user_could_not_make_unconfined_carries_no_hint() {
         .map(String::from)
         .to_vec()
     };
+    let ws = tempfile::tempdir().unwrap();
     let out = crate::support::dsh()
         .args(args(ws.path()))
         .output()
         .unwrap();
-    let me_root = nix::unistd::geteuid().is_root();
-    // Root could change /etc/hostname unconfined: the flag that allows it.
-    // Anyone else could not (not the owner): no flag would help.
-    let expected = if me_root {
-        json!("--writable-root /etc")
-    } else {
-        Value::Null
-    };
-    assert_eq!(hint_of(&out), expected);
+    if nix::unistd::geteuid().is_root() {
+        // Root could change /etc/hostname unconfined: a denial, with the
+        // flag that allows it (the gate's EPERM, or under the read-only
+        // tree the EROFS read from the output).
+        let d = denials_of(&out);
+        assert_eq!(
+            (&d[0]["op"], &d[0]["path"], &d[0]["hint"]),
+            (
+                &json!("chmod"),
+                &json!("/etc/hostname"),
+                &json!("--writable-root /etc")
+            ),
+            "{d}"
+        );
+    }
+    // Anyone else could not (not the owner): EPERM all the same, and no
+    // denial.
     let Some(user) = crate::support::Unprivileged::new() else {
         return;
     };
@@ -459,5 +459,52 @@ fn a_metadata_refusal_this_user_could_not_make_unconfined_carries_no_hint() {
     nix::unistd::chown(&ws, Some(65534.into()), Some(65534.into())).unwrap();
     let args = args(&ws);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    assert_eq!(hint_of(&user.run(&args)), Value::Null);
+    let out = user.run(&args);
+    assert_eq!(denials_of(&out), json!([]));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["sandbox"]["denied"], false);
+    assert!(
+        v["stderr"]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("Operation not permitted\n"),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_protected_git_config_named_after_a_cd_is_told_as_written() {
+    // Under the read-only tree `.git/config` of a repository is a mount
+    // point: git's rename over it is EBUSY, and after `cd super` the
+    // message names it relative to `super`.
+    if !crate::support::has_sys_admin() {
+        eprintln!("skipped: the read-only tree needs CAP_SYS_ADMIN");
+        return;
+    }
+    let ws = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", ws.path().join("none"))
+            .current_dir(ws.path())
+            .output()
+            .unwrap();
+        assert!(ok.status.success(), "{ok:?}");
+    };
+    git(&["init", "-q", "super"]);
+    let out = crate::support::dsh()
+        .args(["--json", "-s", "workspace-write", "--no-temp-write", "-C"])
+        .arg(ws.path())
+        .args(["--", "cd super && git config --local x.y z"])
+        .env("GIT_CONFIG_GLOBAL", ws.path().join("none"))
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["sandbox"]["denials"],
+        json!([{"op": "write", "path": ".git/config", "errno": "EBUSY", "source": "output",
+                "network": false, "hint": null, "count": 1}]),
+        "{v}"
+    );
+    assert_eq!(v["sandbox"]["denied"], true);
 }

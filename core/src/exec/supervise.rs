@@ -49,6 +49,19 @@ pub(crate) struct Report {
     pub(crate) denial_context: Option<denial::Context>,
 }
 
+/// Whether the gate refused a metadata change (chmod, chown, times,
+/// xattrs) outside the writable roots that this user could not have made
+/// unconfined either (not its file): the command met the refusal it would
+/// have met anyway, so it is no denial of the sandbox (nor would any flag
+/// allow it).
+fn refused_unconfined_too(d: &crate::sandbox::gate::Denial) -> bool {
+    d.why == crate::sandbox::gate::Refusal::OutsideRoots
+        && ["chmod", "chown", "utime", "xattr"].contains(&d.op)
+        && d.path
+            .as_ref()
+            .is_some_and(|p| !denial::this_user_may_change(d.op, p))
+}
+
 /// A refusal of the gate, as the result reports it.
 fn gate_fact(
     d: &crate::sandbox::gate::Denial,
@@ -72,12 +85,7 @@ fn gate_fact(
             .as_ref()
             .filter(|p| p.is_absolute())
             .map(|p| format!("--allow-unix-socket {}", p.display())),
-        // No flag would let this user change what it could not change
-        // unconfined either: no hint then.
-        Refusal::OutsideRoots => ctx
-            .zip(d.path.as_ref())
-            .filter(|(_, p)| denial::this_user_may_change(d.op, p))
-            .and_then(|(c, p)| c.hint(p)),
+        Refusal::OutsideRoots => ctx.zip(d.path.as_ref()).and_then(|(c, p)| c.hint(p)),
         Refusal::Dns => Some("the proxy in HTTPS_PROXY, which resolves names itself".into()),
         Refusal::PassedRights => {
             Some("a kernel with SO_PASSRIGHTS (Linux 6.16), or --network allow".into())
@@ -358,6 +366,7 @@ impl Execution {
             let mut denials: Vec<DenialFact> = gate_denials
                 .kept
                 .iter()
+                .filter(|d| !refused_unconfined_too(d))
                 .map(|d| gate_fact(d, report.denial_context.as_ref(), facts.network))
                 .collect();
             if let Some(ctx) = &report.denial_context {

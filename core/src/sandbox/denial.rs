@@ -503,6 +503,28 @@ impl Context {
                 count: 1,
             });
         }
+        // The same for a protected path (a mount point under the read-only
+        // tree, EBUSY to a rename over it) named relative to a directory
+        // the command changed to (`cd super && git submodule update`:
+        // `.git/config`): told as written when a protected path ends with
+        // it.
+        if self.read_only_tree
+            && errno == "EBUSY"
+            && from_cwd
+            && !protected
+            && named.is_relative()
+            && self.protected.iter().any(|x| x.ends_with(named))
+        {
+            return Some(DenialFact {
+                op: "write".into(),
+                path: Some(path.to_string()),
+                errno: errno.into(),
+                source: "output".into(),
+                network: false,
+                hint: None,
+                count: 1,
+            });
+        }
         if !protected && (self.under_writable(&p) || !caller_could_write(&p)) {
             return None;
         }
