@@ -222,3 +222,24 @@ fn ordinary_copy_and_install_tools_work_inside_the_workspace() {
         assert_eq!(std::fs::metadata(ws.path().join("b")).unwrap().uid(), 65534);
     }
 }
+
+#[test]
+fn a_symlinked_workdir_says_which_directory_becomes_writable() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.path().join("real")).unwrap();
+    std::os::unix::fs::symlink("real", d.path().join("link")).unwrap();
+    let link = d.path().join("link");
+    let real = d.path().join("real");
+    Test::new()
+        .args(["-s", "workspace-write", "--no-temp-write", "-C"])
+        .arg(&link)
+        .args(["--", "pwd"])
+        .run()
+        .expect_status(0)
+        .expect_stdout(&format!("{}\n[exit code: 0]\n", real.display()))
+        .expect_stderr(&format!(
+            "dsh-exec: warning: the workspace root {} is a symlink: {} is what becomes writable\n",
+            link.display(),
+            real.display()
+        ));
+}

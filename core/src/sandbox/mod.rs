@@ -713,8 +713,13 @@ pub fn open_roots(policy: &Policy) -> Roots {
                     continue;
                 }
                 if root.path != *path && path.is_symlink() {
+                    let what = if i == 0 {
+                        "the workspace root"
+                    } else {
+                        "writable root"
+                    };
                     roots.warnings.push(format!(
-                        "writable root {} is a symlink to {}",
+                        "{what} {} is a symlink: {} is what becomes writable",
                         path.display(),
                         root.path.display()
                     ));
