@@ -507,7 +507,7 @@ _dsh__exec() {
             return 0
             ;;
         dsh__exec__subcmd__mcp)
-            opts="-C -t -e -s -i -q -h --keep-jobs --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --quiet --json --color --help"
+            opts="-C -t -e -s -q -i -h --keep-jobs --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --quiet --json --color --background --detach-after --interactive --stream --pty --stdin --stdin-file --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -577,14 +577,6 @@ _dsh__exec() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --stdin-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --stdin)
-                    COMPREPLY=($(compgen -W "closed pipe" -- "${cur}"))
-                    return 0
-                    ;;
                 --env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -649,12 +641,20 @@ _dsh__exec() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
                 --detach-after)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                --stdin)
+                    COMPREPLY=($(compgen -W "closed pipe" -- "${cur}"))
+                    return 0
+                    ;;
+                --stdin-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

@@ -190,7 +190,15 @@ pub enum Sub {
     /// Serve the Model Context Protocol on stdio: tools run, start, read, write_stdin, wait, kill and list, under the policy these options fix (a call may ask for less, never for more).
     #[command(
         after_help = "Refused here (exit 125, USAGE), since each tool call brings its own: a COMMAND, \
-                      --background, --detach-after, -i, --stream, --pty, --stdin and --stdin-file."
+                      --background, --detach-after, -i, --stream, --pty, --stdin and --stdin-file.",
+        mut_arg("command", |a| a.hide(true)),
+        mut_arg("background", |a| a.hide(true)),
+        mut_arg("detach_after", |a| a.hide(true)),
+        mut_arg("interactive", |a| a.hide(true)),
+        mut_arg("stream", |a| a.hide(true)),
+        mut_arg("pty", |a| a.hide(true)),
+        mut_arg("stdin", |a| a.hide(true)),
+        mut_arg("stdin_file", |a| a.hide(true))
     )]
     Mcp(Box<McpArgs>),
     /// Read, write to, resize, wait for, kill, list or prune background jobs.

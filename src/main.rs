@@ -59,11 +59,19 @@ fn stdin_hint() {
 
 /// A subcommand name given after options (`dsh-exec --json explain ls`)
 /// runs as a command, since a subcommand counts only as the very first
-/// argument; unless `--` said so, a note on stderr says what happened.
+/// argument; unless a `--` right before it said so, a note on stderr says
+/// what happened.
 fn subcommand_hint(argv: &[std::ffi::OsString], command: &[String]) {
     const SUBCOMMANDS: [&str; 5] = ["explain", "job", "mcp", "parse-status", "prune"];
     let Some(first) = command.first() else { return };
-    if SUBCOMMANDS.contains(&first.as_str()) && !argv.iter().any(|a| a == "--") {
+    // `dsh-exec -- explain` means the command; `dsh-exec --json explain --
+    // true` is the mistake (the `--` comes after the word).
+    let meant = argv
+        .iter()
+        .skip_while(|a| *a != "--")
+        .nth(1)
+        .is_some_and(|a| a == first.as_str());
+    if SUBCOMMANDS.contains(&first.as_str()) && !meant {
         output::say!(
             "dsh-exec: note: '{first}' ran as a command; subcommands come first: dsh-exec {first} ..."
         );

@@ -151,6 +151,14 @@ fn a_subcommand_name_after_options_runs_as_a_command_with_a_note() {
         .run();
     assert_eq!(quiet.status, 127);
     assert_eq!(quiet.stderr, "");
+    // A `--` after the word does not make it meant: `explain` ran with
+    // `true` as its argument.
+    Test::new()
+        .args(["--json", "explain", "--", "true"])
+        .run()
+        .expect_stderr(
+            "dsh-exec: note: 'explain' ran as a command; subcommands come first: dsh-exec explain ...\n",
+        );
 }
 
 #[test]

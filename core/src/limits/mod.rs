@@ -804,26 +804,29 @@ impl Limiter {
     }
 }
 
-/// One line for `explain` on how a run's tree would be held: the place of
-/// the containment cgroup, or why there is none. Probes; makes nothing.
-pub(crate) fn containment_explained() -> String {
+/// How a run's tree would be held, for `explain`: (`cgroup-v2` or
+/// `process-group`, the directory the containment cgroup would be made in,
+/// one line on what that means or why there is none). Probes; makes
+/// nothing.
+pub(crate) fn containment_explained() -> (&'static str, Option<std::path::PathBuf>, String) {
+    const SURVIVES: &str = "a process that leaves the process group survives a SIGKILL of dsh-exec";
     let Some(v2) = cgroup::hierarchies()
         .into_iter()
         .find(|h| h.version == Version::V2)
     else {
-        return "process-group: no unified (v2) cgroup hierarchy is mounted; a process that \
-                leaves the process group survives a SIGKILL of dsh-exec"
-            .into();
+        return (
+            "process-group",
+            None,
+            format!("no unified (v2) cgroup hierarchy is mounted; {SURVIVES}"),
+        );
     };
     match cgroup::place(&v2, false) {
-        Ok(p) => format!(
-            "cgroup-v2 under {}: cgroup.kill ends the whole tree, also after a SIGKILL of dsh-exec",
-            p.base.display()
+        Ok(p) => (
+            "cgroup-v2",
+            Some(p.base),
+            "cgroup.kill ends the whole tree, also after a SIGKILL of dsh-exec".into(),
         ),
-        Err(why) => format!(
-            "process-group: {why}; a process that leaves the process group survives a SIGKILL \
-             of dsh-exec"
-        ),
+        Err(why) => ("process-group", None, format!("{why}; {SURVIVES}")),
     }
 }
 

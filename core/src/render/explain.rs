@@ -78,12 +78,8 @@ pub struct Explanation {
     /// (`memory`, `pids`, `cpu`); empty when none is set.
     #[schemars(schema_with = "limit_mechanisms_schema")]
     pub limit_mechanisms: BTreeMap<LimitKind, LimitMechanism>,
-    /// How the run's whole tree is held for the kill: `cgroup-v2: …` (a
-    /// containment cgroup whose `cgroup.kill` reaches every process, also
-    /// one that left the process group, also after `dsh-exec` itself is
-    /// killed) or `process-group: …` with the reason no cgroup can be made
-    /// (the process group and the subreaper sweep, while `dsh-exec` lives).
-    pub containment: String,
+    /// How the run's whole tree is held for the kill.
+    pub containment: ExplainedContainment,
     /// The most bytes one spill file holds.
     pub spill_max_bytes: SourcedValue<u64>,
     /// Which part of a stream that outgrew its budget is kept: `tail`,
@@ -105,6 +101,25 @@ pub struct Explanation {
     /// The sandbox as it would be applied; `null` when neither `--sandbox`
     /// nor `--network` was given.
     pub sandbox: Option<ExplainedSandbox>,
+}
+
+/// How a run's tree is held for the kill (docs/run.md, "The process
+/// tree").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ExplainedContainment {
+    /// `cgroup-v2`: a containment cgroup whose `cgroup.kill` reaches every
+    /// process of the tree, also one that left the process group, also
+    /// after `dsh-exec` itself is killed; `process-group`: no cgroup can
+    /// be made (the process group and the subreaper sweep, while
+    /// `dsh-exec` lives, and the watchdog's kill of the group after).
+    pub mechanism: String,
+    /// The directory the run's cgroup is made in
+    /// (`…/dsh-exec`, one `run-PID-START-N` per run); `null` for
+    /// `process-group`.
+    pub cgroup: Option<String>,
+    /// What the mechanism holds, or why no cgroup can be made.
+    pub detail: String,
 }
 
 /// A resolved value with its origin: `{"value", "origin"}`, and `"capped"`
@@ -1025,7 +1040,14 @@ pub fn explanation(spec: &Spec) -> Explanation {
                 (kind, mechanism)
             })
             .collect(),
-        containment: crate::limits::containment_explained(),
+        containment: {
+            let (mechanism, cgroup, detail) = crate::limits::containment_explained();
+            ExplainedContainment {
+                mechanism: mechanism.into(),
+                cgroup: cgroup.map(|p| lossy(&p)),
+                detail,
+            }
+        },
         spill_max_bytes: sourced(&spec.spill_max_bytes, spec.spill_max_bytes.value),
         keep: sourced(&spec.keep, spec.keep.value),
         render: sourced(&spec.render, spec.render.value),
@@ -1169,9 +1191,13 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
             note(&spec.limits),
         );
     }
+    let (mechanism, cgroup, detail) = crate::limits::containment_explained();
+    let place = cgroup
+        .map(|c| format!(" under {}", c.display()))
+        .unwrap_or_default();
     row(
         "containment",
-        crate::limits::containment_explained(),
+        format!("{mechanism}{place}: {detail}"),
         String::new(),
     );
     row(
