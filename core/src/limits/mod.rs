@@ -25,8 +25,8 @@
 //!
 //! A cgroup with controllers is made only for a run that sets a memory,
 //! process or CPU limit. Every run gets, where it can, a v2 cgroup without
-//! controllers for containment ([`Containment`]). The CPU limit is checked when the tree
-//! could have used it up at the earliest: after (limit − used) divided by
+//! controllers for containment (`Containment`). The CPU limit is checked
+//! when the tree could have used it up at the earliest: after (limit − used) divided by
 //! the online CPUs, at least every 10 ms and at most every second.
 //!
 //! What the limits do not hold against: a command that can write to the
