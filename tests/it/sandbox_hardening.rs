@@ -174,9 +174,9 @@ fn odd_writable_roots_are_skipped_or_flagged() {
         .run()
         .expect_status(0)
         .expect_stderr("dsh-exec: warning: writable root /etc/hostname skipped: not a directory\n");
-    // `/` as a writable root is told (by `explain` here: a run would walk
-    // the whole machine for planted git directories, beside the other
-    // tests' own).
+    // `/` as a writable root holds /proc and /sys: skipped (told by
+    // `explain` here: a run would also walk the whole machine for planted
+    // git directories, beside the other tests' own).
     let (text, status) = run(&[
         "explain",
         "-s",
@@ -189,11 +189,55 @@ fn odd_writable_roots_are_skipped_or_flagged() {
     assert_eq!(status, 0);
     let line = text
         .lines()
-        .find(|l| l.starts_with("warning "))
+        .find(|l| l.starts_with("skipped "))
         .unwrap_or("");
-    assert_eq!(
-        line,
-        "warning           a writable root is /: workspace-write then allows writing anywhere"
+    assert!(
+        line.starts_with("skipped           / (")
+            && line.ends_with(": writes to a kernel file system are never granted)  (warning)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_writable_root_on_or_holding_a_kernel_file_system_is_skipped() {
+    // Writable, /proc would hand out the kernel's state (a sysctl, the
+    // run's own cgroup under /sys/fs/cgroup): never granted.
+    Test::new()
+        .args([
+            "-s",
+            "workspace-write",
+            "--no-temp-write",
+            "--writable-root",
+            "/proc",
+            "--",
+            "echo x > /proc/self/comm && echo WROTE",
+        ])
+        .run()
+        .expect_stderr(
+            "dsh-exec: warning: writable root /proc skipped: proc is mounted at /proc: writes to \
+             a kernel file system are never granted\n",
+        );
+    let out = dsh()
+        .args([
+            "--json",
+            "-s",
+            "workspace-write",
+            "--no-temp-write",
+            "--writable-root",
+            "/sys",
+            "--",
+            "echo x > /proc/self/comm && echo WROTE",
+        ])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["stdout"]["text"], "", "{v}");
+    assert_eq!(v["exit_code"], 1, "{v}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with(
+            "dsh-exec: warning: writable root /sys skipped: sysfs is mounted at /sys: writes to"
+        ),
+        "{out:?}"
     );
 }
 

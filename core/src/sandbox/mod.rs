@@ -767,12 +767,91 @@ pub fn open_roots(policy: &Policy) -> Roots {
             root.path.display()
         ));
     }
+    refuse_kernel_file_systems(&mut roots);
     if roots.writable.iter().any(|r| r.path == Path::new("/")) {
         roots
             .warnings
             .push("a writable root is /: workspace-write then allows writing anywhere".into());
     }
     roots
+}
+
+/// File systems whose entries only the kernel makes, by statfs(2) `f_type`
+/// (linux/magic.h) and by their name in mountinfo (proc(5)): proc(5),
+/// sysfs(5), cgroups(7) v1 and v2, debugfs, tracefs, securityfs, bpffs,
+/// pstore, configfs, efivarfs, selinuxfs, devpts, mqueue (mq_overview(7)),
+/// binfmt_misc, fusectl. A write there changes the kernel's state (a
+/// sysctl, the run's own cgroup, a freezer), not a file.
+const KERNEL_FILE_SYSTEMS: [(u64, &str); 16] = [
+    (0x9fa0, "proc"),
+    (0x6265_6572, "sysfs"),
+    (0x0027_e0eb, "cgroup"),
+    (0x6367_7270, "cgroup2"),
+    (0x6462_6720, "debugfs"),
+    (0x7472_6163, "tracefs"),
+    (0x7363_6673, "securityfs"),
+    (0xcafe_4a11, "bpf"),
+    (0x6165_676c, "pstore"),
+    (0x6265_6570, "configfs"),
+    (0xde5e_81e4, "efivarfs"),
+    (0xf97c_ff8c, "selinuxfs"),
+    (0x1cd1, "devpts"),
+    (0x1980_0202, "mqueue"),
+    (0x4249_4e4d, "binfmt_misc"),
+    (0x6573_5543, "fusectl"),
+];
+
+/// Skips every writable root that is on a kernel file system
+/// ([`KERNEL_FILE_SYSTEMS`]) or has one mounted inside it (`/`, `/sys`,
+/// a chroot's `sys/`): Landlock grants writes to all of a root's
+/// hierarchy, mounts included, and a confined command must not move
+/// itself out of its containment cgroup, freeze a process past the run or
+/// write a sysctl. With the reason, as a root that cannot be opened is.
+fn refuse_kernel_file_systems(roots: &mut Roots) {
+    let table = std::fs::read("/proc/self/mountinfo").unwrap_or_default();
+    let kernel_mounts: Vec<(PathBuf, &'static str)> = crate::sys::procfs::parse_mountinfo(&table)
+        .into_iter()
+        .filter_map(|m| {
+            KERNEL_FILE_SYSTEMS
+                .iter()
+                .find(|(_, name)| m.fstype == name.as_bytes())
+                .map(|(_, name)| (m.mount_point, *name))
+        })
+        .collect();
+    let mut skipped = Vec::new();
+    roots.writable.retain(|r| {
+        let on = rustix::fs::fstatfs(&r.fd).ok().and_then(|s| {
+            KERNEL_FILE_SYSTEMS
+                .iter()
+                .find(|(magic, _)| *magic == s.f_type as u64)
+                .map(|(_, name)| (r.path.clone(), *name))
+        });
+        let inside = || {
+            kernel_mounts
+                .iter()
+                .find(|(at, _)| at.starts_with(&r.path))
+                .cloned()
+        };
+        match on.or_else(inside) {
+            Some((at, name)) => {
+                skipped.push(Skipped {
+                    path: r.path.clone(),
+                    reason: format!(
+                        "{name} is mounted at {}: writes to a kernel file system are never granted",
+                        at.display()
+                    ),
+                });
+                false
+            }
+            None => true,
+        }
+    });
+    if let Some(t) = &roots.temp_dir
+        && skipped.iter().any(|s| &s.path == t)
+    {
+        roots.temp_dir = None;
+    }
+    roots.skipped.extend(skipped);
 }
 
 /// Makes the run's scratch directory in `parent` (0700, a fresh name) and

@@ -804,35 +804,6 @@ fn open_dir_at(dir: RawFd, name: &[u8]) -> Option<OwnedFd> {
     crate::sys::fs::open_at(dir, name, flags, 0).ok()
 }
 
-/// Whether the directory `fd` is on a file system whose entries only the
-/// kernel makes (statfs(2) `f_type`, linux/magic.h): proc(5), sysfs(5),
-/// cgroups(7) v1 and v2, debugfs, tracefs, securityfs, bpffs, pstore,
-/// configfs, efivarfs, selinuxfs, devpts, mqueue (mq_overview(7)),
-/// binfmt_misc, fusectl. No process can make in them the `HEAD` file and
-/// the `objects` and `refs` directories of a git directory, so they hold
-/// none, and the walk (reached by a writable root of `/`) skips them.
-fn kernel_made(fd: &OwnedFd) -> bool {
-    const KERNEL_MADE: [u64; 16] = [
-        0x9fa0,      // PROC_SUPER_MAGIC
-        0x6265_6572, // SYSFS_MAGIC
-        0x0027_e0eb, // CGROUP_SUPER_MAGIC
-        0x6367_7270, // CGROUP2_SUPER_MAGIC
-        0x6462_6720, // DEBUGFS_MAGIC
-        0x7472_6163, // TRACEFS_MAGIC
-        0x7363_6673, // SECURITYFS_MAGIC
-        0xcafe_4a11, // BPF_FS_MAGIC
-        0x6165_676c, // PSTOREFS_MAGIC
-        0x6265_6570, // CONFIGFS_MAGIC
-        0xde5e_81e4, // EFIVARFS_MAGIC
-        0xf97c_ff8c, // SELINUX_MAGIC
-        0x1cd1,      // DEVPTS_SUPER_MAGIC
-        0x1980_0202, // MQUEUE_MAGIC
-        0x4249_4e4d, // BINFMTFS_MAGIC
-        0x6573_5543, // FUSE_CTL_SUPER_MAGIC
-    ];
-    rustix::fs::fstatfs(fd).is_ok_and(|s| KERNEL_MADE.contains(&(s.f_type as u64)))
-}
-
 /// A walk of the writable roots.
 struct Walk<'a> {
     since: (i64, i64),
@@ -978,14 +949,6 @@ impl Walk<'_> {
         depth: usize,
     ) {
         if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
-            return;
-        }
-        // A mount point: a file system whose entries the kernel makes is
-        // not walked (see `kernel_made`).
-        if st.st_dev != node.id.0
-            && let At::Relative(base, rel) = &at
-            && open_dir_at(*base, rel.as_os_str().as_bytes()).is_some_and(|fd| kernel_made(&fd))
-        {
             return;
         }
         let before = previous.and_then(|p| p.children.get(&name));
