@@ -135,7 +135,7 @@ fn put_aside(v: &Value, path: &Path, reason: &str) {
     let mut aside = path.as_os_str().to_os_string();
     aside.push(".dsh-exec-quarantined");
     assert!(
-        Path::new(&aside).exists(),
+        std::fs::symlink_metadata(Path::new(&aside)).is_ok(),
         "{} was not kept",
         aside.to_string_lossy()
     );
@@ -710,5 +710,137 @@ fn second_round_plants_are_put_aside_too() {
             !own.join("tools/hooks/pre-commit").exists(),
             "{tier:?}: {v}"
         );
+    }
+}
+
+/// As [`run`], with the temp dir (`d.tmp`) writable, as by default: it is
+/// walked one level deep, and what the workspace points into deeper is
+/// followed.
+fn run_with_temp(tier: Tier, d: &Dirs, script: &str) -> Value {
+    Test::in_tier(tier)
+        .env("TMPDIR", &d.tmp)
+        .args(["-s", "workspace-write", "--json"])
+        .args(["-C", p(&d.ws)])
+        .args(["-e", "GIT_CONFIG_GLOBAL=/dev/null"])
+        .args(["-e", "GIT_AUTHOR_NAME=t", "-e", "GIT_AUTHOR_EMAIL=t@t"])
+        .args([
+            "-e",
+            "GIT_COMMITTER_NAME=t",
+            "-e",
+            "GIT_COMMITTER_EMAIL=t@t",
+        ])
+        .args(["--", script])
+        .run()
+        .json()
+}
+
+/// Asserts that the config of the git directory `git_dir` was restored,
+/// for a reason that contains `why`.
+fn restored(v: &Value, git_dir: &Path, why: &str) {
+    let config = git_dir.join("config");
+    let found = changes(v)
+        .into_iter()
+        .any(|(p, _, r)| p == config.to_str().unwrap() && r.contains(why));
+    assert!(found, "{} not restored for {why:?}: {v}", config.display());
+}
+
+#[test]
+fn a_push_url_into_the_deep_temp_dir_naming_a_repository_with_hooks_is_undone() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        let inner = d.ws.join("a/b/inner");
+        std::fs::create_dir_all(&inner).unwrap();
+        repository(&inner);
+        let evil = d.tmp.join("x/y/e.git");
+        let v = run_with_temp(
+            tier,
+            &d,
+            &format!(
+                "mkdir -p {x} && git init -q --bare {evil} \
+                 && printf '#!/bin/sh\\ntouch {ran}\\n' > {evil}/hooks/pre-receive \
+                 && chmod +x {evil}/hooks/pre-receive \
+                 && git -C a/b/inner remote add origin {evil} \
+                 && git -C a/b/inner config remote.origin.pushurl {evil}",
+                x = p(&d.tmp.join("x/y")),
+                evil = p(&evil),
+                ran = p(&d.ran)
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        restored(
+            &v,
+            &inner.join(".git"),
+            &format!("names {}: hook pre-receive", p(&evil)),
+        );
+        sh(&inner, "git push -q origin HEAD:refs/heads/x", false);
+        assert!(!d.ran.exists(), "{tier:?}: the pre-receive hook ran");
+    }
+}
+
+#[test]
+fn a_module_symlink_into_the_deep_temp_dir_is_put_aside() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        repository(&d.ws);
+        let evil = d.tmp.join("m/n/e.git");
+        let v = run_with_temp(
+            tier,
+            &d,
+            &format!(
+                "mkdir -p {mn} && git init -q --bare {evil} \
+                 && printf '#!/bin/sh\\ntouch {ran}\\n' > {evil}/hooks/post-checkout \
+                 && chmod +x {evil}/hooks/post-checkout \
+                 && mkdir -p .git/modules && ln -s {evil} .git/modules/evil",
+                mn = p(&d.tmp.join("m/n")),
+                evil = p(&evil),
+                ran = p(&d.ran)
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        put_aside(
+            &v,
+            &d.ws.join(".git/modules/evil"),
+            "a symlink to a directory in a git directory",
+        );
+    }
+}
+
+#[test]
+fn a_repository_an_earlier_run_pointed_at_in_the_deep_temp_dir_is_judged_when_it_changes() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        repository(&d.ws);
+        let r = d.tmp.join("a/b/r");
+        // Run 1: a benign repository deep in the temp dir, and a `.git`
+        // file in the workspace pointing at it: it passes.
+        let v = run_with_temp(
+            tier,
+            &d,
+            &format!(
+                "mkdir -p {r} && git init -q {r} && mkdir x && echo 'gitdir: {r}/.git' > x/.git",
+                r = p(&r)
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        assert_eq!(changes(&v), vec![], "{tier:?}: {v}");
+        // Run 2: that repository gains a command-running key.
+        let v = run_with_temp(
+            tier,
+            &d,
+            &format!("git -C {} config core.fsmonitor '{}'", p(&r), touch(&d)),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        restored(&v, &r.join(".git"), "config key core.fsmonitor");
+        sh(&d.ws.join("x"), "git status --short", false);
+        assert!(!d.ran.exists(), "{tier:?}: the fsmonitor ran");
     }
 }

@@ -201,6 +201,10 @@ struct Found {
     unreached: Vec<(PathBuf, bool)>,
     /// Entries read so far.
     read: usize,
+    /// Directories a reference led to where the walk of their root did not
+    /// go (the temp dir and caches are walked one level deep), each
+    /// walked in full as a root of its own ([`follow`]).
+    extra: BTreeMap<PathBuf, Node>,
 }
 
 /// The git metadata under a run's writable roots before it ran.
@@ -243,6 +247,7 @@ impl Snapshot {
             .root(root, None);
             before.trees.push(tree);
         }
+        follow(&mut before, &outer, since, false, None);
         Snapshot {
             roots: outer,
             all_roots: roots.iter().map(|(r, _)| r.clone()).collect(),
@@ -265,6 +270,13 @@ impl Snapshot {
             .root(root, self.before.trees.get(i));
             after.trees.push(tree);
         }
+        follow(
+            &mut after,
+            &self.roots,
+            self.since,
+            true,
+            Some(&self.before.extra),
+        );
         let mut changes = Vec::new();
         self.judge(&after, &mut changes);
         for (dir, made) in &after.unreached {
@@ -336,18 +348,28 @@ impl Snapshot {
                 // Where the snapshot did not reach (its budget), a git
                 // directory from before the run (birth time) has no history
                 // to judge against: told, not renamed.
-                None if self
+                // Likewise one a reference of the run led to in the part of
+                // the temp dir or a cache the snapshot did not walk: the
+                // reference is judged instead (`judge_url`, the pointers).
+                None if (self
                     .before
                     .unreached
                     .iter()
                     .any(|(u, _)| path.starts_with(u))
+                    || self.followed_only_after(path))
                     && !born_since(path, self.since) =>
                 {
+                    let reason = if self.followed_only_after(path) {
+                        "in the temp dir or a cache below where the snapshot looked: not \
+                         judged (what points at it is)"
+                    } else {
+                        "beyond the snapshot's budget: not judged"
+                    };
                     changes.push(ProtectedChange {
                         path: path.clone(),
                         change: "unchecked".into(),
                         restored: false,
-                        reason: Some("beyond the snapshot's budget: not judged".into()),
+                        reason: Some(reason.into()),
                     });
                     continue;
                 }
@@ -376,7 +398,9 @@ impl Snapshot {
                 if was == is {
                     continue;
                 }
-                if let Some(reason) = self.judge_config_change(path, was.as_ref(), is.as_ref()) {
+                if let Some(reason) =
+                    self.judge_config_change(path, was.as_ref(), is.as_ref(), after)
+                {
                     changes.push(restore(path, name, was.as_ref(), reason));
                 }
             }
@@ -432,8 +456,13 @@ impl Snapshot {
             }
         }
         for (path, now, target) in pointers {
-            let reason = if now.symlink {
+            let reason = if now.symlink && path.file_name() == Some(OsStr::new(".git")) {
                 Some("a .git symlink made or changed during the run".to_string())
+            } else if now.symlink {
+                Some(
+                    "a symlink to a directory in a git directory, made or changed during the run"
+                        .to_string(),
+                )
             } else {
                 match target {
                     None => None,
@@ -458,6 +487,40 @@ impl Snapshot {
         }
     }
 
+    /// Whether the git directory at `path` has no history in the
+    /// snapshot: the snapshot neither found it nor walked where it lies
+    /// (a part of the temp dir or a cache only the walk after the run
+    /// followed a reference into; see [`follow`]).
+    fn followed_only_after(&self, path: &Path) -> bool {
+        !self.before.git_dirs.contains_key(path)
+            && !self.before.extra.keys().any(|e| path.starts_with(e))
+            && !self
+                .roots
+                .iter()
+                .any(|(r, limit)| *limit == FULL && path.starts_with(r))
+    }
+
+    /// Why a remote URL entry `e` of the git directory `git_dir` must go:
+    /// a local repository it names, in a part of the temp dir or a cache
+    /// the snapshot did not walk, that would not pass as new (its hooks
+    /// run on a push to it; githooks(5)).
+    fn judge_url(&self, git_dir: &Path, e: &config::Entry, after: &Found) -> Option<String> {
+        if !url_key(e) {
+            return None;
+        }
+        // As the walk found it, also when it was put aside meanwhile.
+        let named = local_url_target(e.value.as_deref()?, git_dir)?;
+        let target = real_dir(&named).unwrap_or(named);
+        let (at, g) = [target.clone(), target.join(".git")]
+            .into_iter()
+            .find_map(|t| after.git_dirs.get(&t).map(|g| (t, g)))?;
+        if !self.followed_only_after(&at) {
+            return None; // judged where it lies, as any git directory
+        }
+        self.judge_whole(&at, g, after)
+            .map(|r| format!("{} names {}: {r}", e.name(), at.display()))
+    }
+
     /// Why a git directory that is new at `path` must go, if it must.
     fn judge_whole(&self, path: &Path, g: &GitDir, after: &Found) -> Option<String> {
         for file in [&g.config, &g.config_worktree].into_iter().flatten() {
@@ -468,7 +531,10 @@ impl Snapshot {
                 Ok(e) => e,
                 Err(e) => return Some(format!("a config git may read otherwise ({e})")),
             };
-            if let Some(r) = entries.iter().find_map(|e| self.refused(path, e)) {
+            if let Some(r) = entries.iter().find_map(|e| {
+                self.refused(path, e)
+                    .or_else(|| self.judge_url_once(path, e, after))
+            }) {
                 return Some(r);
             }
         }
@@ -495,6 +561,7 @@ impl Snapshot {
         git_dir: &Path,
         was: Option<&FileState>,
         is: Option<&FileState>,
+        after: &Found,
     ) -> Option<String> {
         let is = is?;
         let Some(bytes) = &is.bytes else {
@@ -515,11 +582,29 @@ impl Snapshot {
                 before.remove(i);
                 continue;
             }
-            if let Some(r) = self.refused(git_dir, e) {
+            if let Some(r) = self
+                .refused(git_dir, e)
+                .or_else(|| self.judge_url_once(git_dir, e, after))
+            {
                 return Some(r);
             }
         }
         None
+    }
+
+    /// [`Self::judge_url`], at most 4 remotes deep (a cycle of remotes
+    /// that name each other ends there).
+    fn judge_url_once(&self, git_dir: &Path, e: &config::Entry, after: &Found) -> Option<String> {
+        thread_local! {
+            static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+        }
+        if DEPTH.get() >= 4 {
+            return None;
+        }
+        DEPTH.set(DEPTH.get() + 1);
+        let r = self.judge_url(git_dir, e, after);
+        DEPTH.set(DEPTH.get() - 1);
+        r
     }
 
     fn refused(&self, git_dir: &Path, e: &config::Entry) -> Option<String> {
@@ -899,6 +984,22 @@ impl Walk<'_> {
                 };
                 node.listed = listing.complete;
                 node.marks = listing.marks;
+                // Inside a git directory a symlink to a directory is a
+                // pointer too: git follows `modules/NAME` or
+                // `worktrees/NAME` where it leads. (`hooks` and the hooks
+                // in it are judged as hooks; `.git` as a pointer.)
+                let in_git = Marks::git_dir(listing.marks)
+                    || path.components().any(|c| c.as_os_str() == ".git");
+                if in_git && path.file_name() != Some(OsStr::new("hooks")) {
+                    for name in &listing.symlinks {
+                        if name == "hooks" || name == ".git" {
+                            continue;
+                        }
+                        if let Some(p) = read_dir_symlink(fd.as_raw_fd(), name) {
+                            self.found.pointers.insert(path.join(name), p);
+                        }
+                    }
+                }
                 listing.subdirs
             }
             (None, None) => return node,
@@ -1016,6 +1117,10 @@ impl Walk<'_> {
             };
             if is_dir {
                 listing.subdirs.push(OsStr::from_bytes(name).to_os_string());
+            } else if entry.file_type() == FileType::Symlink {
+                listing
+                    .symlinks
+                    .push(OsStr::from_bytes(name).to_os_string());
             }
         }
         // In name order, as the snapshot's listing is reused after the
@@ -1030,6 +1135,8 @@ struct Listing {
     complete: bool,
     marks: u8,
     subdirs: Vec<OsString>,
+    /// The symlinks among the entries.
+    symlinks: Vec<OsString>,
 }
 
 /// A file in `dir` opened as git would read it (following a symlink,
@@ -1196,6 +1303,142 @@ fn read_pointer(dir: RawFd) -> Option<Pointer> {
             })
         }
         _ => None,
+    }
+}
+
+/// The symlink `name` in `dir`, when it leads to a directory (through no
+/// magic link, as [`open_no_magic`]), as a pointer.
+fn read_dir_symlink(dir: RawFd, name: &OsStr) -> Option<Pointer> {
+    let link = undo::stat_at(dir, name).ok()?;
+    let to = open_no_magic(dir, name.as_bytes())?;
+    let st = crate::sys::fs::fstat(&to).ok()?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+        return None;
+    }
+    let target = std::fs::read_link(fd_path(dir).join(name)).ok()?;
+    Some(Pointer {
+        id: (link.st_dev, link.st_ino),
+        symlink: true,
+        bytes: target.into_os_string().into_vec(),
+    })
+}
+
+/// The local path a remote URL names (git-fetch(1), GIT URLS): an absolute
+/// path, a `file://` URL, or a relative path (no `:` before its first
+/// `/`), taken from the worktree of the git directory `git_dir` (where git
+/// usually runs); `None` for any other transport.
+fn local_url_target(url: &str, git_dir: &Path) -> Option<PathBuf> {
+    if let Some(rest) = url.strip_prefix("file://") {
+        return rest.starts_with('/').then(|| normalize(Path::new(rest)));
+    }
+    if url.contains("://") {
+        return None;
+    }
+    let colon = url.find(':');
+    let slash = url.find('/');
+    if colon.is_some_and(|c| slash.is_none_or(|s| c < s)) {
+        return None; // scp-like `host:path`
+    }
+    let top = match git_dir.file_name() {
+        Some(n) if n == ".git" => git_dir.parent().unwrap_or(git_dir),
+        _ => git_dir,
+    };
+    Some(normalize(&top.join(url)))
+}
+
+/// The remote URL keys whose local targets git pushes to or fetches from
+/// (running that repository's hooks on a push: githooks(5),
+/// `pre-receive`).
+fn url_key(e: &config::Entry) -> bool {
+    e.section == "remote" && (e.key == "url" || e.key == "pushurl")
+        || e.section == "submodule" && e.key == "url"
+}
+
+/// The directories the git directories and pointers of `found` lead to:
+/// the targets of `.git` files, of symlinks ([`read_pointer`],
+/// [`read_dir_symlink`]), of `commondir`, and the local repositories of
+/// remote URLs.
+fn references(found: &Found) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for (path, p) in &found.pointers {
+        let dir = path.parent().unwrap_or(path);
+        let target = if p.symlink {
+            real_dir(path).ok()
+        } else {
+            gitfile_target(&p.bytes, dir).and_then(Result::ok)
+        };
+        out.extend(target);
+    }
+    for (path, g) in &found.git_dirs {
+        if let Some(bytes) = g.commondir.as_ref().and_then(|c| c.bytes.as_deref()) {
+            out.extend(real_dir(&path.join(OsStr::from_bytes(trim_newlines(bytes)))).ok());
+        }
+        for file in [&g.config, &g.config_worktree].into_iter().flatten() {
+            let Some(entries) = file.bytes.as_deref().and_then(|b| config::parse(b).ok()) else {
+                continue;
+            };
+            for e in entries.iter().filter(|e| url_key(e)) {
+                if let Some(t) = e.value.as_deref().and_then(|v| local_url_target(v, path)) {
+                    out.extend(real_dir(&t).ok());
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Walks in full, as roots of their own, the directories the references
+/// of `found` lead to ([`references`]) inside a writable root walked one
+/// level deep (the temp dir, a cache) below where its walk went, so that
+/// a repository the workspace points at is judged wherever it lies; again
+/// for what those lead to, at most 8 rounds. `previous`: the snapshot's
+/// (for the walk after the run, whose `found` also walks every directory
+/// the snapshot followed).
+fn follow(
+    found: &mut Found,
+    roots: &[(PathBuf, usize)],
+    since: (i64, i64),
+    after: bool,
+    previous: Option<&BTreeMap<PathBuf, Node>>,
+) {
+    let shallow = |t: &Path| {
+        roots
+            .iter()
+            .any(|(r, limit)| *limit != FULL && t.starts_with(r))
+            && !roots
+                .iter()
+                .any(|(r, limit)| *limit == FULL && t.starts_with(r))
+    };
+    let mut first: Vec<PathBuf> = previous
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    for _ in 0..8 {
+        let mut targets = std::mem::take(&mut first);
+        targets.extend(references(found));
+        targets.retain(|t| {
+            shallow(t)
+                && !found.extra.contains_key(t)
+                && !found.git_dirs.contains_key(t)
+                && !found.git_dirs.contains_key(&t.join(".git"))
+        });
+        targets.sort();
+        targets.dedup();
+        if targets.is_empty() {
+            break;
+        }
+        for t in targets {
+            let before = previous.and_then(|p| p.get(&t));
+            let node = Walk {
+                since,
+                after,
+                limit: FULL,
+                found,
+            }
+            .root(&t, before);
+            found.extra.insert(t, node);
+        }
     }
 }
 
