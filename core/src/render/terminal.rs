@@ -274,13 +274,14 @@ fn is_plain_sgr(seq: &[u8]) -> bool {
 }
 
 /// Whether SGR `params` conceal the text that follows (SGR 8), which a
-/// reader would then not see. The colour arguments of 38, 48 and 58
+/// reader would then not see: 8, also with subparameters (`8:1`, which a
+/// terminal may take for 8). The colour arguments of 38, 48 and 58
 /// (`38;5;8`) are skipped.
 fn conceals(params: &Params) -> bool {
     let mut it = params.iter();
     while let Some(p) = it.next() {
         match p {
-            [8] => return true,
+            [8, ..] => return true,
             [38 | 48 | 58] => match it.next() {
                 Some([5]) => {
                     it.next();
@@ -443,6 +444,8 @@ mod tests {
         );
         assert_eq!(neutralise("\x1b(0q\x1b(B\n", false), "\\x1b(0q\n");
         assert_eq!(n("a\x1b[8mb\x1b[0m\n"), "a\\x1b[8mb\x1b[0m\n");
+        assert_eq!(n("a\x1b[8:1mb\x1b[0m\n"), "a\\x1b[8:1mb\x1b[0m\n");
+        assert_eq!(n("\x1b[38:5:8mgrey\x1b[0m"), "\x1b[38:5:8mgrey\x1b[0m");
         assert_eq!(n("\x1b[38;5;8mgrey\x1b[0m"), "\x1b[38;5;8mgrey\x1b[0m");
         // Not an SGR: a private marker, or modifyOtherKeys (CSI > 4 m).
         assert_eq!(n("\x1b[>4;1m\x1b[?1m"), "\\x1b[>4;1m\\x1b[?1m");
