@@ -844,3 +844,43 @@ fn a_repository_an_earlier_run_pointed_at_in_the_deep_temp_dir_is_judged_when_it
         assert!(!d.ran.exists(), "{tier:?}: the fsmonitor ran");
     }
 }
+
+#[test]
+fn references_to_the_users_own_repositories_deep_in_the_temp_dir_pass() {
+    // A clone of, and a remote to, repositories that were in the temp dir
+    // before the run, hooks and all: the run changed nothing in them
+    // (their ctimes), so nothing is put aside and nothing is told.
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        let src = d.tmp.join("deep/src");
+        let bare = d.tmp.join("deep/x/bare.git");
+        std::fs::create_dir_all(&src).unwrap();
+        repository(&src);
+        sh(
+            &d.tmp,
+            &format!(
+                "printf '#!/bin/sh\\nexit 0\\n' > {s}/.git/hooks/pre-commit && chmod +x {s}/.git/hooks/pre-commit \
+                 && git init -q --bare {b} && printf '#!/bin/sh\\nexit 0\\n' > {b}/hooks/pre-receive \
+                 && chmod +x {b}/hooks/pre-receive",
+                s = p(&src),
+                b = p(&bare)
+            ),
+            true,
+        );
+        let v = run_with_temp(
+            tier,
+            &d,
+            &format!(
+                "git clone -q {} c1 && git -C c1 remote add mine {}",
+                p(&src),
+                p(&bare)
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        assert_eq!(changes(&v), vec![], "{tier:?}: {v}");
+        assert!(d.ws.join("c1/.git").is_dir());
+    }
+}

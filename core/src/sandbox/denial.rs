@@ -885,6 +885,11 @@ pub fn from_output(ctx: &Context, failed: bool, stdout: &str, stderr: &str) -> V
     // A refused write is only believed of a run that failed; a read of a
     // denied entry is named exactly enough to stand on its own.
     found.retain(|d| failed || d.op == "read");
+    // An EROFS line that names no path (Node's `code: 'EROFS'` beside its
+    // message) adds nothing to one that does.
+    if found.iter().any(|d| d.errno == "EROFS" && d.path.is_some()) {
+        found.retain(|d| !(d.errno == "EROFS" && d.path.is_none()));
+    }
     found
 }
 
@@ -949,6 +954,20 @@ mod tests {
             )],
             "{out:?}"
         );
+    }
+
+    #[test]
+    fn node_s_pathless_erofs_line_adds_nothing_to_its_message() {
+        let mut c = ctx(Mode::ReadOnly);
+        c.read_only_tree = true;
+        let text = "Error: EROFS: read-only file system, open '/etc/x.conf'\n    errno: -30,\n    code: 'EROFS',\n    syscall: 'open',\n";
+        let out = from_output(&c, true, "", text);
+        let got: Vec<Option<&str>> = out.iter().map(|d| d.path.as_deref()).collect();
+        assert_eq!(got, [Some("/etc/x.conf")], "{out:?}");
+        // Alone, the pathless line still tells a refusal.
+        let out = from_output(&c, true, "", "    code: 'EROFS',\n");
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].path, None);
     }
 
     #[test]

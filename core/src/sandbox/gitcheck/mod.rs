@@ -178,6 +178,11 @@ struct GitDir {
     /// `hooks` is there but cannot be listed (its mode keeps this user
     /// out): what it holds cannot be judged.
     hooks_unreadable: bool,
+    /// The latest ctime of each hook's entry and of the file it leads to:
+    /// a hook whose ctime is older than the snapshot was not made or
+    /// changed during the run (writing, renaming, linking or chmod-ing a
+    /// file sets its ctime, from a clock no confined process may set).
+    hook_ctimes: BTreeMap<OsString, (i64, i64)>,
 }
 
 /// A `.git` file or symlink.
@@ -342,6 +347,7 @@ impl Snapshot {
                         hooks: BTreeMap::new(),
                         hooks_link: None,
                         hooks_unreadable: false,
+                        hook_ctimes: BTreeMap::new(),
                     };
                     &empty
                 }
@@ -360,16 +366,25 @@ impl Snapshot {
                     && !born_since(path, self.since) =>
                 {
                     let reason = if self.followed_only_after(path) {
-                        "in the temp dir or a cache below where the snapshot looked: not \
-                         judged (what points at it is)"
+                        // What the run did not touch (its ctimes) is no
+                        // news; what it did is told, and judged through
+                        // what points at it.
+                        match self.judge_no_history(path, now, Via::Pointer) {
+                            None => continue,
+                            Some(r) => format!(
+                                "in the temp dir or a cache below where the snapshot looked, \
+                                 changed during the run: {r}; not renamed (what points at it \
+                                 is judged)"
+                            ),
+                        }
                     } else {
-                        "beyond the snapshot's budget: not judged"
+                        "beyond the snapshot's budget: not judged".into()
                     };
                     changes.push(ProtectedChange {
                         path: path.clone(),
                         change: "unchecked".into(),
                         restored: false,
-                        reason: Some(reason.into()),
+                        reason: Some(reason),
                     });
                     continue;
                 }
@@ -456,6 +471,10 @@ impl Snapshot {
             }
         }
         for (path, now, target) in pointers {
+            // Inside a git directory put aside whole: gone with it.
+            if failed.keys().any(|f| path.starts_with(f) && path != f) {
+                continue;
+            }
             let reason = if now.symlink && path.file_name() == Some(OsStr::new(".git")) {
                 Some("a .git symlink made or changed during the run".to_string())
             } else if now.symlink {
@@ -517,12 +536,59 @@ impl Snapshot {
         if !self.followed_only_after(&at) {
             return None; // judged where it lies, as any git directory
         }
-        self.judge_whole(&at, g, after)
-            .map(|r| format!("{} names {}: {r}", e.name(), at.display()))
+        let why = if born_since(&at, self.since) {
+            self.judge_whole_as(&at, g, after, Via::Url)
+        } else {
+            self.judge_no_history(&at, g, Via::Url)
+        };
+        why.map(|r| format!("{} names {}: {r}", e.name(), at.display()))
+    }
+
+    /// Why a git directory with no history in the snapshot, older than
+    /// the run, must not be used through a reference `via`: what the run
+    /// changed in it (its config, or a hook `via` runs, with a ctime at or
+    /// after the snapshot's start) and would not pass as new. What is
+    /// older than the run was the user's before it.
+    fn judge_no_history(&self, path: &Path, g: &GitDir, via: Via) -> Option<String> {
+        let changed = |c: (i64, i64)| changed_since(c, self.since);
+        for file in [&g.config, &g.config_worktree].into_iter().flatten() {
+            if !changed(file.ctime) {
+                continue;
+            }
+            let Some(bytes) = &file.bytes else {
+                return Some("a config that cannot be read".into());
+            };
+            let entries = match config::parse(bytes) {
+                Ok(e) => e,
+                Err(e) => return Some(format!("a config git may read otherwise ({e})")),
+            };
+            if let Some(r) = entries.iter().find_map(|e| self.refused(path, e)) {
+                return Some(r);
+            }
+        }
+        if g.hooks_link.is_some() || g.hooks_unreadable {
+            return Some("a hooks directory that cannot be judged".into());
+        }
+        g.hooks
+            .keys()
+            .filter(|name| via.runs(name))
+            .find(|name| g.hook_ctimes.get(*name).is_none_or(|c| changed(*c)))
+            .map(|name| {
+                format!(
+                    "hook {} made or changed during the run",
+                    name.to_string_lossy()
+                )
+            })
     }
 
     /// Why a git directory that is new at `path` must go, if it must.
     fn judge_whole(&self, path: &Path, g: &GitDir, after: &Found) -> Option<String> {
+        self.judge_whole_as(path, g, after, Via::Pointer)
+    }
+
+    /// [`Self::judge_whole`] for a use of it `via` a reference: only the
+    /// hooks that use runs count.
+    fn judge_whole_as(&self, path: &Path, g: &GitDir, after: &Found, via: Via) -> Option<String> {
         for file in [&g.config, &g.config_worktree].into_iter().flatten() {
             let Some(bytes) = &file.bytes else {
                 return Some("a config that cannot be read".into());
@@ -549,7 +615,7 @@ impl Snapshot {
         }
         g.hooks
             .keys()
-            .next()
+            .find(|name| via.runs(name))
             .map(|name| format!("hook {}", name.to_string_lossy()))
     }
 
@@ -660,6 +726,9 @@ impl Snapshot {
                 read_git_dir(&fd)?
             }
         };
+        if self.followed_only_after(target) && !born_since(target, self.since) {
+            return self.judge_no_history(target, &g, Via::Pointer);
+        }
         self.judge_whole(target, &g, after)
     }
 }
@@ -1194,6 +1263,7 @@ fn read_git_dir(fd: &OwnedFd) -> Option<GitDir> {
         hooks: BTreeMap::new(),
         hooks_link: None,
         hooks_unreadable: false,
+        hook_ctimes: BTreeMap::new(),
     };
     if let Ok(link) = undo::stat_at(raw, OsStr::new("hooks"))
         && link.st_mode & libc::S_IFMT == libc::S_IFLNK
@@ -1235,6 +1305,7 @@ fn read_git_dir(fd: &OwnedFd) -> Option<GitDir> {
             continue;
         };
         let entry_id = ((entry.st_dev, entry.st_ino), ctime(&entry));
+        let mut latest = ctime(&entry);
         // git runs an executable regular file, following a symlink.
         let id = match open_no_magic(hooks_fd, name.as_bytes()) {
             Some(fd) => {
@@ -1244,6 +1315,7 @@ fn read_git_dir(fd: &OwnedFd) -> Option<GitDir> {
                 if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_mode & 0o111 == 0 {
                     continue;
                 }
+                latest = latest.max(ctime(&st));
                 match read_regular(&fd, &st) {
                     Some(bytes) => {
                         use std::hash::BuildHasher;
@@ -1259,6 +1331,7 @@ fn read_git_dir(fd: &OwnedFd) -> Option<GitDir> {
             // elsewhere): counted, by the entry itself.
             None => (None, Some(entry_id)),
         };
+        g.hook_ctimes.insert(name.clone(), latest);
         g.hooks.insert(name, id);
     }
     Some(g)
@@ -1344,6 +1417,38 @@ fn local_url_target(url: &str, git_dir: &Path) -> Option<PathBuf> {
         _ => git_dir,
     };
     Some(normalize(&top.join(url)))
+}
+
+/// How git comes to use a git directory that a reference names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// As the repository itself (a `.git` file or symlink, `commondir`):
+    /// every hook.
+    Pointer,
+    /// As a remote (a URL): a fetch or clone runs `git upload-pack` there,
+    /// which runs no hook; a push runs `git receive-pack`, which runs the
+    /// receiving side's hooks (githooks(5)).
+    Url,
+}
+
+impl Via {
+    /// Whether a use this way runs the hook `name`.
+    fn runs(self, name: &OsStr) -> bool {
+        match self {
+            Via::Pointer => true,
+            Via::Url => [
+                "pre-receive",
+                "update",
+                "proc-receive",
+                "post-receive",
+                "post-update",
+                "push-to-checkout",
+                "reference-transaction",
+            ]
+            .iter()
+            .any(|h| name == *h),
+        }
+    }
 }
 
 /// The remote URL keys whose local targets git pushes to or fetches from
