@@ -870,6 +870,10 @@ fn references_to_the_users_own_repositories_deep_in_the_temp_dir_pass() {
             ),
             true,
         );
+        // Older than the run by more than a tick of the coarse clock the
+        // snapshot's start is read from (what changed within the last
+        // tick before it counts as changed during the run).
+        std::thread::sleep(std::time::Duration::from_millis(50));
         let v = run_with_temp(
             tier,
             &d,
@@ -882,5 +886,115 @@ fn references_to_the_users_own_repositories_deep_in_the_temp_dir_pass() {
         assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
         assert_eq!(changes(&v), vec![], "{tier:?}: {v}");
         assert!(d.ws.join("c1/.git").is_dir());
+    }
+}
+
+/// A bare repository the run makes deep in the temp dir, whose
+/// `pre-receive` hook marks `d.ran` (a push to it runs it).
+fn evil_bare(d: &Dirs) -> String {
+    format!(
+        "mkdir -p $TMPDIR/a/b && git init -q --bare $TMPDIR/a/b/evil.git \
+         && printf '#!/bin/sh\\ntouch {ran}\\n' > $TMPDIR/a/b/evil.git/hooks/pre-receive \
+         && chmod +x $TMPDIR/a/b/evil.git/hooks/pre-receive",
+        ran = p(&d.ran)
+    )
+}
+
+#[test]
+fn every_way_git_takes_a_local_url_is_followed_into_the_temp_dir() {
+    // The ways git resolves a push URL to a local repository (transport.c,
+    // path.c `enter_repo`): a file:// URL with a host or escapes, a path
+    // without the `.git` suffix, a path relative to the worktree.
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        for url in [
+            "file://localhost$TMPDIR/a/b/evil.git",
+            "file://$TMPDIR/%61/b/evil.git",
+            "$TMPDIR/a/b/evil",
+            "../../../../tmp/a/b/evil.git",
+        ] {
+            let d = dirs();
+            let inner = d.ws.join("a/b/inner");
+            std::fs::create_dir_all(&inner).unwrap();
+            repository(&inner);
+            let v = run_with_temp(
+                tier,
+                &d,
+                &format!(
+                    "{} && git -C a/b/inner remote add origin {url}",
+                    evil_bare(&d)
+                ),
+            );
+            assert_eq!(v["exit_code"], 0, "{tier:?} {url}: {v}");
+            assert_ne!(changes(&v), vec![], "{tier:?} {url}: {v}");
+            sh(&inner, "git push -q origin HEAD:refs/heads/x", false);
+            assert!(!d.ran.exists(), "{tier:?} {url}: the pre-receive hook ran");
+        }
+    }
+}
+
+#[test]
+fn a_remote_name_key_given_a_path_and_a_worktree_in_the_temp_dir_are_undone() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        for (line, why) in [
+            (
+                "git -C a/b/inner config remote.pushDefault $TMPDIR/a/b/evil.git",
+                "remote.pushdefault names ",
+            ),
+            (
+                "git -C a/b/inner config core.worktree $TMPDIR/a/w",
+                "config key core.worktree",
+            ),
+        ] {
+            let d = dirs();
+            let inner = d.ws.join("a/b/inner");
+            std::fs::create_dir_all(&inner).unwrap();
+            repository(&inner);
+            let v = run_with_temp(tier, &d, &format!("{} && {line}", evil_bare(&d)));
+            assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+            restored(&v, &inner.join(".git"), why);
+        }
+    }
+}
+
+#[test]
+fn the_walked_top_of_the_temp_dir_judges_old_directories_and_follows_symlinks() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        repository(&d.ws);
+        // An old plain directory at the top of the temp dir made a
+        // repository with a hook; and a new symlink there to a repository
+        // made deeper, with an fsmonitor.
+        std::fs::create_dir(d.tmp.join("build")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let v = run_with_temp(
+            tier,
+            &d,
+            &format!(
+                "git init -q --bare $TMPDIR/build \
+                 && printf '#!/bin/sh\\ntouch {ran}\\n' > $TMPDIR/build/hooks/reference-transaction \
+                 && chmod +x $TMPDIR/build/hooks/reference-transaction \
+                 && mkdir -p $TMPDIR/z/y && git init -q $TMPDIR/z/y/clone2 \
+                 && git -C $TMPDIR/z/y/clone2 config core.fsmonitor '{t}' \
+                 && ln -s $TMPDIR/z/y/clone2 $TMPDIR/clone2",
+                ran = p(&d.ran),
+                t = touch(&d)
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        put_aside(&v, &d.tmp.join("build"), "hook reference-transaction");
+        put_aside(
+            &v,
+            &d.tmp.join("z/y/clone2/.git"),
+            "config key core.fsmonitor",
+        );
     }
 }

@@ -776,6 +776,11 @@ pub fn open_roots(policy: &Policy) -> Roots {
     roots
 }
 
+/// How deep the git check walks an `--allow-caches` cache: 3, where
+/// cargo (`$CARGO_HOME/git/db/NAME`, `checkouts/NAME/REV`) and Go
+/// (`$GOMODCACHE/cache/vcs/HASH`) keep the repositories they fetch into.
+const CACHE_GIT_DEPTH: usize = 3;
+
 /// File systems whose entries only the kernel makes, by statfs(2) `f_type`
 /// (linux/magic.h) and by their name in mountinfo (proc(5)): proc(5),
 /// sysfs(5), cgroups(7) v1 and v2, debugfs, tracefs, securityfs, bpffs,
@@ -1202,19 +1207,23 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
             // they hold whatever every program on the machine left there,
             // and reading all of it cost more than the rest of a confined
             // start (docs/sandbox.md, "Planted git metadata").
-            let shallow = |p: &Path| {
-                roots.temp_dir.as_deref() == Some(p)
-                    || policy
-                        .caches
-                        .iter()
-                        .any(|c| std::fs::canonicalize(c).is_ok_and(|c| c == p))
+            // The caches three levels: where the package managers keep
+            // the repositories they fetch and fetch into again
+            // (`$CARGO_HOME/git/db/NAME`, Go's `cache/vcs/HASH`).
+            let cache = |p: &Path| {
+                policy
+                    .caches
+                    .iter()
+                    .any(|c| std::fs::canonicalize(c).is_ok_and(|c| c == p))
             };
             let walked: Vec<(PathBuf, usize)> = roots
                 .writable
                 .iter()
                 .map(|r| {
-                    let limit = if shallow(&r.path) {
+                    let limit = if roots.temp_dir.as_deref() == Some(r.path.as_path()) {
                         protect::TEMP_SCAN_DEPTH
+                    } else if cache(&r.path) {
+                        CACHE_GIT_DEPTH
                     } else {
                         gitcheck::FULL
                     };

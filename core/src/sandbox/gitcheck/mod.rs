@@ -206,6 +206,8 @@ struct Found {
     unreached: Vec<(PathBuf, bool)>,
     /// Entries read so far.
     read: usize,
+    /// Symlinks found in the walked part of a root walked one level deep.
+    links: Vec<PathBuf>,
     /// Directories a reference led to where the walk of their root did not
     /// go (the temp dir and caches are walked one level deep), each
     /// walked in full as a root of its own ([`follow`]).
@@ -365,21 +367,28 @@ impl Snapshot {
                     || self.followed_only_after(path))
                     && !born_since(path, self.since) =>
                 {
-                    let reason = if self.followed_only_after(path) {
+                    if self.followed_only_after(path) {
                         // What the run did not touch (its ctimes) is no
-                        // news; what it did is told, and judged through
-                        // what points at it.
-                        match self.judge_no_history(path, now, Via::Pointer) {
-                            None => continue,
-                            Some(r) => format!(
+                        // news. What it changed there, in a repository the
+                        // workspace points at, goes with the repository:
+                        // the reference may be as old as the user's.
+                        if let Some(r) = self.judge_no_history(path, now, Via::Pointer) {
+                            let reason = format!(
                                 "in the temp dir or a cache below where the snapshot looked, \
-                                 changed during the run: {r}; not renamed (what points at it \
-                                 is judged)"
-                            ),
+                                 changed during the run: {r}"
+                            );
+                            failed.insert(path, reason.clone());
+                            changes.push(put_aside(
+                                &self.roots,
+                                &self.all_roots,
+                                path,
+                                "quarantined",
+                                reason,
+                            ));
                         }
-                    } else {
-                        "beyond the snapshot's budget: not judged".into()
-                    };
+                        continue;
+                    }
+                    let reason: String = "beyond the snapshot's budget: not judged".into();
                     changes.push(ProtectedChange {
                         path: path.clone(),
                         change: "unchecked".into(),
@@ -511,37 +520,56 @@ impl Snapshot {
     /// (a part of the temp dir or a cache only the walk after the run
     /// followed a reference into; see [`follow`]).
     fn followed_only_after(&self, path: &Path) -> bool {
+        let walked = |(r, limit): &(PathBuf, usize)| {
+            let Ok(rel) = path.strip_prefix(r) else {
+                return false;
+            };
+            // Within the depth its walk went to, and a `.git` just below.
+            let n = rel.components().count();
+            *limit == FULL
+                || n <= *limit
+                || (n == *limit + 1 && path.file_name() == Some(OsStr::new(".git")))
+        };
         !self.before.git_dirs.contains_key(path)
+            && !self.before.git_dirs.keys().any(|g| path.starts_with(g))
             && !self.before.extra.keys().any(|e| path.starts_with(e))
-            && !self
-                .roots
-                .iter()
-                .any(|(r, limit)| *limit == FULL && path.starts_with(r))
+            && !self.roots.iter().any(walked)
     }
 
     /// Why a remote URL entry `e` of the git directory `git_dir` must go:
     /// a local repository it names, in a part of the temp dir or a cache
     /// the snapshot did not walk, that would not pass as new (its hooks
     /// run on a push to it; githooks(5)).
-    fn judge_url(&self, git_dir: &Path, e: &config::Entry, after: &Found) -> Option<String> {
+    fn judge_url(
+        &self,
+        git_dir: &Path,
+        e: &config::Entry,
+        entries: &[config::Entry],
+        after: &Found,
+    ) -> Option<String> {
         if !url_key(e) {
             return None;
         }
-        // As the walk found it, also when it was put aside meanwhile.
-        let named = local_url_target(e.value.as_deref()?, git_dir)?;
-        let target = real_dir(&named).unwrap_or(named);
-        let (at, g) = [target.clone(), target.join(".git")]
-            .into_iter()
-            .find_map(|t| after.git_dirs.get(&t).map(|g| (t, g)))?;
-        if !self.followed_only_after(&at) {
-            return None; // judged where it lies, as any git directory
+        let bases = url_bases(git_dir, entries);
+        for c in url_candidates(e.value.as_deref()?, &bases) {
+            // Read now, not from the walk: a repository the follow could
+            // not reach (its budget) is judged all the same.
+            let Some((at, g)) = git_dir_at(&c, after) else {
+                continue;
+            };
+            if !self.followed_only_after(&at) {
+                continue; // judged where it lies, as any git directory
+            }
+            let why = if born_since(&at, self.since) {
+                self.judge_whole_as(&at, &g, after, Via::Url)
+            } else {
+                self.judge_no_history(&at, &g, Via::Url)
+            };
+            if let Some(r) = why {
+                return Some(format!("{} names {}: {r}", e.name(), at.display()));
+            }
         }
-        let why = if born_since(&at, self.since) {
-            self.judge_whole_as(&at, g, after, Via::Url)
-        } else {
-            self.judge_no_history(&at, g, Via::Url)
-        };
-        why.map(|r| format!("{} names {}: {r}", e.name(), at.display()))
+        None
     }
 
     /// Why a git directory with no history in the snapshot, older than
@@ -599,7 +627,7 @@ impl Snapshot {
             };
             if let Some(r) = entries.iter().find_map(|e| {
                 self.refused(path, e)
-                    .or_else(|| self.judge_url_once(path, e, after))
+                    .or_else(|| self.judge_url_once(path, e, &entries, after))
             }) {
                 return Some(r);
             }
@@ -650,7 +678,7 @@ impl Snapshot {
             }
             if let Some(r) = self
                 .refused(git_dir, e)
-                .or_else(|| self.judge_url_once(git_dir, e, after))
+                .or_else(|| self.judge_url_once(git_dir, e, &now, after))
             {
                 return Some(r);
             }
@@ -660,7 +688,13 @@ impl Snapshot {
 
     /// [`Self::judge_url`], at most 4 remotes deep (a cycle of remotes
     /// that name each other ends there).
-    fn judge_url_once(&self, git_dir: &Path, e: &config::Entry, after: &Found) -> Option<String> {
+    fn judge_url_once(
+        &self,
+        git_dir: &Path,
+        e: &config::Entry,
+        entries: &[config::Entry],
+        after: &Found,
+    ) -> Option<String> {
         thread_local! {
             static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
         }
@@ -668,15 +702,21 @@ impl Snapshot {
             return None;
         }
         DEPTH.set(DEPTH.get() + 1);
-        let r = self.judge_url(git_dir, e, after);
+        let r = self.judge_url(git_dir, e, entries, after);
         DEPTH.set(DEPTH.get() - 1);
         r
     }
 
     fn refused(&self, git_dir: &Path, e: &config::Entry) -> Option<String> {
+        // A path (`core.worktree`) is taken where the kernel resolves it
+        // (a symlink, then `..`), and must lie in a root walked in full:
+        // git recurses into the repositories below a worktree.
         config::refused(e, &|rel: &str| {
-            let joined = normalize(&git_dir.join(rel));
-            self.roots.iter().any(|(r, _)| joined.starts_with(r))
+            let joined = git_dir.join(rel);
+            let real = real_dir(&joined).unwrap_or_else(|_| normalize(&joined));
+            self.roots
+                .iter()
+                .any(|(r, limit)| *limit == FULL && real.starts_with(r))
         })
     }
 
@@ -1059,6 +1099,11 @@ impl Walk<'_> {
                 // in it are judged as hooks; `.git` as a pointer.)
                 let in_git = Marks::git_dir(listing.marks)
                     || path.components().any(|c| c.as_os_str() == ".git");
+                if self.limit != FULL && depth < self.limit && !in_git {
+                    self.found
+                        .links
+                        .extend(listing.symlinks.iter().map(|n| path.join(n)));
+                }
                 if in_git && path.file_name() != Some(OsStr::new("hooks")) {
                     for name in &listing.symlinks {
                         if name == "hooks" || name == ".git" {
@@ -1396,27 +1441,134 @@ fn read_dir_symlink(dir: RawFd, name: &OsStr) -> Option<Pointer> {
     })
 }
 
-/// The local path a remote URL names (git-fetch(1), GIT URLS): an absolute
-/// path, a `file://` URL, or a relative path (no `:` before its first
-/// `/`), taken from the worktree of the git directory `git_dir` (where git
-/// usually runs); `None` for any other transport.
-fn local_url_target(url: &str, git_dir: &Path) -> Option<PathBuf> {
-    if let Some(rest) = url.strip_prefix("file://") {
-        return rest.starts_with('/').then(|| normalize(Path::new(rest)));
+/// The local paths a repository-location value `url` may name, as git
+/// takes it (git-fetch(1), GIT URLS; transport.c, `url_is_local_not_ssh`):
+/// a `file://` URL, its host ignored and its path percent-decoded; an
+/// absolute path; a relative path (no `:` before its first `/`), taken from
+/// each of `bases` (git resolves it from where it runs: the worktree, or
+/// the git directory); none for a network transport or a bare remote name.
+/// Each with the suffixes `git receive-pack` and `upload-pack` try
+/// (path.c, `enter_repo`): `P/.git`, `P`, `P.git/.git`, `P.git`.
+fn url_candidates(url: &str, bases: &[PathBuf]) -> Vec<PathBuf> {
+    let named: Vec<PathBuf> = if let Some(rest) = url.strip_prefix("file://") {
+        let path = match rest.find('/') {
+            Some(i) => &rest[i..],
+            None => return Vec::new(),
+        };
+        vec![PathBuf::from(OsString::from_vec(percent_decode(path)))]
+    } else if url.contains("://") {
+        return Vec::new();
+    } else {
+        let colon = url.find(':');
+        let slash = url.find('/');
+        if colon.is_some_and(|c| slash.is_none_or(|s| c < s)) || url.is_empty() {
+            return Vec::new(); // scp-like `host:path`
+        }
+        if url.starts_with('/') {
+            vec![PathBuf::from(url)]
+        } else {
+            bases.iter().map(|b| b.join(url)).collect()
+        }
+    };
+    let mut out = Vec::new();
+    for p in named {
+        let mut dot_git = p.as_os_str().to_os_string();
+        dot_git.push(".git");
+        let dot_git = PathBuf::from(dot_git);
+        out.extend([p.join(".git"), p, dot_git.join(".git"), dot_git]);
     }
-    if url.contains("://") {
+    out
+}
+
+/// `%XX` escapes decoded (git's `url_decode`); anything else as it is.
+fn percent_decode(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%'
+            && let (Some(h), Some(l)) = (
+                b.get(i + 1).copied().and_then(hex),
+                b.get(i + 2).copied().and_then(hex),
+            )
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
+/// Where git may run when it uses the git directory `git_dir` whose config
+/// has `entries`: the git directory, its worktree (the parent of a `.git`),
+/// and `core.worktree` (relative to the git directory).
+fn url_bases(git_dir: &Path, entries: &[config::Entry]) -> Vec<PathBuf> {
+    let mut out = vec![git_dir.to_path_buf()];
+    if git_dir.file_name() == Some(OsStr::new(".git"))
+        && let Some(top) = git_dir.parent()
+    {
+        out.push(top.to_path_buf());
+    }
+    for e in entries {
+        if e.section == "core"
+            && e.key == "worktree"
+            && let Some(w) = &e.value
+        {
+            out.push(git_dir.join(w));
+        }
+    }
+    out
+}
+
+/// The git directory a candidate location `c` ([`url_candidates`]) is, as
+/// git would enter it: resolved by the kernel (through no magic link),
+/// through a gitfile (`gitdir: PATH`) when it is a file; with what the
+/// walk found there, or read now. `None` when it is no git directory.
+fn git_dir_at(c: &Path, after: &Found) -> Option<(PathBuf, GitDir)> {
+    // As the walk found it, also when it was put aside meanwhile.
+    let named = normalize(c);
+    if let Some(g) = after.git_dirs.get(&named) {
+        return Some((named, g.clone()));
+    }
+    let c = match std::fs::symlink_metadata(c) {
+        Ok(m) if m.is_file() => {
+            let bytes = std::fs::read(c)
+                .ok()
+                .filter(|b| b.len() as u64 <= FILE_MAX)?;
+            gitfile_target(&bytes, c.parent()?)?.ok()?
+        }
+        Ok(_) => real_dir(c).ok()?,
+        Err(_) => return None,
+    };
+    if let Some(g) = after.git_dirs.get(&c) {
+        return Some((c, g.clone()));
+    }
+    let fd = undo::open_root(&c).ok()?;
+    let names = list_names(&fd)?;
+    let marks = names.iter().fold(0, |m, n| m | Marks::of(n.as_bytes()));
+    if !Marks::git_dir(marks) {
         return None;
     }
-    let colon = url.find(':');
-    let slash = url.find('/');
-    if colon.is_some_and(|c| slash.is_none_or(|s| c < s)) {
-        return None; // scp-like `host:path`
-    }
-    let top = match git_dir.file_name() {
-        Some(n) if n == ".git" => git_dir.parent().unwrap_or(git_dir),
-        _ => git_dir,
-    };
-    Some(normalize(&top.join(url)))
+    read_git_dir(&fd).map(|g| (c, g))
+}
+
+/// Whether the config entry `e` names a repository location: a remote's
+/// or submodule's URL, or a key that takes a remote name but which git
+/// also takes a URL or path in (`branch.*.remote`, `branch.*.pushRemote`,
+/// `remote.pushDefault`, with a `/` or `:` in its value).
+fn url_key(e: &config::Entry) -> bool {
+    let remote_name = (e.section == "branch" && (e.key == "remote" || e.key == "pushremote"))
+        || (e.section == "remote" && e.subsection.is_none() && e.key == "pushdefault");
+    e.section == "remote" && e.subsection.is_some() && (e.key == "url" || e.key == "pushurl")
+        || e.section == "submodule" && e.key == "url"
+        || remote_name
+            && e.value
+                .as_deref()
+                .is_some_and(|v| v.contains('/') || v.contains(':'))
 }
 
 /// How git comes to use a git directory that a reference names.
@@ -1451,14 +1603,6 @@ impl Via {
     }
 }
 
-/// The remote URL keys whose local targets git pushes to or fetches from
-/// (running that repository's hooks on a push: githooks(5),
-/// `pre-receive`).
-fn url_key(e: &config::Entry) -> bool {
-    e.section == "remote" && (e.key == "url" || e.key == "pushurl")
-        || e.section == "submodule" && e.key == "url"
-}
-
 /// The directories the git directories and pointers of `found` lead to:
 /// the targets of `.git` files, of symlinks ([`read_pointer`],
 /// [`read_dir_symlink`]), of `commondir`, and the local repositories of
@@ -1482,12 +1626,37 @@ fn references(found: &Found) -> Vec<PathBuf> {
             let Some(entries) = file.bytes.as_deref().and_then(|b| config::parse(b).ok()) else {
                 continue;
             };
+            let bases = url_bases(path, &entries);
             for e in entries.iter().filter(|e| url_key(e)) {
-                if let Some(t) = e.value.as_deref().and_then(|v| local_url_target(v, path)) {
-                    out.extend(real_dir(&t).ok());
+                for c in url_candidates(e.value.as_deref().unwrap_or(""), &bases) {
+                    out.extend(real_dir(&c).ok());
                 }
             }
         }
+        // A worktree's `.gitmodules` names the URLs `git submodule update
+        // --init` clones from and records (absolute ones are paths here).
+        if path.file_name() == Some(OsStr::new(".git"))
+            && let Some(top) = path.parent()
+            && let Some(entries) = std::fs::read(top.join(".gitmodules"))
+                .ok()
+                .filter(|b| b.len() as u64 <= FILE_MAX)
+                .and_then(|b| config::parse(&b).ok())
+        {
+            for e in entries.iter().filter(|e| url_key(e)) {
+                let v = e.value.as_deref().unwrap_or("");
+                if v.starts_with('/') || v.starts_with("file://") {
+                    for c in url_candidates(v, &[]) {
+                        out.extend(real_dir(&c).ok());
+                    }
+                }
+            }
+        }
+    }
+    // Symlinks in the walked part of the temp dir and caches
+    // (`/tmp/clone` -> `/tmp/a/b/clone`): a user who enters one enters
+    // where it leads.
+    for link in &found.links {
+        out.extend(real_dir(link).ok());
     }
     out.sort();
     out.dedup();
@@ -1508,13 +1677,16 @@ fn follow(
     after: bool,
     previous: Option<&BTreeMap<PathBuf, Node>>,
 ) {
+    // Deeper below a root walked one level deep than its walk went (what
+    // lies within that depth, with a `.git` in it, was walked already).
     let shallow = |t: &Path| {
-        roots
+        roots.iter().any(|(r, limit)| {
+            *limit != FULL
+                && t.strip_prefix(r)
+                    .is_ok_and(|rel| rel.components().count() > *limit)
+        }) && !roots
             .iter()
-            .any(|(r, limit)| *limit != FULL && t.starts_with(r))
-            && !roots
-                .iter()
-                .any(|(r, limit)| *limit == FULL && t.starts_with(r))
+            .any(|(r, limit)| *limit == FULL && t.starts_with(r))
     };
     let mut first: Vec<PathBuf> = previous
         .map(|p| p.keys().cloned().collect())
