@@ -287,3 +287,28 @@ fn a_symlinked_workdir_says_which_directory_becomes_writable() {
             real.display()
         ));
 }
+
+#[test]
+fn a_device_node_inside_a_writable_root_cannot_be_opened_under_the_read_only_tree() {
+    // A device node made before the run (a root-extracted rootfs in the
+    // workspace) would reach its driver: writable roots are nodev mounts.
+    if !crate::support::has_sys_admin() {
+        eprintln!("skipped: needs root (mknod, and the read-only tree)");
+        return;
+    }
+    let ws = tempfile::tempdir().unwrap();
+    let node = ws.path().join("full");
+    let made = std::process::Command::new("mknod")
+        .args(["-m", "666"])
+        .arg(&node)
+        .args(["c", "1", "7"])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    Test::new()
+        .args(["-s", "workspace-write", "--no-temp-write", "-C"])
+        .arg(ws.path())
+        .args(["--", "echo x > full; echo $?; echo y > /dev/null; echo $?"])
+        .run()
+        .expect_stdout("1\n0\n[stderr]\nbash: line 1: full: Permission denied\n[exit code: 0]\n");
+}

@@ -708,6 +708,9 @@ const MOVE_MOUNT_F_EMPTY_PATH: c_int = 0x04;
 const MOVE_MOUNT_T_EMPTY_PATH: c_int = 0x40;
 /// mount_setattr(2) `MOUNT_ATTR_RDONLY`.
 const MOUNT_ATTR_RDONLY: u64 = 1;
+/// mount_setattr(2) `MOUNT_ATTR_NODEV` (linux/mount.h): device files on
+/// the mount cannot be opened (EACCES, fs/namei.c `may_open_dev`).
+const MOUNT_ATTR_NODEV: u64 = 4;
 
 /// Why [`pinned_mount`] did not mount.
 enum Fallback {
@@ -888,7 +891,8 @@ fn fd_path(buf: &mut [u8; 32], fd: c_int) -> *const c_char {
 /// fails the run) and cloned with its submounts as they are
 /// (open_tree(2), `OPEN_TREE_CLONE | AT_RECURSIVE`); then the whole tree is
 /// made read-only (mount_setattr(2), `MOUNT_ATTR_RDONLY`, `AT_RECURSIVE`:
-/// Linux 5.12); then each clone is attached over its root (move_mount(2)).
+/// Linux 5.12); then each clone, made `MOUNT_ATTR_NODEV` with its
+/// submounts, is attached over its root (move_mount(2)).
 ///
 /// What it relies on from the kernel: a read-only mount refuses every
 /// change to the inodes reached through it with EROFS, whoever asks and
@@ -897,7 +901,9 @@ fn fd_path(buf: &mut [u8; 32], fd: c_int) -> *const c_char {
 /// they all take `mnt_want_write`, fs/namespace.c); an open descriptor
 /// keeps the mount it was opened through, so every descriptor the command
 /// opens from here on is bound by it. Device files stay usable (their
-/// writes go to the driver, not the file system).
+/// writes go to the driver, not the file system), but for those under a
+/// writable root: a `nodev` mount refuses to open any device file with
+/// EACCES (fs/namei.c, `may_open_dev`).
 ///
 /// # Safety
 /// Only in the child, in its new mount namespace, between clone and
@@ -940,6 +946,27 @@ unsafe fn read_only_tree(m: &ChildMounts) -> Result<(), Step> {
                     return Err(Step::WritableRoot);
                 }
                 pair[1] = tree as c_int;
+                // No device node is opened through a writable root: one
+                // made before the run (a root-extracted rootfs in the
+                // workspace, a bind of /dev) would otherwise reach its
+                // driver for writing, which Landlock's write right allows.
+                let nodev = MountAttr {
+                    attr_set: MOUNT_ATTR_NODEV,
+                    attr_clr: 0,
+                    propagation: 0,
+                    userns_fd: 0,
+                };
+                let rc = libc::syscall(
+                    libc::SYS_mount_setattr,
+                    pair[1],
+                    c"".as_ptr(),
+                    AT_RECURSIVE | libc::AT_EMPTY_PATH,
+                    &nodev,
+                    std::mem::size_of::<MountAttr>(),
+                );
+                if rc == -1 {
+                    return Err(Step::WritableRoot);
+                }
             }
             let attr = MountAttr {
                 attr_set: MOUNT_ATTR_RDONLY,
