@@ -846,10 +846,14 @@ fn a_repository_an_earlier_run_pointed_at_in_the_deep_temp_dir_is_judged_when_it
 }
 
 #[test]
-fn references_to_the_users_own_repositories_deep_in_the_temp_dir_pass() {
-    // A clone of, and a remote to, repositories that were in the temp dir
-    // before the run, hooks and all: the run changed nothing in them
-    // (their ctimes), so nothing is put aside and nothing is told.
+fn a_clone_of_the_users_own_repository_deep_in_the_temp_dir_passes_and_a_new_remote_to_one_with_receive_hooks_goes()
+ {
+    // The snapshot has no history of either: whatever their age, what a
+    // reference made during the run leads to must pass as new (an earlier
+    // confined run may have planted it). Through a URL only the hooks a
+    // push runs count: the clone's source keeps its pre-commit and
+    // passes; a remote to a repository with a pre-receive hook goes, even
+    // the user's own (docs/known-limits.md).
     if !have_git() {
         return;
     }
@@ -870,22 +874,23 @@ fn references_to_the_users_own_repositories_deep_in_the_temp_dir_pass() {
             ),
             true,
         );
-        // Older than the run by more than a tick of the coarse clock the
-        // snapshot's start is read from (what changed within the last
-        // tick before it counts as changed during the run).
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        // Three levels down: a repository nearer the top has its own
+        // config read-only under the read-only tree.
+        let v = run_with_temp(tier, &d, &format!("git clone -q {} a/b/c1", p(&src)));
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        assert_eq!(changes(&v), vec![], "{tier:?}: {v}");
+        assert!(d.ws.join("a/b/c1/.git").is_dir());
         let v = run_with_temp(
             tier,
             &d,
-            &format!(
-                "git clone -q {} c1 && git -C c1 remote add mine {}",
-                p(&src),
-                p(&bare)
-            ),
+            &format!("git -C a/b/c1 remote add mine {}", p(&bare)),
         );
         assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
-        assert_eq!(changes(&v), vec![], "{tier:?}: {v}");
-        assert!(d.ws.join("c1/.git").is_dir());
+        restored(
+            &v,
+            &d.ws.join("a/b/c1/.git"),
+            &format!("remote.mine.url names {}: hook pre-receive", p(&bare)),
+        );
     }
 }
 
@@ -996,5 +1001,146 @@ fn the_walked_top_of_the_temp_dir_judges_old_directories_and_follows_symlinks() 
             &d.tmp.join("z/y/clone2/.git"),
             "config key core.fsmonitor",
         );
+    }
+}
+
+#[test]
+fn a_repository_planted_deep_in_the_temp_dir_by_an_earlier_run_is_judged_when_a_later_run_points_at_it()
+ {
+    // Run 1 plants, pointing at nothing; run 2 points at it (a remote, a
+    // symlink at the temp dir's top, a `.git` file): the repository is
+    // older than run 2, and judged as new all the same.
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        for (point, used) in [
+            (
+                "git -C a/b/inner remote add origin $TMPDIR/a/b/evil.git",
+                "git -C a/b/inner push -q origin HEAD:refs/heads/x",
+            ),
+            (
+                "ln -s a/b/evil.git $TMPDIR/evil",
+                "git -C ../tmp/evil fetch -q ../ws/a/b/inner HEAD:refs/heads/y",
+            ),
+            (
+                "mkdir w && echo \"gitdir: $TMPDIR/a/b/evil.git\" > w/.git",
+                "git -C w fetch -q ../a/b/inner HEAD:refs/heads/z",
+            ),
+        ] {
+            let d = dirs();
+            let inner = d.ws.join("a/b/inner");
+            std::fs::create_dir_all(&inner).unwrap();
+            repository(&inner);
+            let v = run_with_temp(
+                tier,
+                &d,
+                &format!(
+                    "{} && printf '#!/bin/sh\\ntouch {ran}\\n' > $TMPDIR/a/b/evil.git/hooks/reference-transaction \
+                     && chmod +x $TMPDIR/a/b/evil.git/hooks/reference-transaction",
+                    evil_bare(&d),
+                    ran = p(&d.ran)
+                ),
+            );
+            assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let v = run_with_temp(tier, &d, point);
+            assert_eq!(v["exit_code"], 0, "{tier:?} {point}: {v}");
+            assert_ne!(changes(&v), vec![], "{tier:?} {point}: {v}");
+            sh(&d.ws, used, false);
+            assert!(!d.ran.exists(), "{tier:?} {point}: a planted hook ran");
+        }
+    }
+}
+
+#[test]
+fn urls_through_magic_links_home_and_linked_worktrees_and_legacy_remote_files_are_judged() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        for (line, used) in [
+            (
+                "git -C a/b/inner remote add origin /proc/self/cwd/../../../../tmp/a/b/evil.git",
+                "git -C a/b/inner push -q origin HEAD:refs/heads/x",
+            ),
+            (
+                "git -C a/b/inner remote add origin '~/a/b/evil.git'",
+                "HOME=../../../../tmp git -C a/b/inner push -q origin HEAD:refs/heads/x",
+            ),
+            (
+                "mkdir -p a/b/inner/.git/remotes && printf 'URL: %s\\n' $TMPDIR/a/b/evil.git > a/b/inner/.git/remotes/other",
+                "git -C a/b/inner push -q other HEAD:refs/heads/x",
+            ),
+            (
+                "git -C a/b/inner worktree add -q ../../x/y/wt -b wtb \
+                 && git -C a/b/inner remote add origin ../../../../tmp/a/b/evil.git",
+                "cd x/y/wt && git push -q origin HEAD:refs/heads/x",
+            ),
+        ] {
+            let d = dirs();
+            let inner = d.ws.join("a/b/inner");
+            std::fs::create_dir_all(&inner).unwrap();
+            repository(&inner);
+            let v = Test::in_tier(tier)
+                .env("TMPDIR", &d.tmp)
+                .env("HOME", &d.tmp)
+                .args(["-s", "workspace-write", "--json"])
+                .args(["-C", p(&d.ws)])
+                .args(["-e", "GIT_CONFIG_GLOBAL=/dev/null"])
+                .args(["-e", "GIT_AUTHOR_NAME=t", "-e", "GIT_AUTHOR_EMAIL=t@t"])
+                .args([
+                    "-e",
+                    "GIT_COMMITTER_NAME=t",
+                    "-e",
+                    "GIT_COMMITTER_EMAIL=t@t",
+                ])
+                .args(["--", &format!("{} && {line}", evil_bare(&d))])
+                .run()
+                .json();
+            assert_eq!(v["exit_code"], 0, "{tier:?} {line}: {v}");
+            assert_ne!(changes(&v), vec![], "{tier:?} {line}: {v}");
+            sh(&d.ws, used, false);
+            assert!(!d.ran.exists(), "{tier:?} {line}: the pre-receive hook ran");
+        }
+    }
+}
+
+#[test]
+fn a_clone_with_submodules_into_the_temp_dir_keeps_its_submodules_worktree() {
+    // git writes `core.worktree = ../../../sub` into the clone's
+    // `.git/modules/sub`: inside its superproject, where git put it.
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        repository(&d.ws);
+        let up = d.tmp.join("deep/up");
+        let sup = d.tmp.join("deep/super");
+        std::fs::create_dir_all(&up).unwrap();
+        std::fs::create_dir_all(&sup).unwrap();
+        repository(&up);
+        repository(&sup);
+        sh(
+            &sup,
+            &format!(
+                "git -c protocol.file.allow=always submodule add -q {} sub && git commit -q -m sub",
+                p(&up)
+            ),
+            true,
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let v = run_with_temp(
+            tier,
+            &d,
+            &format!(
+                "git -c protocol.file.allow=always clone -q --recurse-submodules {} $TMPDIR/build",
+                p(&sup)
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        assert_eq!(changes(&v), vec![], "{tier:?}: {v}");
+        sh(&d.tmp.join("build"), "git status --short", true);
     }
 }

@@ -178,6 +178,11 @@ struct GitDir {
     /// `hooks` is there but cannot be listed (its mode keeps this user
     /// out): what it holds cannot be judged.
     hooks_unreadable: bool,
+    /// The legacy remote files git still reads for a remote its config
+    /// does not define (remote.c, `read_remotes_file` and
+    /// `read_branches_file`): `remotes/NAME` (`URL:` lines) and
+    /// `branches/NAME`, by that relative name. git never writes them.
+    legacy: BTreeMap<OsString, FileState>,
     /// The latest ctime of each hook's entry and of the file it leads to:
     /// a hook whose ctime is older than the snapshot was not made or
     /// changed during the run (writing, renaming, linking or chmod-ing a
@@ -206,8 +211,9 @@ struct Found {
     unreached: Vec<(PathBuf, bool)>,
     /// Entries read so far.
     read: usize,
-    /// Symlinks found in the walked part of a root walked one level deep.
-    links: Vec<PathBuf>,
+    /// Symlinks found in the walked part of a root walked one level deep,
+    /// with what they hold.
+    links: BTreeMap<PathBuf, OsString>,
     /// Directories a reference led to where the walk of their root did not
     /// go (the temp dir and caches are walked one level deep), each
     /// walked in full as a root of its own ([`follow`]).
@@ -332,6 +338,14 @@ impl Snapshot {
                 (path, now, target)
             })
             .collect();
+        // The symlinks made at the walked top of the temp dir and caches,
+        // and where they lead, also resolved before anything is renamed.
+        let links: Vec<(&PathBuf, Result<Option<PathBuf>, String>)> = after
+            .links
+            .iter()
+            .filter(|(l, to)| self.before.links.get(*l) != Some(*to))
+            .map(|(l, _)| (l, resolve_no_magic(l)))
+            .collect();
         // Git directories first: a pointer to one put aside goes too.
         let mut failed: BTreeMap<&Path, String> = BTreeMap::new();
         for (path, now) in &after.git_dirs {
@@ -349,6 +363,7 @@ impl Snapshot {
                         hooks: BTreeMap::new(),
                         hooks_link: None,
                         hooks_unreadable: false,
+                        legacy: BTreeMap::new(),
                         hook_ctimes: BTreeMap::new(),
                     };
                     &empty
@@ -369,10 +384,26 @@ impl Snapshot {
                 {
                     if self.followed_only_after(path) {
                         // What the run did not touch (its ctimes) is no
-                        // news. What it changed there, in a repository the
-                        // workspace points at, goes with the repository:
-                        // the reference may be as old as the user's.
-                        if let Some(r) = self.judge_no_history(path, now, Via::Pointer) {
+                        // news: a reference the run made to it is judged
+                        // with the reference. What the run changed there,
+                        // in a repository the workspace points at, or the
+                        // repository moved there during the run (a rename
+                        // sets the ctime of the directory moved and of the
+                        // one it lands in), goes with the repository: the
+                        // reference may be as old as the user's.
+                        let changed = |p: &Path| {
+                            use std::os::unix::fs::MetadataExt;
+                            std::fs::symlink_metadata(p).is_ok_and(|m| {
+                                changed_since((m.ctime(), m.ctime_nsec()), self.since)
+                            })
+                        };
+                        let moved = changed(path) && path.parent().is_some_and(changed);
+                        let why = if moved {
+                            Some("moved there during the run".to_string())
+                        } else {
+                            self.judge_no_history(path, now, Via::Pointer)
+                        };
+                        if let Some(r) = why {
                             let reason = format!(
                                 "in the temp dir or a cache below where the snapshot looked, \
                                  changed during the run: {r}"
@@ -437,6 +468,23 @@ impl Snapshot {
                     before.commondir.as_ref(),
                     reason,
                 ));
+            }
+            for (name, f) in &now.legacy {
+                let same = before
+                    .legacy
+                    .get(name)
+                    .is_some_and(|b| b.id == f.id && b.bytes == f.bytes);
+                if !same {
+                    changes.push(put_aside(
+                        &self.roots,
+                        &self.all_roots,
+                        &path.join(name),
+                        "quarantined",
+                        "a legacy remote file made or changed during the run (git reads it \
+                         for a remote its config does not define, and never writes it)"
+                            .into(),
+                    ));
+                }
             }
             if now.hooks_unreadable && !before.hooks_unreadable {
                 changes.push(put_aside(
@@ -513,6 +561,36 @@ impl Snapshot {
                 ));
             }
         }
+        // A symlink made during the run at the walked top of the temp dir
+        // or a cache leads a user who enters it to repositories the
+        // snapshot has no history of: each must pass as new, whatever its
+        // age (an earlier confined run may have planted it there).
+        for (link, target) in links {
+            let reason = match target {
+                Err(why) => Some(format!("a symlink that {why}")),
+                Ok(None) => None,
+                Ok(Some(t)) => after
+                    .git_dirs
+                    .iter()
+                    .filter(|(p, _)| p.starts_with(&t) && self.followed_only_after(p))
+                    .find_map(|(p, g)| {
+                        failed
+                            .get(p.as_path())
+                            .cloned()
+                            .or_else(|| self.judge_whole(p, g, after))
+                            .map(|r| format!("names {}: {r}", p.display()))
+                    }),
+            };
+            if let Some(reason) = reason {
+                changes.push(put_aside(
+                    &self.roots,
+                    &self.all_roots,
+                    link,
+                    "quarantined",
+                    reason,
+                ));
+            }
+        }
     }
 
     /// Whether the git directory at `path` has no history in the
@@ -554,18 +632,18 @@ impl Snapshot {
         for c in url_candidates(e.value.as_deref()?, &bases) {
             // Read now, not from the walk: a repository the follow could
             // not reach (its budget) is judged all the same.
-            let Some((at, g)) = git_dir_at(&c, after) else {
-                continue;
+            let (at, g) = match git_dir_at(&c, after) {
+                Located::GitDir(at, g) => (at, g),
+                Located::Nothing => continue,
+                Located::Unjudged(why) => return Some(format!("{} {why}", e.name())),
             };
             if !self.followed_only_after(&at) {
                 continue; // judged where it lies, as any git directory
             }
-            let why = if born_since(&at, self.since) {
-                self.judge_whole_as(&at, &g, after, Via::Url)
-            } else {
-                self.judge_no_history(&at, &g, Via::Url)
-            };
-            if let Some(r) = why {
+            // Made during the run, the reference is judged as leading to a
+            // new repository, whatever the repository's age: an earlier
+            // confined run may have planted it where no snapshot looks.
+            if let Some(r) = self.judge_whole_as(&at, &g, after, Via::Url) {
                 return Some(format!("{} names {}: {r}", e.name(), at.display()));
             }
         }
@@ -641,6 +719,9 @@ impl Snapshot {
         if g.hooks_unreadable {
             return Some("a hooks directory that cannot be read".into());
         }
+        if let Some(name) = g.legacy.keys().next() {
+            return Some(format!("a legacy remote file {}", name.to_string_lossy()));
+        }
         g.hooks
             .keys()
             .find(|name| via.runs(name))
@@ -711,12 +792,23 @@ impl Snapshot {
         // A path (`core.worktree`) is taken where the kernel resolves it
         // (a symlink, then `..`), and must lie in a root walked in full:
         // git recurses into the repositories below a worktree.
+        // A submodule's git directory (`TOP/.git/modules/NAME`) may have
+        // its worktree anywhere in its superproject's, where git put it:
+        // that reaches nothing the superproject does not.
+        let parts: Vec<&OsStr> = git_dir.components().map(|c| c.as_os_str()).collect();
+        let superproject: Option<PathBuf> = parts
+            .windows(2)
+            .rposition(|w| w[0] == ".git" && w[1] == "modules")
+            .map(|i| parts[..i].iter().collect());
         config::refused(e, &|rel: &str| {
             let joined = git_dir.join(rel);
             let real = real_dir(&joined).unwrap_or_else(|_| normalize(&joined));
             self.roots
                 .iter()
                 .any(|(r, limit)| *limit == FULL && real.starts_with(r))
+                || superproject
+                    .as_ref()
+                    .is_some_and(|top| real.starts_with(top))
         })
     }
 
@@ -766,9 +858,9 @@ impl Snapshot {
                 read_git_dir(&fd)?
             }
         };
-        if self.followed_only_after(target) && !born_since(target, self.since) {
-            return self.judge_no_history(target, &g, Via::Pointer);
-        }
+        // A pointer made during the run to a repository the snapshot has no
+        // history of is judged as pointing at a new one, whatever its age:
+        // an earlier confined run may have planted it there.
         self.judge_whole(target, &g, after)
     }
 }
@@ -1100,9 +1192,12 @@ impl Walk<'_> {
                 let in_git = Marks::git_dir(listing.marks)
                     || path.components().any(|c| c.as_os_str() == ".git");
                 if self.limit != FULL && depth < self.limit && !in_git {
-                    self.found
-                        .links
-                        .extend(listing.symlinks.iter().map(|n| path.join(n)));
+                    for n in &listing.symlinks {
+                        let to = std::fs::read_link(fd_path(fd.as_raw_fd()).join(n))
+                            .map(PathBuf::into_os_string)
+                            .unwrap_or_default();
+                        self.found.links.insert(path.join(n), to);
+                    }
                 }
                 if in_git && path.file_name() != Some(OsStr::new("hooks")) {
                     for name in &listing.symlinks {
@@ -1308,6 +1403,7 @@ fn read_git_dir(fd: &OwnedFd) -> Option<GitDir> {
         hooks: BTreeMap::new(),
         hooks_link: None,
         hooks_unreadable: false,
+        legacy: legacy_remotes(raw),
         hook_ctimes: BTreeMap::new(),
     };
     if let Ok(link) = undo::stat_at(raw, OsStr::new("hooks"))
@@ -1380,6 +1476,25 @@ fn read_git_dir(fd: &OwnedFd) -> Option<GitDir> {
         g.hooks.insert(name, id);
     }
     Some(g)
+}
+
+/// The files in `remotes/` and `branches/` of the git directory `dir`
+/// (see [`GitDir::legacy`]), at most 256 of each.
+fn legacy_remotes(dir: RawFd) -> BTreeMap<OsString, FileState> {
+    let mut out = BTreeMap::new();
+    for sub in ["remotes", "branches"] {
+        let Some(fd) = open_dir_at(dir, sub.as_bytes()) else {
+            continue;
+        };
+        for name in list_names(&fd).unwrap_or_default().into_iter().take(256) {
+            if let Some(f) = read_file(fd.as_raw_fd(), name.as_bytes()) {
+                let mut key = OsString::from(format!("{sub}/"));
+                key.push(&name);
+                out.insert(key, f);
+            }
+        }
+    }
+    out
 }
 
 /// The names in the directory `dir`, or `None` when it cannot be listed.
@@ -1466,6 +1581,19 @@ fn url_candidates(url: &str, bases: &[PathBuf]) -> Vec<PathBuf> {
         }
         if url.starts_with('/') {
             vec![PathBuf::from(url)]
+        } else if let Some(rest) = url.strip_prefix('~') {
+            // `~/P` and `~USER/P` (path.c, `interpolate_path`): the home of
+            // whoever runs git later, this user's (`$HOME`) or USER's.
+            let (user, path) = rest.split_once('/').unwrap_or((rest, ""));
+            let home = if user.is_empty() {
+                std::env::var_os("HOME").map(PathBuf::from)
+            } else {
+                nix::unistd::User::from_name(user)
+                    .ok()
+                    .flatten()
+                    .map(|u| u.dir)
+            };
+            home.map(|h| vec![h.join(path)]).unwrap_or_default()
         } else {
             bases.iter().map(|b| b.join(url)).collect()
         }
@@ -1521,39 +1649,109 @@ fn url_bases(git_dir: &Path, entries: &[config::Entry]) -> Vec<PathBuf> {
             out.push(git_dir.join(w));
         }
     }
+    // Each linked worktree's top (`worktrees/NAME/gitdir` names its
+    // `.git` file): git resolves a relative remote from there too.
+    if let Ok(names) = std::fs::read_dir(git_dir.join("worktrees")) {
+        for n in names.flatten().take(1024) {
+            if let Ok(b) = std::fs::read(n.path().join("gitdir"))
+                && b.len() as u64 <= FILE_MAX
+                && let Some(top) = Path::new(OsStr::from_bytes(trim_newlines(&b))).parent()
+            {
+                out.push(top.to_path_buf());
+            }
+        }
+    }
     out
 }
 
-/// The git directory a candidate location `c` ([`url_candidates`]) is, as
-/// git would enter it: resolved by the kernel (through no magic link),
-/// through a gitfile (`gitdir: PATH`) when it is a file; with what the
-/// walk found there, or read now. `None` when it is no git directory.
-fn git_dir_at(c: &Path, after: &Found) -> Option<(PathBuf, GitDir)> {
+/// What a candidate location ([`url_candidates`]) is to git.
+enum Located {
+    /// A git directory (its real path), with what the walk found there or
+    /// as read now.
+    GitDir(PathBuf, Box<GitDir>),
+    /// Nothing git would enter: missing, or no git directory.
+    Nothing,
+    /// Something that cannot be judged: reached through a magic link
+    /// (`/proc/self/cwd` leads git, run elsewhere, somewhere else than
+    /// `dsh-exec`), or unreadable; why.
+    Unjudged(String),
+}
+
+/// What the candidate location `c` is, as git would enter it: resolved by
+/// the kernel through no magic link, through a gitfile (`gitdir: PATH`)
+/// when it is a file.
+fn git_dir_at(c: &Path, after: &Found) -> Located {
     // As the walk found it, also when it was put aside meanwhile.
     let named = normalize(c);
     if let Some(g) = after.git_dirs.get(&named) {
-        return Some((named, g.clone()));
+        return Located::GitDir(named, Box::new(g.clone()));
     }
-    let c = match std::fs::symlink_metadata(c) {
+    let resolved = match resolve_no_magic(c) {
+        Ok(Some(p)) => p,
+        Ok(None) => return Located::Nothing,
+        Err(why) => return Located::Unjudged(why),
+    };
+    let c = match std::fs::symlink_metadata(&resolved) {
         Ok(m) if m.is_file() => {
-            let bytes = std::fs::read(c)
+            let Some(bytes) = std::fs::read(&resolved)
                 .ok()
-                .filter(|b| b.len() as u64 <= FILE_MAX)?;
-            gitfile_target(&bytes, c.parent()?)?.ok()?
+                .filter(|b| b.len() as u64 <= FILE_MAX)
+            else {
+                return Located::Unjudged(format!("names {}, which cannot be read", c.display()));
+            };
+            let Some(parent) = resolved.parent() else {
+                return Located::Nothing;
+            };
+            match gitfile_target(&bytes, parent) {
+                None => return Located::Nothing,
+                Some(Ok(t)) => t,
+                Some(Err(why)) => return Located::Unjudged(why),
+            }
         }
-        Ok(_) => real_dir(c).ok()?,
-        Err(_) => return None,
+        Ok(_) => resolved,
+        Err(_) => return Located::Nothing,
     };
     if let Some(g) = after.git_dirs.get(&c) {
-        return Some((c, g.clone()));
+        return Located::GitDir(c, Box::new(g.clone()));
     }
-    let fd = undo::open_root(&c).ok()?;
-    let names = list_names(&fd)?;
+    let Ok(fd) = undo::open_root(&c) else {
+        return Located::Nothing;
+    };
+    let Some(names) = list_names(&fd) else {
+        return Located::Unjudged(format!("names {}, which cannot be listed", c.display()));
+    };
     let marks = names.iter().fold(0, |m, n| m | Marks::of(n.as_bytes()));
     if !Marks::git_dir(marks) {
-        return None;
+        return Located::Nothing;
     }
-    read_git_dir(&fd).map(|g| (c, g))
+    match read_git_dir(&fd) {
+        Some(g) => Located::GitDir(c, Box::new(g)),
+        None => Located::Nothing,
+    }
+}
+
+/// The real path `path` leads to, resolved by the kernel through no magic
+/// link (openat2(2) `RESOLVE_NO_MAGICLINKS`, `O_PATH`): `Ok(None)` when
+/// nothing is there, `Err` (why) when it leads through a magic link or
+/// cannot be resolved otherwise.
+fn resolve_no_magic(path: &Path) -> Result<Option<PathBuf>, String> {
+    use crate::sys::fs::{RESOLVE_NO_MAGICLINKS, open_at2};
+    match open_at2(
+        libc::AT_FDCWD,
+        path.as_os_str().as_bytes(),
+        libc::O_PATH,
+        RESOLVE_NO_MAGICLINKS,
+    ) {
+        Ok(fd) => std::fs::read_link(fd_path(fd.as_raw_fd()))
+            .map(Some)
+            .map_err(|e| format!("names {}, which cannot be judged ({e})", path.display())),
+        Err(libc::ENOENT | libc::ENOTDIR) => Ok(None),
+        Err(e) => Err(format!(
+            "names {}, which cannot be judged ({})",
+            path.display(),
+            std::io::Error::from_raw_os_error(e)
+        )),
+    }
 }
 
 /// Whether the config entry `e` names a repository location: a remote's
@@ -1642,12 +1840,29 @@ fn references(found: &Found) -> Vec<PathBuf> {
                 .filter(|b| b.len() as u64 <= FILE_MAX)
                 .and_then(|b| config::parse(&b).ok())
         {
+            // A relative URL is taken from the superproject's remote
+            // (submodule.c, `resolve_relative_url`): each of its local
+            // locations.
+            let remotes: Vec<PathBuf> = g
+                .config
+                .as_ref()
+                .and_then(|c| c.bytes.as_deref())
+                .and_then(|b| config::parse(b).ok())
+                .unwrap_or_default()
+                .iter()
+                .filter(|e| e.section == "remote" && e.key == "url")
+                .flat_map(|e| url_candidates(e.value.as_deref().unwrap_or(""), &[top.into()]))
+                .collect();
             for e in entries.iter().filter(|e| url_key(e)) {
                 let v = e.value.as_deref().unwrap_or("");
-                if v.starts_with('/') || v.starts_with("file://") {
-                    for c in url_candidates(v, &[]) {
-                        out.extend(real_dir(&c).ok());
-                    }
+                let relative = v.starts_with("./") || v.starts_with("../");
+                let bases: Vec<PathBuf> = if relative {
+                    remotes.clone()
+                } else {
+                    Vec::new()
+                };
+                for c in url_candidates(v, &bases) {
+                    out.extend(real_dir(&normalize(&c)).ok());
                 }
             }
         }
@@ -1655,7 +1870,7 @@ fn references(found: &Found) -> Vec<PathBuf> {
     // Symlinks in the walked part of the temp dir and caches
     // (`/tmp/clone` -> `/tmp/a/b/clone`): a user who enters one enters
     // where it leads.
-    for link in &found.links {
+    for link in found.links.keys() {
         out.extend(real_dir(link).ok());
     }
     out.sort();
