@@ -1144,3 +1144,87 @@ fn a_clone_with_submodules_into_the_temp_dir_keeps_its_submodules_worktree() {
         sh(&d.tmp.join("build"), "git status --short", true);
     }
 }
+
+#[test]
+fn remote_names_git_takes_for_paths_push_to_checkout_and_a_target_moved_under_an_old_url_are_judged()
+ {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        // A remote name no section defines is a path to git: `evil`, a
+        // gitfile in the worktree naming a repository planted earlier.
+        let d = dirs();
+        let inner = d.ws.join("a/b/inner");
+        std::fs::create_dir_all(&inner).unwrap();
+        repository(&inner);
+        let v = run_with_temp(tier, &d, &evil_bare(&d));
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let v = run_with_temp(
+            tier,
+            &d,
+            "cd a/b/inner && b=$(git symbolic-ref --short HEAD) \
+             && git config branch.$b.remote evil && git config branch.$b.merge refs/heads/$b \
+             && echo \"gitdir: $TMPDIR/a/b/evil.git\" > evil",
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        assert_ne!(changes(&v), vec![], "{tier:?}: {v}");
+        sh(&inner, "git push -q", false);
+        assert!(
+            !d.ran.exists(),
+            "{tier:?}: a remote name led a push to a planted hook"
+        );
+
+        // A non-bare remote that takes pushes into its worktree runs the
+        // checkout's hooks too.
+        let d = dirs();
+        let inner = d.ws.join("a/b/inner");
+        std::fs::create_dir_all(&inner).unwrap();
+        repository(&inner);
+        let v = run_with_temp(
+            tier,
+            &d,
+            &format!(
+                "mkdir -p $TMPDIR/g/h && git init -q $TMPDIR/g/h/t \
+                 && git -C $TMPDIR/g/h/t config receive.denyCurrentBranch updateInstead \
+                 && printf '#!/bin/sh\\ntouch {ran}\\n' > $TMPDIR/g/h/t/.git/hooks/post-index-change \
+                 && chmod +x $TMPDIR/g/h/t/.git/hooks/post-index-change \
+                 && git -C a/b/inner remote add origin $TMPDIR/g/h/t",
+                ran = p(&d.ran)
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        assert_ne!(changes(&v), vec![], "{tier:?}: {v}");
+        sh(&inner, "git push -q origin HEAD", false);
+        assert!(!d.ran.exists(), "{tier:?}: post-index-change ran");
+
+        // An old URL that led nowhere, and a run that moves a planted
+        // repository's parent into its place.
+        let d = dirs();
+        let inner = d.ws.join("a/b/inner");
+        std::fs::create_dir_all(&inner).unwrap();
+        repository(&inner);
+        let v = run_with_temp(
+            tier,
+            &d,
+            &format!(
+                "git -C a/b/inner remote add origin $TMPDIR/x/y/r.git && mkdir -p $TMPDIR/x $TMPDIR/m/n \
+                 && git init -q --bare $TMPDIR/m/n/r.git \
+                 && printf '#!/bin/sh\\ntouch {ran}\\n' > $TMPDIR/m/n/r.git/hooks/pre-receive \
+                 && chmod +x $TMPDIR/m/n/r.git/hooks/pre-receive",
+                ran = p(&d.ran)
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let v = run_with_temp(tier, &d, "mv $TMPDIR/m/n $TMPDIR/x/y");
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        assert_ne!(changes(&v), vec![], "{tier:?}: {v}");
+        sh(&inner, "git push -q origin HEAD:refs/heads/x", false);
+        assert!(
+            !d.ran.exists(),
+            "{tier:?}: a moved repository's pre-receive ran"
+        );
+    }
+}

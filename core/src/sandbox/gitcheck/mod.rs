@@ -183,11 +183,6 @@ struct GitDir {
     /// `read_branches_file`): `remotes/NAME` (`URL:` lines) and
     /// `branches/NAME`, by that relative name. git never writes them.
     legacy: BTreeMap<OsString, FileState>,
-    /// The latest ctime of each hook's entry and of the file it leads to:
-    /// a hook whose ctime is older than the snapshot was not made or
-    /// changed during the run (writing, renaming, linking or chmod-ing a
-    /// file sets its ctime, from a clock no confined process may set).
-    hook_ctimes: BTreeMap<OsString, (i64, i64)>,
 }
 
 /// A `.git` file or symlink.
@@ -338,6 +333,8 @@ impl Snapshot {
                 (path, now, target)
             })
             .collect();
+        // Where the references that were there before the run lead now.
+        let old_targets = self.old_reference_targets(after);
         // The symlinks made at the walked top of the temp dir and caches,
         // and where they lead, also resolved before anything is renamed.
         let links: Vec<(&PathBuf, Result<Option<PathBuf>, String>)> = after
@@ -364,7 +361,6 @@ impl Snapshot {
                         hooks_link: None,
                         hooks_unreadable: false,
                         legacy: BTreeMap::new(),
-                        hook_ctimes: BTreeMap::new(),
                     };
                     &empty
                 }
@@ -383,39 +379,37 @@ impl Snapshot {
                     && !born_since(path, self.since) =>
                 {
                     if self.followed_only_after(path) {
-                        // What the run did not touch (its ctimes) is no
-                        // news: a reference the run made to it is judged
-                        // with the reference. What the run changed there,
-                        // in a repository the workspace points at, or the
-                        // repository moved there during the run (a rename
-                        // sets the ctime of the directory moved and of the
-                        // one it lands in), goes with the repository: the
-                        // reference may be as old as the user's.
-                        let changed = |p: &Path| {
-                            use std::os::unix::fs::MetadataExt;
-                            std::fs::symlink_metadata(p).is_ok_and(|m| {
-                                changed_since((m.ctime(), m.ctime_nsec()), self.since)
-                            })
-                        };
-                        let moved = changed(path) && path.parent().is_some_and(changed);
-                        let why = if moved {
-                            Some("moved there during the run".to_string())
-                        } else {
-                            self.judge_no_history(path, now, Via::Pointer)
-                        };
-                        if let Some(r) = why {
-                            let reason = format!(
-                                "in the temp dir or a cache below where the snapshot looked, \
-                                 changed during the run: {r}"
-                            );
-                            failed.insert(path, reason.clone());
-                            changes.push(put_aside(
-                                &self.roots,
-                                &self.all_roots,
-                                path,
-                                "quarantined",
-                                reason,
-                            ));
+                        // Reached by a reference that was there before
+                        // the run, it would have been followed by the
+                        // snapshot had it been there: it came (was made,
+                        // moved, or a parent moved) during the run, and
+                        // must pass as new. Reached only by references
+                        // the run made, those are judged instead, and the
+                        // repository (perhaps the user's) stays.
+                        let via = old_targets.get(path).or_else(|| {
+                            path.parent()
+                                .filter(|_| path.file_name() == Some(OsStr::new(".git")))
+                                .and_then(|top| old_targets.get(top))
+                        });
+                        if let Some(via) = via {
+                            let via = match via {
+                                Via::Url => Via::url_to(path, now),
+                                v => *v,
+                            };
+                            if let Some(r) = self.judge_whole_as(path, now, after, via) {
+                                let reason = format!(
+                                    "reached by a reference from before the run, where the \
+                                     snapshot found no repository: {r}"
+                                );
+                                failed.insert(path, reason.clone());
+                                changes.push(put_aside(
+                                    &self.roots,
+                                    &self.all_roots,
+                                    path,
+                                    "quarantined",
+                                    reason,
+                                ));
+                            }
                         }
                         continue;
                     }
@@ -593,6 +587,62 @@ impl Snapshot {
         }
     }
 
+    /// Where the references of `after` that were there before the run
+    /// lead now (real paths), and how git uses what they lead to: `.git`
+    /// files and symlinks, symlinks at the walked top of the temp dir and
+    /// caches, `commondir`, and repository locations in config entries
+    /// that were in the same git directory's config before.
+    fn old_reference_targets(&self, after: &Found) -> BTreeMap<PathBuf, Via> {
+        let mut out = BTreeMap::new();
+        for (path, p) in &after.pointers {
+            if self.before.pointers.get(path) != Some(p) {
+                continue;
+            }
+            let dir = path.parent().unwrap_or(path);
+            let t = if p.symlink {
+                real_dir(path).ok()
+            } else {
+                gitfile_target(&p.bytes, dir).and_then(Result::ok)
+            };
+            out.extend(t.map(|t| (t, Via::Pointer)));
+        }
+        for (link, to) in &self.before.links {
+            if after.links.get(link).is_none_or(|now| now == to) {
+                out.extend(real_dir(link).ok().map(|t| (t, Via::Pointer)));
+            }
+        }
+        let entries_of = |g: &GitDir| -> Vec<config::Entry> {
+            [&g.config, &g.config_worktree]
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.bytes.as_deref().and_then(|b| config::parse(b).ok()))
+                .flatten()
+                .collect()
+        };
+        for (path, g) in &after.git_dirs {
+            let Some(b) = self.before.git_dirs.get(path) else {
+                continue;
+            };
+            if b.commondir == g.commondir
+                && let Some(bytes) = g.commondir.as_ref().and_then(|c| c.bytes.as_deref())
+                && let Ok(t) = real_dir(&path.join(OsStr::from_bytes(trim_newlines(bytes))))
+            {
+                out.insert(t, Via::Pointer);
+            }
+            let was = entries_of(b);
+            let now = entries_of(g);
+            let bases = url_bases(path, &now);
+            for e in now.iter().filter(|e| url_key(e) && was.contains(e)) {
+                for c in entry_candidates(e, &now, &bases) {
+                    if let Ok(t) = real_dir(&c) {
+                        out.entry(t).or_insert(Via::Url);
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Whether the git directory at `path` has no history in the
     /// snapshot: the snapshot neither found it nor walked where it lies
     /// (a part of the temp dir or a cache only the walk after the run
@@ -629,7 +679,7 @@ impl Snapshot {
             return None;
         }
         let bases = url_bases(git_dir, entries);
-        for c in url_candidates(e.value.as_deref()?, &bases) {
+        for c in entry_candidates(e, entries, &bases) {
             // Read now, not from the walk: a repository the follow could
             // not reach (its budget) is judged all the same.
             let (at, g) = match git_dir_at(&c, after) {
@@ -643,48 +693,11 @@ impl Snapshot {
             // Made during the run, the reference is judged as leading to a
             // new repository, whatever the repository's age: an earlier
             // confined run may have planted it where no snapshot looks.
-            if let Some(r) = self.judge_whole_as(&at, &g, after, Via::Url) {
+            if let Some(r) = self.judge_whole_as(&at, &g, after, Via::url_to(&at, &g)) {
                 return Some(format!("{} names {}: {r}", e.name(), at.display()));
             }
         }
         None
-    }
-
-    /// Why a git directory with no history in the snapshot, older than
-    /// the run, must not be used through a reference `via`: what the run
-    /// changed in it (its config, or a hook `via` runs, with a ctime at or
-    /// after the snapshot's start) and would not pass as new. What is
-    /// older than the run was the user's before it.
-    fn judge_no_history(&self, path: &Path, g: &GitDir, via: Via) -> Option<String> {
-        let changed = |c: (i64, i64)| changed_since(c, self.since);
-        for file in [&g.config, &g.config_worktree].into_iter().flatten() {
-            if !changed(file.ctime) {
-                continue;
-            }
-            let Some(bytes) = &file.bytes else {
-                return Some("a config that cannot be read".into());
-            };
-            let entries = match config::parse(bytes) {
-                Ok(e) => e,
-                Err(e) => return Some(format!("a config git may read otherwise ({e})")),
-            };
-            if let Some(r) = entries.iter().find_map(|e| self.refused(path, e)) {
-                return Some(r);
-            }
-        }
-        if g.hooks_link.is_some() || g.hooks_unreadable {
-            return Some("a hooks directory that cannot be judged".into());
-        }
-        g.hooks
-            .keys()
-            .filter(|name| via.runs(name))
-            .find(|name| g.hook_ctimes.get(*name).is_none_or(|c| changed(*c)))
-            .map(|name| {
-                format!(
-                    "hook {} made or changed during the run",
-                    name.to_string_lossy()
-                )
-            })
     }
 
     /// Why a git directory that is new at `path` must go, if it must.
@@ -1404,7 +1417,6 @@ fn read_git_dir(fd: &OwnedFd) -> Option<GitDir> {
         hooks_link: None,
         hooks_unreadable: false,
         legacy: legacy_remotes(raw),
-        hook_ctimes: BTreeMap::new(),
     };
     if let Ok(link) = undo::stat_at(raw, OsStr::new("hooks"))
         && link.st_mode & libc::S_IFMT == libc::S_IFLNK
@@ -1446,7 +1458,6 @@ fn read_git_dir(fd: &OwnedFd) -> Option<GitDir> {
             continue;
         };
         let entry_id = ((entry.st_dev, entry.st_ino), ctime(&entry));
-        let mut latest = ctime(&entry);
         // git runs an executable regular file, following a symlink.
         let id = match open_no_magic(hooks_fd, name.as_bytes()) {
             Some(fd) => {
@@ -1456,7 +1467,6 @@ fn read_git_dir(fd: &OwnedFd) -> Option<GitDir> {
                 if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_mode & 0o111 == 0 {
                     continue;
                 }
-                latest = latest.max(ctime(&st));
                 match read_regular(&fd, &st) {
                     Some(bytes) => {
                         use std::hash::BuildHasher;
@@ -1472,7 +1482,6 @@ fn read_git_dir(fd: &OwnedFd) -> Option<GitDir> {
             // elsewhere): counted, by the entry itself.
             None => (None, Some(entry_id)),
         };
-        g.hook_ctimes.insert(name.clone(), latest);
         g.hooks.insert(name, id);
     }
     Some(g)
@@ -1759,14 +1768,36 @@ fn resolve_no_magic(path: &Path) -> Result<Option<PathBuf>, String> {
 /// also takes a URL or path in (`branch.*.remote`, `branch.*.pushRemote`,
 /// `remote.pushDefault`, with a `/` or `:` in its value).
 fn url_key(e: &config::Entry) -> bool {
-    let remote_name = (e.section == "branch" && (e.key == "remote" || e.key == "pushremote"))
-        || (e.section == "remote" && e.subsection.is_none() && e.key == "pushdefault");
     e.section == "remote" && e.subsection.is_some() && (e.key == "url" || e.key == "pushurl")
         || e.section == "submodule" && e.key == "url"
-        || remote_name
-            && e.value
-                .as_deref()
-                .is_some_and(|v| v.contains('/') || v.contains(':'))
+        || remote_name_key(e)
+}
+
+/// Whether `e` takes a remote's name (`branch.*.remote`,
+/// `branch.*.pushRemote`, `remote.pushDefault`): git takes a name no
+/// `remote.NAME.*` section defines as a URL or path (remote.c,
+/// `remote_get` and `add_url_alias`), relative to where it runs.
+fn remote_name_key(e: &config::Entry) -> bool {
+    (e.section == "branch" && (e.key == "remote" || e.key == "pushremote"))
+        || (e.section == "remote" && e.subsection.is_none() && e.key == "pushdefault")
+}
+
+/// The locations a repository-location entry `e` of a config with
+/// `entries` may name (none for the name of a remote `entries` defines).
+fn entry_candidates(
+    e: &config::Entry,
+    entries: &[config::Entry],
+    bases: &[PathBuf],
+) -> Vec<PathBuf> {
+    let value = e.value.as_deref().unwrap_or("");
+    if remote_name_key(e)
+        && entries
+            .iter()
+            .any(|d| d.section == "remote" && d.subsection.as_deref() == Some(value))
+    {
+        return Vec::new();
+    }
+    url_candidates(value, bases)
 }
 
 /// How git comes to use a git directory that a reference names.
@@ -1779,13 +1810,41 @@ enum Via {
     /// which runs no hook; a push runs `git receive-pack`, which runs the
     /// receiving side's hooks (githooks(5)).
     Url,
+    /// As a remote whose config lets a push update its worktree
+    /// (`receive.denyCurrentBranch = updateInstead`): that runs the hooks a
+    /// checkout runs too (`post-index-change`, ...), so every hook counts.
+    UrlWithWorktree,
+}
+
+impl Via {
+    /// How a URL uses the git directory `g` (at `at`): with its worktree
+    /// updated by a push when its config says `updateInstead`.
+    fn url_to(_at: &Path, g: &GitDir) -> Via {
+        let update_instead = [&g.config, &g.config_worktree]
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.bytes.as_deref().and_then(|b| config::parse(b).ok()))
+            .flatten()
+            .any(|e| {
+                e.section == "receive"
+                    && e.key == "denycurrentbranch"
+                    && e.value
+                        .as_deref()
+                        .is_some_and(|v| v.eq_ignore_ascii_case("updateinstead"))
+            });
+        if update_instead {
+            Via::UrlWithWorktree
+        } else {
+            Via::Url
+        }
+    }
 }
 
 impl Via {
     /// Whether a use this way runs the hook `name`.
     fn runs(self, name: &OsStr) -> bool {
         match self {
-            Via::Pointer => true,
+            Via::Pointer | Via::UrlWithWorktree => true,
             Via::Url => [
                 "pre-receive",
                 "update",
@@ -1826,7 +1885,7 @@ fn references(found: &Found) -> Vec<PathBuf> {
             };
             let bases = url_bases(path, &entries);
             for e in entries.iter().filter(|e| url_key(e)) {
-                for c in url_candidates(e.value.as_deref().unwrap_or(""), &bases) {
+                for c in entry_candidates(e, &entries, &bases) {
                     out.extend(real_dir(&c).ok());
                 }
             }
