@@ -1195,28 +1195,23 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
                 .create(dir);
         }
     }
-    let protection = protection(policy, &roots, run.workdir);
-    let after_run = AfterRun {
-        snapshot: (!privileged && !protection.protected.is_empty())
-            .then(|| protect::Snapshot::take(&protection)),
-        absent: protect::anchors(&protection.absent, &protection.roots),
-        scratch: roots.scratch_guard.take(),
-        git: (policy.mode.value == Mode::WorkspaceWrite).then(|| {
-            // A shared temp dir, and the package caches, are walked one
-            // level deep (their direct subdirectories, `/tmp/clone/.git`):
-            // they hold whatever every program on the machine left there,
-            // and reading all of it cost more than the rest of a confined
-            // start (docs/sandbox.md, "Planted git metadata").
-            // The caches three levels: where the package managers keep
-            // the repositories they fetch and fetch into again
-            // (`$CARGO_HOME/git/db/NAME`, Go's `cache/vcs/HASH`).
+    // A shared temp dir, and the package caches, are walked one
+    // level deep (their direct subdirectories, `/tmp/clone/.git`):
+    // they hold whatever every program on the machine left there,
+    // and reading all of it cost more than the rest of a confined
+    // start (docs/sandbox.md, "Planted git metadata").
+    // The caches three levels: where the package managers keep
+    // the repositories they fetch and fetch into again
+    // (`$CARGO_HOME/git/db/NAME`, Go's `cache/vcs/HASH`).
+    let walked: Option<Vec<(PathBuf, usize)>> = (policy.mode.value == Mode::WorkspaceWrite)
+        .then(|| {
             let cache = |p: &Path| {
                 policy
                     .caches
                     .iter()
                     .any(|c| std::fs::canonicalize(c).is_ok_and(|c| c == p))
             };
-            let walked: Vec<(PathBuf, usize)> = roots
+            roots
                 .writable
                 .iter()
                 .map(|r| {
@@ -1229,9 +1224,25 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
                     };
                     (r.path.clone(), limit)
                 })
-                .collect();
-            gitcheck::Snapshot::take(&walked)
-        }),
+                .collect()
+        });
+    // The git snapshot and the protection plan read the same trees and
+    // depend on nothing of each other: on a thread of its own, the walk
+    // costs a run only what exceeds the plan's search.
+    let (protection, git) = std::thread::scope(|s| {
+        let git = walked
+            .as_ref()
+            .map(|w| s.spawn(move || gitcheck::Snapshot::take(w)));
+        let protection = protection(policy, &roots, run.workdir);
+        let git = git.map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        (protection, git)
+    });
+    let after_run = AfterRun {
+        snapshot: (!privileged && !protection.protected.is_empty())
+            .then(|| protect::Snapshot::take(&protection)),
+        absent: protect::anchors(&protection.absent, &protection.roots),
+        scratch: roots.scratch_guard.take(),
+        git,
     };
     if !privileged && !protection.protected.is_empty() {
         enforcement.missing.push(Unenforced::ProtectedPaths);
