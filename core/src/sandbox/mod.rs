@@ -1203,8 +1203,8 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
     // The caches three levels: where the package managers keep
     // the repositories they fetch and fetch into again
     // (`$CARGO_HOME/git/db/NAME`, Go's `cache/vcs/HASH`).
-    let walked: Option<Vec<(PathBuf, usize)>> = (policy.mode.value == Mode::WorkspaceWrite)
-        .then(|| {
+    let walked: Option<Vec<(PathBuf, usize)>> =
+        (policy.mode.value == Mode::WorkspaceWrite).then(|| {
             let cache = |p: &Path| {
                 policy
                     .caches
