@@ -393,7 +393,7 @@ impl Snapshot {
                         });
                         if let Some(via) = via {
                             let via = match via {
-                                Via::Url => Via::url_to(path, now),
+                                Via::Url => Via::url_to(now),
                                 v => *v,
                             };
                             if let Some(r) = self.judge_whole_as(path, now, after, via) {
@@ -693,7 +693,7 @@ impl Snapshot {
             // Made during the run, the reference is judged as leading to a
             // new repository, whatever the repository's age: an earlier
             // confined run may have planted it where no snapshot looks.
-            if let Some(r) = self.judge_whole_as(&at, &g, after, Via::url_to(&at, &g)) {
+            if let Some(r) = self.judge_whole_as(&at, &g, after, Via::url_to(&g)) {
                 return Some(format!("{} names {}: {r}", e.name(), at.display()));
             }
         }
@@ -1817,9 +1817,9 @@ enum Via {
 }
 
 impl Via {
-    /// How a URL uses the git directory `g` (at `at`): with its worktree
+    /// How a URL uses the git directory `g`: with its worktree
     /// updated by a push when its config says `updateInstead`.
-    fn url_to(_at: &Path, g: &GitDir) -> Via {
+    fn url_to(g: &GitDir) -> Via {
         let update_instead = [&g.config, &g.config_worktree]
             .into_iter()
             .flatten()
