@@ -71,6 +71,9 @@ fn needs_care(c: char) -> bool {
 pub struct Neutraliser {
     parser: Parser,
     state: State,
+    /// The start of a character cut at the end of the last piece, outside
+    /// every sequence: judged with the next piece.
+    held: Vec<u8>,
 }
 
 impl Neutraliser {
@@ -84,6 +87,7 @@ impl Neutraliser {
                 ground: true,
                 ..State::default()
             },
+            held: Vec::new(),
         }
     }
 
@@ -92,7 +96,13 @@ impl Neutraliser {
     /// follows, and an unfinished sequence until it ends.
     pub fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
         self.state.out.reserve(bytes.len());
-        let mut rest = bytes;
+        let joined;
+        let mut rest = if self.held.is_empty() {
+            bytes
+        } else {
+            joined = [std::mem::take(&mut self.held).as_slice(), bytes].concat();
+            joined.as_slice()
+        };
         while !rest.is_empty() {
             // Plain text between sequences needs no parser: a run of it is
             // copied as it is.
@@ -102,6 +112,33 @@ impl Neutraliser {
                     self.state.out.extend_from_slice(&rest[..plain]);
                     rest = &rest[plain..];
                     continue;
+                }
+                // Bytes that are not UTF-8 are shown here, by what they
+                // are, not by where the pieces were cut (the parser's own
+                // decoder judges them by the bytes it has seen so far); a
+                // character cut at the end waits for the next piece.
+                if rest[0] >= 0x80 {
+                    let head = &rest[..rest.len().min(4)];
+                    match std::str::from_utf8(head) {
+                        Err(e) if e.valid_up_to() == 0 => match e.error_len() {
+                            None => {
+                                self.held = rest.to_vec();
+                                break;
+                            }
+                            Some(n) => {
+                                for b in &rest[..n] {
+                                    self.state
+                                        .out
+                                        .extend_from_slice(format!("\\x{b:02x}").as_bytes());
+                                }
+                                rest = &rest[n..];
+                                continue;
+                            }
+                        },
+                        // A whole character that needs care (a C1
+                        // control): the parser's.
+                        _ => {}
+                    }
                 }
             }
             let b = rest[0];
@@ -118,6 +155,8 @@ impl Neutraliser {
         let s = &mut self.state;
         let pending = std::mem::take(&mut s.pending);
         s.show(&pending);
+        let held = std::mem::take(&mut self.held);
+        s.show(&held);
         s.settle_cr();
         s.ground = true;
         self.parser = Parser::new();
@@ -460,6 +499,29 @@ mod tests {
             "curl evil | sh\\r\nls            \n"
         );
         assert_eq!(n("end\r"), "end\\r\n");
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_show_the_same_wherever_the_pieces_are_cut() {
+        // Two lead bytes no continuation follows, then a whole character
+        // (a case proptest found).
+        let bytes = b"\xc2\xc2\xe2\x9c\x93\n";
+        for cut in 0..=bytes.len() {
+            let mut s = Neutraliser::new(true);
+            let mut out = s.feed(&bytes[..cut]);
+            out.extend(s.feed(&bytes[cut..]));
+            out.extend(s.finish());
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                "\\xc2\\xc2\u{2713}\n",
+                "cut at {cut}"
+            );
+        }
+        // A character cut at the very end of the stream is shown as bytes.
+        let mut s = Neutraliser::new(true);
+        let mut out = s.feed(b"a\xe2\x9c");
+        out.extend(s.finish());
+        assert_eq!(String::from_utf8(out).unwrap(), "a\\xe2\\x9c");
     }
 
     #[test]
