@@ -229,6 +229,12 @@ pub(crate) struct Snapshot {
 }
 
 impl Snapshot {
+    /// Puts aside `path` for `reason` ([`put_aside`], change
+    /// `quarantined`).
+    fn quarantine(&self, path: &Path, reason: String) -> ProtectedChange {
+        put_aside(&self.roots, &self.all_roots, path, "quarantined", reason)
+    }
+
     /// Walks the writable roots `roots` (real paths, each with how many
     /// directories deep it is walked: [`FULL`], or fewer for a shared one
     /// such as the temp dir) and records their git metadata. A root inside
@@ -402,13 +408,7 @@ impl Snapshot {
                                      snapshot found no repository: {r}"
                                 );
                                 failed.insert(path, reason.clone());
-                                changes.push(put_aside(
-                                    &self.roots,
-                                    &self.all_roots,
-                                    path,
-                                    "quarantined",
-                                    reason,
-                                ));
+                                changes.push(self.quarantine(path, reason));
                             }
                         }
                         continue;
@@ -425,13 +425,7 @@ impl Snapshot {
                 None => {
                     if let Some(reason) = self.judge_whole(path, now, after) {
                         failed.insert(path, reason.clone());
-                        changes.push(put_aside(
-                            &self.roots,
-                            &self.all_roots,
-                            path,
-                            "quarantined",
-                            reason,
-                        ));
+                        changes.push(self.quarantine(path, reason));
                     }
                     continue;
                 }
@@ -469,33 +463,26 @@ impl Snapshot {
                     .get(name)
                     .is_some_and(|b| b.id == f.id && b.bytes == f.bytes);
                 if !same {
-                    changes.push(put_aside(
-                        &self.roots,
-                        &self.all_roots,
-                        &path.join(name),
-                        "quarantined",
-                        "a legacy remote file made or changed during the run (git reads it \
+                    changes.push(
+                        self.quarantine(
+                            &path.join(name),
+                            "a legacy remote file made or changed during the run (git reads it \
                          for a remote its config does not define, and never writes it)"
-                            .into(),
-                    ));
+                                .into(),
+                        ),
+                    );
                 }
             }
             if now.hooks_unreadable && !before.hooks_unreadable {
-                changes.push(put_aside(
-                    &self.roots,
-                    &self.all_roots,
+                changes.push(self.quarantine(
                     &path.join("hooks"),
-                    "quarantined",
                     "a hooks directory that cannot be read".into(),
                 ));
                 continue;
             }
             if before.hooks_link != now.hooks_link && now.hooks_link.is_some() {
-                changes.push(put_aside(
-                    &self.roots,
-                    &self.all_roots,
+                changes.push(self.quarantine(
                     &path.join("hooks"),
-                    "quarantined",
                     "a hooks symlink made during the run".into(),
                 ));
                 continue;
@@ -508,11 +495,8 @@ impl Snapshot {
             };
             for (name, id) in &now.hooks {
                 if before.hooks.get(name) != Some(id) {
-                    changes.push(put_aside(
-                        &self.roots,
-                        &self.all_roots,
+                    changes.push(self.quarantine(
                         &hooks_dir.join(name),
-                        "quarantined",
                         format!(
                             "hook {} made or changed during the run",
                             name.to_string_lossy()
@@ -546,13 +530,7 @@ impl Snapshot {
                 }
             };
             if let Some(reason) = reason {
-                changes.push(put_aside(
-                    &self.roots,
-                    &self.all_roots,
-                    path,
-                    "quarantined",
-                    reason,
-                ));
+                changes.push(self.quarantine(path, reason));
             }
         }
         // A symlink made during the run at the walked top of the temp dir
@@ -576,13 +554,7 @@ impl Snapshot {
                     }),
             };
             if let Some(reason) = reason {
-                changes.push(put_aside(
-                    &self.roots,
-                    &self.all_roots,
-                    link,
-                    "quarantined",
-                    reason,
-                ));
+                changes.push(self.quarantine(link, reason));
             }
         }
     }
