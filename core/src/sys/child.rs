@@ -696,6 +696,25 @@ struct MountAttr {
     userns_fd: u64,
 }
 
+/// mount_setattr(2) of `dfd`/`path` with `flags`, setting the attributes
+/// `set`: whether it succeeded (errno says why not).
+///
+/// # Safety
+/// `path` is a C string; a system call only, fit for the child between
+/// clone and execve.
+unsafe fn mount_setattr(dfd: c_int, path: *const libc::c_char, flags: c_int, set: u64) -> bool {
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let size = std::mem::size_of::<MountAttr>();
+    // SAFETY: the caller's C string, and a struct on this stack of the
+    // size given.
+    unsafe { libc::syscall(libc::SYS_mount_setattr, dfd, path, flags, &attr, size) != -1 }
+}
+
 /// openat2(2) `RESOLVE_NO_MAGICLINKS`, `RESOLVE_NO_SYMLINKS`.
 const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
 const RESOLVE_NO_SYMLINKS: u64 = 0x04;
@@ -809,23 +828,8 @@ unsafe fn pinned_mount(b: &ChildMount) -> Result<(), Fallback> {
             let read_only = b.read_only || b.hide;
             let mut remount = false;
             if read_only {
-                let attr = MountAttr {
-                    attr_set: MOUNT_ATTR_RDONLY,
-                    attr_clr: 0,
-                    propagation: 0,
-                    userns_fd: 0,
-                };
-                let size = std::mem::size_of::<MountAttr>();
                 let flags = libc::AT_EMPTY_PATH | AT_RECURSIVE;
-                let rc = libc::syscall(
-                    libc::SYS_mount_setattr,
-                    fds[1],
-                    c"".as_ptr(),
-                    flags,
-                    &attr,
-                    size,
-                );
-                if rc == -1 {
+                if !mount_setattr(fds[1], c"".as_ptr(), flags, MOUNT_ATTR_RDONLY) {
                     if *libc::__errno_location() != libc::ENOSYS {
                         return Err(Fallback::No(fail));
                     }
@@ -950,41 +954,17 @@ unsafe fn read_only_tree(m: &ChildMounts) -> Result<(), Step> {
                 // made before the run (a root-extracted rootfs in the
                 // workspace, a bind of /dev) would otherwise reach its
                 // driver for writing, which Landlock's write right allows.
-                let nodev = MountAttr {
-                    attr_set: MOUNT_ATTR_NODEV,
-                    attr_clr: 0,
-                    propagation: 0,
-                    userns_fd: 0,
-                };
-                let rc = libc::syscall(
-                    libc::SYS_mount_setattr,
-                    pair[1],
-                    c"".as_ptr(),
-                    AT_RECURSIVE | libc::AT_EMPTY_PATH,
-                    &nodev,
-                    std::mem::size_of::<MountAttr>(),
-                );
-                if rc == -1 {
+                let flags = AT_RECURSIVE | libc::AT_EMPTY_PATH;
+                if !mount_setattr(pair[1], c"".as_ptr(), flags, MOUNT_ATTR_NODEV) {
                     return Err(Step::WritableRoot);
                 }
             }
-            let attr = MountAttr {
-                attr_set: MOUNT_ATTR_RDONLY,
-                attr_clr: 0,
-                propagation: 0,
-                userns_fd: 0,
-            };
-            let size = std::mem::size_of::<MountAttr>();
-            let root = c"/".as_ptr();
-            let rc = libc::syscall(
-                libc::SYS_mount_setattr,
+            if !mount_setattr(
                 libc::AT_FDCWD,
-                root,
+                c"/".as_ptr(),
                 AT_RECURSIVE,
-                &attr,
-                size,
-            );
-            if rc == -1 {
+                MOUNT_ATTR_RDONLY,
+            ) {
                 return Err(Step::ReadOnlyTree);
             }
             for pair in fds.iter() {
