@@ -81,10 +81,18 @@ fn repository(dir: &Path) {
 /// The JSON result of `script` run confined (workspace-write, temp dir
 /// read-only) in `d.ws`, with a git identity and no global config.
 fn run(tier: Tier, d: &Dirs, script: &str) -> Value {
-    Test::in_tier(tier)
+    confined(tier, d, false).args(["--", script]).run().json()
+}
+
+/// dsh-exec in `tier`, workspace-write in `d.ws` with `--json`, a git
+/// identity and no global config; the temp dir `d.tmp` writable when
+/// `temp` (else `--no-temp-write`). The command is still to be given.
+fn confined(tier: Tier, d: &Dirs, temp: bool) -> Test {
+    let t = Test::in_tier(tier)
         .env("TMPDIR", &d.tmp)
-        .args(["-s", "workspace-write", "--json", "--no-temp-write"])
-        .args(["-C", p(&d.ws)])
+        .args(["-s", "workspace-write", "--json"]);
+    let t = if temp { t } else { t.arg("--no-temp-write") };
+    t.args(["-C", p(&d.ws)])
         .args(["-e", "GIT_CONFIG_GLOBAL=/dev/null"])
         .args(["-e", "GIT_AUTHOR_NAME=t", "-e", "GIT_AUTHOR_EMAIL=t@t"])
         .args([
@@ -93,9 +101,6 @@ fn run(tier: Tier, d: &Dirs, script: &str) -> Value {
             "-e",
             "GIT_COMMITTER_EMAIL=t@t",
         ])
-        .args(["--", script])
-        .run()
-        .json()
 }
 
 /// The protected changes of a result, as `(path, change, reason)`.
@@ -717,21 +722,7 @@ fn second_round_plants_are_put_aside_too() {
 /// walked one level deep, and what the workspace points into deeper is
 /// followed.
 fn run_with_temp(tier: Tier, d: &Dirs, script: &str) -> Value {
-    Test::in_tier(tier)
-        .env("TMPDIR", &d.tmp)
-        .args(["-s", "workspace-write", "--json"])
-        .args(["-C", p(&d.ws)])
-        .args(["-e", "GIT_CONFIG_GLOBAL=/dev/null"])
-        .args(["-e", "GIT_AUTHOR_NAME=t", "-e", "GIT_AUTHOR_EMAIL=t@t"])
-        .args([
-            "-e",
-            "GIT_COMMITTER_NAME=t",
-            "-e",
-            "GIT_COMMITTER_EMAIL=t@t",
-        ])
-        .args(["--", script])
-        .run()
-        .json()
+    confined(tier, d, true).args(["--", script]).run().json()
 }
 
 /// Asserts that the config of the git directory `git_dir` was restored,
@@ -1082,19 +1073,8 @@ fn urls_through_magic_links_home_and_linked_worktrees_and_legacy_remote_files_ar
             let inner = d.ws.join("a/b/inner");
             std::fs::create_dir_all(&inner).unwrap();
             repository(&inner);
-            let v = Test::in_tier(tier)
-                .env("TMPDIR", &d.tmp)
+            let v = confined(tier, &d, true)
                 .env("HOME", &d.tmp)
-                .args(["-s", "workspace-write", "--json"])
-                .args(["-C", p(&d.ws)])
-                .args(["-e", "GIT_CONFIG_GLOBAL=/dev/null"])
-                .args(["-e", "GIT_AUTHOR_NAME=t", "-e", "GIT_AUTHOR_EMAIL=t@t"])
-                .args([
-                    "-e",
-                    "GIT_COMMITTER_NAME=t",
-                    "-e",
-                    "GIT_COMMITTER_EMAIL=t@t",
-                ])
                 .args(["--", &format!("{} && {line}", evil_bare(&d))])
                 .run()
                 .json();

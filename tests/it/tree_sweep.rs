@@ -12,6 +12,17 @@ fn pids_in(path: &Path) -> Vec<i32> {
         .collect()
 }
 
+/// The `sleep` processes whose command line names `marker` (bash's
+/// command line names it too).
+fn sleeps_naming(marker: &str) -> Vec<i32> {
+    processes_naming(marker)
+        .into_iter()
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sleep")
+        })
+        .collect()
+}
+
 /// Asserts every pid is gone (allowing 2 s for init to reap), killing any
 /// survivor so a failure leaves nothing behind.
 fn assert_all_gone(pids: &[i32]) {
@@ -238,16 +249,7 @@ fn kill_9_of_dsh_exec_takes_the_commands_group_along() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        // The sleeps themselves (bash's command line names the marker too).
-        let sleeps = || -> Vec<i32> {
-            processes_naming(marker)
-                .into_iter()
-                .filter(|p| {
-                    std::fs::read_to_string(format!("/proc/{p}/comm"))
-                        .is_ok_and(|c| c.trim() == "sleep")
-                })
-                .collect()
-        };
+        let sleeps = || sleeps_naming(marker);
         let three = poll_until(Duration::from_secs(5), || {
             let p = sleeps();
             (p.len() == 3).then_some(p)
@@ -297,15 +299,7 @@ fn kill_9_of_dsh_exec_takes_a_setsid_escapee_along_through_the_containment_cgrou
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let sleeps = || -> Vec<i32> {
-            processes_naming(marker)
-                .into_iter()
-                .filter(|p| {
-                    std::fs::read_to_string(format!("/proc/{p}/comm"))
-                        .is_ok_and(|c| c.trim() == "sleep")
-                })
-                .collect()
-        };
+        let sleeps = || sleeps_naming(marker);
         let Some(pids) = poll_until(Duration::from_secs(5), || {
             let p = sleeps();
             (p.len() == 2).then_some(p)
