@@ -437,16 +437,27 @@ fn a_repository_deeper_than_the_walk_goes_is_put_aside_with_the_directory_it_mad
     if !have_git() {
         return;
     }
-    for tier in tiers() {
-        let d = dirs();
-        repository(&d.ws);
-        // A directory as deep that was there before the run: told, never
-        // renamed.
-        let mut old = d.ws.join("old");
-        for _ in 0..260 {
-            old.push("d");
-        }
-        std::fs::create_dir_all(&old).unwrap();
+    // A directory as deep that was there before the run: told, never
+    // renamed. Made for every tier first, then aged past the start stamp:
+    // that stamp is the coarse clock (a second back on a file system
+    // without fine times), and since Linux 6.13 a file's ctime can run
+    // ahead of the coarse clock (multigrain timestamps), so a directory
+    // made in the moment before the run counts as made by it.
+    let made: Vec<(Tier, Dirs, PathBuf)> = tiers()
+        .into_iter()
+        .map(|tier| {
+            let d = dirs();
+            repository(&d.ws);
+            let mut old = d.ws.join("old");
+            for _ in 0..260 {
+                old.push("d");
+            }
+            std::fs::create_dir_all(&old).unwrap();
+            (tier, d, old)
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    for (tier, d, old) in made {
         // 260 directories deep; the walk goes 256 below the root: what the
         // run made beyond it cannot be judged, so it is put aside whole.
         let v = run(
