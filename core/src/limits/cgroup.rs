@@ -14,6 +14,16 @@
 //!   `cgroup_procs_write_start`). The child does it between clone(2) and
 //!   execve(2), on a descriptor the parent opened, so the command never
 //!   runs outside its cgroup; whatever it forks starts inside.
+//! - In v1 the child writes `0` to `tasks` instead, which moves the
+//!   writing thread alone. The child is a clone of one thread, so it has
+//!   only that one (clone(2)), and the whole process moves. Moving the
+//!   current thread alone lets the kernel skip the global
+//!   `cgroup_threadgroup_rwsem` (kernel/cgroup/cgroup.c,
+//!   `cgroup_procs_write_start`: "If the thread is `current`, it won't
+//!   exit(2) under our hands ... we can skip the global lock"), whose
+//!   write side waits for an RCU grace period (percpu-rwsem): 5 to 20 ms
+//!   for a run on its own, against about 0.3 ms. A kernel without that
+//!   shortcut takes the lock and only costs the wait.
 //! - v2's "no internal processes" rule: a cgroup whose
 //!   `cgroup.subtree_control` enables a controller holds no processes
 //!   (the root excepted). A run's cgroup therefore sits in a `dsh-exec`
@@ -275,7 +285,8 @@ pub(crate) struct Leaf {
     /// The controllers it was made for (`memory`, `pids`, `cpuacct`; for
     /// v2 also none at all, for `cpu.stat` and `cgroup.kill`).
     pub(crate) controllers: Vec<&'static str>,
-    /// `cgroup.procs`, open for writing: the child writes `0` to it.
+    /// The file the child writes `0` to, open for writing: `cgroup.procs`
+    /// (v2), `tasks` (v1: see the module's notes).
     pub(crate) procs: std::fs::File,
     /// The directory itself (`O_DIRECTORY`), for clone3 `CLONE_INTO_CGROUP`.
     dir_fd: std::fs::File,
@@ -412,12 +423,14 @@ impl Leaf {
             .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
         let made = || -> io::Result<(std::fs::File, std::fs::File)> {
             apply(place.version, &dir, &controllers, settings)?;
+            let join = match place.version {
+                Version::V2 => "cgroup.procs",
+                Version::V1 => "tasks",
+            };
             let procs = std::fs::OpenOptions::new()
                 .write(true)
-                .open(dir.join("cgroup.procs"))
-                .map_err(|e| {
-                    io::Error::new(e.kind(), format!("{}/cgroup.procs: {e}", dir.display()))
-                })?;
+                .open(dir.join(join))
+                .map_err(|e| io::Error::new(e.kind(), format!("{}/{join}: {e}", dir.display())))?;
             Ok((procs, std::fs::File::open(&dir)?))
         };
         match made() {

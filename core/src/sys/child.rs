@@ -164,7 +164,7 @@ impl Step {
             Step::Terminal => "re-opening the terminal in the mount namespace",
             Step::ShmMount => "mount(tmpfs, /dev/shm)",
             Step::Rlimit => "setrlimit(RLIMIT_FSIZE)",
-            Step::JoinCgroup => "joining the run's cgroup (write to cgroup.procs)",
+            Step::JoinCgroup => "joining the run's cgroup (write to cgroup.procs or tasks)",
             Step::RlimitCpu => "setrlimit(RLIMIT_CPU)",
             Step::ControllingTty => "ioctl(TIOCSCTTY) of the pseudo-terminal",
             Step::WorkdirChanged => {
@@ -528,9 +528,10 @@ unsafe fn change_dir(a: &ChildArgs) -> Result<(), Step> {
 }
 
 /// Step 0: the child moves itself into the run's cgroups (write(2) of `0`
-/// to each `cgroup.procs` descriptor the parent opened: "the writing
-/// process", cgroup-v2.rst; v1 takes 0 alike), before anything else, so
-/// that nothing of the command ever runs outside them.
+/// to each descriptor the parent opened: v2 `cgroup.procs`, "the writing
+/// process", cgroup-v2.rst; v1 `tasks`, the writing thread, which is the
+/// whole child: see `limits::cgroup`), before anything else, so that
+/// nothing of the command ever runs outside them.
 ///
 /// # Safety
 /// Only in the child between clone and execve.
