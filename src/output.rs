@@ -127,9 +127,13 @@ pub(crate) fn text_for_stdout(
     on_terminal: OnTerminal,
 ) -> String {
     use dsh_exec_core::render::{render_output, render_status};
-    let output = render_output(result, stdout_shows(on_terminal));
+    // Appended in place: the kept output is the largest part, and one copy
+    // of it is enough (peak memory grows with the budget).
+    let mut output = render_output(result, stdout_shows(on_terminal));
     let reset = reset_after(&output, std::io::stdout().is_terminal());
-    format!("{output}{reset}{}", render_status(result, color))
+    output.push_str(reset);
+    output.push_str(&render_status(result, color));
+    output
 }
 
 /// One JSON line.
