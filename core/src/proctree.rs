@@ -203,6 +203,32 @@ pub(crate) fn tree_holds(tree: &Tree, inodes: &[u64]) -> bool {
     })
 }
 
+/// For each file of `files` ((device, inode); `(0, 0)` for none), whether
+/// a live process of `tree` has it open: stat(2) of each `/proc/PID/fd/N`
+/// follows the link to the open file (proc(5)).
+pub(crate) fn tree_holds_files(tree: &Tree, files: &[(u64, u64)]) -> Vec<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let mut held = vec![false; files.len()];
+    for p in tree.live() {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{}/fd", p.pid)) else {
+            continue;
+        };
+        for e in fds.flatten() {
+            if let Ok(m) = std::fs::metadata(e.path())
+                && let Some(i) = files
+                    .iter()
+                    .position(|f| *f != (0, 0) && *f == (m.dev(), m.ino()))
+            {
+                held[i] = true;
+            }
+        }
+        if held.iter().zip(files).all(|(h, f)| *h || *f == (0, 0)) {
+            break;
+        }
+    }
+    held
+}
+
 /// Signals `p` through a pidfd, if its pid still names the process seen and
 /// its command line (`/proc/PID/cmdline`, read once the pidfd pins it)
 /// passes `check`.

@@ -41,6 +41,7 @@ mod load;
 mod mcp;
 mod network;
 mod output_budget;
+mod output_files;
 mod parse_status;
 mod read_deny;
 mod real_work;

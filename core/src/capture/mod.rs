@@ -20,6 +20,23 @@
 //! (a `--spill-dir`, the temp dir as a fallback, the state directory
 //! inside a writable root without a mount namespace) the [`SpillDir`] is
 //! marked exposed and the tail stays in memory.
+//!
+//! # Output the command writes itself
+//!
+//! Where nothing needs the bytes while the command runs (no `--stream`, no
+//! terminal, no background reads, no memory or file-size limit, a private
+//! spill directory with room for the spill cap), the command's stdout and
+//! stderr are not pipes but unnamed files ([`SpillDir::unnamed_file`]):
+//! the command writes its output to disk itself, and this process copies
+//! nothing. At the end the file's size is the stream's total; a stream that
+//! fit is read back and the file vanishes with its descriptor; one that
+//! outgrew its budget is named in the private directory
+//! ([`SpillDir::link`]) and its tail read back with pread(2)
+//! ([`StreamCapture::take_file`]). The spill cap is kept from the file's
+//! size ([`bound_file`]). The command holds a descriptor of the file, so
+//! it can rewrite what it wrote there (clear `O_APPEND`, ftruncate(2)), as
+//! it could have left it unwritten; a confined command still cannot open
+//! the file by any path.
 
 mod spill;
 pub(crate) mod utf8;
@@ -406,6 +423,16 @@ impl StreamCapture {
         self.tail.extend(text.as_bytes());
     }
 
+    /// The spill cap, in bytes.
+    pub(crate) fn cap(&self) -> u64 {
+        self.spill_cap
+    }
+
+    /// The budget, in bytes.
+    pub(crate) fn budget(&self) -> u64 {
+        self.budget as u64
+    }
+
     /// Bytes pushed so far.
     pub fn total(&self) -> u64 {
         self.total
@@ -437,42 +464,54 @@ impl StreamCapture {
         let truncated = self.total > self.tail.len() as u64;
         let budget = self.budget;
         let head_budget = self.keep.head_budget(budget);
-        let bytes = self.tail.make_contiguous();
-        let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        let (text, head, kept_bytes) = if !truncated {
-            (lossy(bytes), None, bytes.len() as u64)
-        } else {
-            match self.keep {
-                Keep::Tail => {
-                    let kept = &bytes[tail_start(bytes, self.before_tail, budget)..];
-                    (lossy(kept), None, kept.len() as u64)
-                }
-                Keep::Head => {
-                    let h = &self.head[..head_budget.min(self.head.len())];
-                    let next = self.head.get(h.len()).is_none_or(|b| *b == b'\n')
-                        || h.last() == Some(&b'\n');
-                    let kept = &h[..head_end(h, next, budget)];
-                    (lossy(kept), None, kept.len() as u64)
-                }
-                Keep::HeadTail => {
-                    let h = &self.head[..head_budget.min(self.head.len())];
-                    let next = self.head.get(h.len()).is_none_or(|b| *b == b'\n')
-                        || h.last() == Some(&b'\n');
-                    let h = &h[..head_end(h, next, budget)];
-                    // The tail's share, after the head's.
-                    let share = budget - head_budget;
-                    let t_from = bytes.len().saturating_sub(share);
-                    let before = if t_from > 0 {
-                        Some(bytes[t_from - 1])
-                    } else {
-                        self.before_tail
-                    };
-                    let t = &bytes[t_from..];
-                    let t = &t[tail_start(t, before, budget)..];
-                    (lossy(t), Some(lossy(h)), (h.len() + t.len()) as u64)
-                }
-            }
+        // The kept bytes become the text in place where they are valid
+        // UTF-8: one copy of the tail in memory, not two.
+        let owned = |mut b: Vec<u8>, from: usize| -> String {
+            b.drain(..from);
+            String::from_utf8(b)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
         };
+        if !truncated || self.keep == Keep::Tail {
+            let bytes = Vec::from(std::mem::take(&mut self.tail));
+            let from = if truncated {
+                tail_start(&bytes, self.before_tail, budget)
+            } else {
+                0
+            };
+            let kept_bytes = (bytes.len() - from) as u64;
+            return self.collected(owned(bytes, from), None, truncated, kept_bytes);
+        }
+        let h = &self.head[..head_budget.min(self.head.len())];
+        let next = self.head.get(h.len()).is_none_or(|b| *b == b'\n') || h.last() == Some(&b'\n');
+        let h = &h[..head_end(h, next, budget)];
+        let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let (text, head, kept_bytes) = if self.keep == Keep::Head {
+            (lossy(h), None, h.len() as u64)
+        } else {
+            // head+tail: the tail's share, after the head's.
+            let bytes = self.tail.make_contiguous();
+            let share = budget - head_budget;
+            let t_from = bytes.len().saturating_sub(share);
+            let before = if t_from > 0 {
+                Some(bytes[t_from - 1])
+            } else {
+                self.before_tail
+            };
+            let t = &bytes[t_from..];
+            let t = &t[tail_start(t, before, budget)..];
+            (lossy(t), Some(lossy(h)), (h.len() + t.len()) as u64)
+        };
+        self.collected(text, head, truncated, kept_bytes)
+    }
+
+    /// The result's part for this stream, given its kept text (and head).
+    fn collected(
+        self,
+        text: String,
+        head: Option<String>,
+        truncated: bool,
+        kept_bytes: u64,
+    ) -> CollectedOutput {
         CollectedOutput {
             text,
             head,
@@ -489,6 +528,100 @@ impl StreamCapture {
             live_dropped_bytes: 0,
             live_ended_mid_line: false,
         }
+    }
+}
+
+/// Room left above the spill cap in a file the command writes itself
+/// before [`bound_file`] frees what lies past the cap: 64 MiB. The file's
+/// blocks on disk so stay within the cap, the budget, this slack and what
+/// the command writes between two checks.
+pub(crate) const CAP_SLACK: u64 = 64 << 20;
+
+/// Keeps a file the command writes itself ([`SpillDir::unnamed_file`])
+/// within its spill cap while it grows: once its size passes `cap` by
+/// [`CAP_SLACK`], the blocks between `cap` and the last `budget` bytes
+/// (less the slack) are freed with fallocate(2)
+/// `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`; they read as zeros, and
+/// [`StreamCapture::take_file`] cuts the file back to `cap` at the end. A
+/// file system without hole punching keeps them (the check of free room
+/// before the run allowed for the cap). Returns the file's size in bytes.
+pub(crate) fn bound_file(file: &File, cap: u64, budget: u64) -> u64 {
+    let Ok(size) = file.metadata().map(|m| m.len()) else {
+        return 0;
+    };
+    let keep_from = size.saturating_sub(budget.saturating_add(CAP_SLACK)) & !4095;
+    let from = cap.saturating_add(4095) & !4095;
+    if size > cap.saturating_add(CAP_SLACK) && keep_from > from {
+        use nix::fcntl::{FallocateFlags, fallocate};
+        let _ = fallocate(
+            file,
+            FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE,
+            from as i64,
+            (keep_from - from) as i64,
+        );
+    }
+    size
+}
+
+impl StreamCapture {
+    /// The capture of a stream the command wrote into `file` itself
+    /// ([`SpillDir::unnamed_file`]), once every writer is gone: `self` as
+    /// made by [`StreamCapture::new`] with its keep and cap, no bytes pushed.
+    ///
+    /// The stream is the file: its size is the total. One that fits the
+    /// budget is read into memory and the file dropped (it has no name, so
+    /// nothing is left). One that outgrew it has its head and tail read
+    /// into memory, is cut to the spill cap where it passed it (as a piped
+    /// stream's spill file stops there), and is then named in `spill_dir`.
+    /// A failure to name it is a `spill_error`.
+    pub(crate) fn take_file(mut self, file: File, spill_dir: &mut SpillDir) -> StreamCapture {
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let read = |at: u64, n: u64| -> Vec<u8> {
+            let mut buf = vec![0u8; n as usize];
+            let mut got = 0;
+            while got < buf.len() {
+                match file.read_at(&mut buf[got..], at + got as u64) {
+                    Ok(0) => break,
+                    Ok(k) => got += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            buf.truncate(got);
+            buf
+        };
+        if size <= self.budget as u64 {
+            let bytes = read(0, size);
+            self.total = bytes.len() as u64;
+            self.head = bytes[..bytes.len().min(self.keep.head_budget(self.budget) + 1)].to_vec();
+            self.tail = VecDeque::from(bytes);
+            return self;
+        }
+        // Head and tail are read before the file has a name: until then
+        // nothing but the command's descriptors (all closed now) could
+        // write it, so what the result shows is what the command wrote,
+        // whoever can write the spill directory.
+        let want = self.keep.head_budget(self.budget).saturating_add(1) as u64;
+        self.head = read(0, want.min(size));
+        self.total = size;
+        self.spill_file = Some(file);
+        self.tail_in_file = true;
+        self.load_tail();
+        let Some(file) = self.spill_file.take() else {
+            return self;
+        };
+        if size > self.spill_cap {
+            let _ = file.set_len(self.spill_cap);
+            self.spilled = self.spill_cap;
+            self.spill_dropped = size - self.spill_cap;
+        } else {
+            self.spilled = size;
+        }
+        match spill_dir.link(self.name, &file) {
+            Ok(path) => self.spill_path = Some(path),
+            Err(e) => self.spill_error = Some(format!("spill file: {e}")),
+        }
+        self
     }
 }
 

@@ -139,6 +139,54 @@ impl SpillDir {
         Ok((dir.join(name), File::from(fd)))
     }
 
+    /// A file for the command to write one stream into itself (see
+    /// [`crate::capture`], "Output the command writes itself"): read-write
+    /// and append-only, one open file description that this process and
+    /// the command share.
+    ///
+    /// The file is made with `O_TMPFILE` in the spill directory's parent
+    /// (open(2)): it has no name, so nothing reaches it by path, and it
+    /// vanishes with its last descriptor unless [`SpillDir::link`] names
+    /// it (mode 0600 from then on). Errors where the file system has no
+    /// `O_TMPFILE` (`EOPNOTSUPP`)
+    /// or on any other failure of open(2); the caller then uses a pipe.
+    pub(crate) fn unnamed_file(&self) -> std::io::Result<File> {
+        let fd = openat(
+            &self.parent_fd,
+            ".",
+            OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_APPEND | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(0o600),
+        )?;
+        Ok(File::from(fd))
+    }
+
+    /// Names `file`, made by [`SpillDir::unnamed_file`], `name` in the
+    /// private directory (made on first use): its path. linkat(2) with
+    /// `AT_SYMLINK_FOLLOW` of its `/proc/self/fd` link, which the kernel
+    /// allows for a file made with `O_TMPFILE` but not `O_EXCL`.
+    pub(crate) fn link(&mut self, name: &str, file: &File) -> std::io::Result<PathBuf> {
+        // The umask may have taken bits away; 0600 exactly.
+        fchmod(file, Mode::from_bits_truncate(0o600))?;
+        let (dir, dirfd) = self.ensure()?;
+        nix::unistd::linkat(
+            nix::fcntl::AT_FDCWD,
+            format!("/proc/self/fd/{}", file.as_raw_fd()).as_str(),
+            dirfd,
+            name,
+            nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW,
+        )?;
+        Ok(dir.join(name))
+    }
+
+    /// Whether the spill directory's file system has `bytes` free for an
+    /// unprivileged user (statvfs(3) `f_bavail`): a command writing its
+    /// output straight into a spill file meets a full disk itself, so
+    /// that is only done where the spill cap fits.
+    pub(crate) fn has_room(&self, bytes: u64) -> bool {
+        nix::sys::statvfs::fstatvfs(&self.parent_fd)
+            .is_ok_and(|v| v.blocks_available().saturating_mul(v.fragment_size()) >= bytes)
+    }
+
     /// Removes the directory if it was created and is empty. Errors are
     /// ignored: a leftover empty directory loses nothing.
     pub fn remove_if_empty(&self) {

@@ -29,7 +29,7 @@ pub use self::supervise::{Execution, StdinRefusal};
 
 use self::phases::Phases;
 use self::procs::CommandProcs;
-use self::streams::Streams;
+use self::streams::{OutputFiles, Streams};
 use self::supervise::Report;
 use crate::capture::StreamCapture;
 use crate::error::Error;
@@ -169,6 +169,26 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         .map(|l| l.join_fds())
         .unwrap_or_default();
     let pty = prepared.pty.take();
+    // The command writes its output into files itself where nothing needs
+    // the bytes while it runs (see `crate::capture`): no terminal, no live
+    // copy, no background reads; no file-size limit (RLIMIT_FSIZE would
+    // count its output) and no memory limit (the cgroup would be charged
+    // the output's page cache); a spill directory with room for the spill
+    // cap. The files have no name until the run is over, so where the
+    // spill directory lies does not matter (`StreamCapture::take_file`).
+    let files = (!spec.interactive
+        && pty.is_none()
+        && spec.stream.is_none()
+        && !prepared.piped_output
+        && spec.file_size_max.value.is_none()
+        && spec.memory_max.value.is_none()
+        && prepared.spill_dir.has_room(
+            spec.spill_max_bytes
+                .value
+                .saturating_add(crate::capture::CAP_SLACK),
+        ))
+    .then(|| OutputFiles::new(&prepared.spill_dir).ok())
+    .flatten();
     let slaves: Vec<std::os::fd::BorrowedFd> = pty
         .as_ref()
         .map(|(_, slave)| vec![slave.as_fd(); 3])
@@ -184,6 +204,8 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
             ChildFds::Terminal
         } else if pty.is_some() {
             ChildFds::Given(&slaves)
+        } else if let Some(files) = &files {
+            ChildFds::Outputs(files.child_fds())
         } else {
             ChildFds::Pipes
         },
@@ -294,15 +316,25 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         None => (spawned.stdout, spawned.stderr, None),
     };
     let terminal = pty_master.is_some();
-    let streams = Streams::new(
-        (stdout, stderr, terminal),
-        (spec.stdout_max_bytes.value, spec.stderr_max_bytes.value),
-        spec.keep.value,
-        spec.spill_max_bytes.value,
-        prepared.spill_dir,
-        spec.stream,
-        spec.on_terminal,
-    )?;
+    let budgets = (spec.stdout_max_bytes.value, spec.stderr_max_bytes.value);
+    let streams = match files {
+        Some(files) => Streams::written(
+            files,
+            budgets,
+            spec.keep.value,
+            spec.spill_max_bytes.value,
+            prepared.spill_dir,
+        )?,
+        None => Streams::new(
+            (stdout, stderr, terminal),
+            budgets,
+            spec.keep.value,
+            spec.spill_max_bytes.value,
+            prepared.spill_dir,
+            spec.stream,
+            spec.on_terminal,
+        )?,
+    };
     Ok(Started::Running(Box::new(Execution {
         report: Report {
             usage_before,

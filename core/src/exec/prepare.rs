@@ -39,10 +39,22 @@ pub struct Prepared {
     /// The (device, inode) of the working directory as checked: the child
     /// refuses to start in another one ([`pin_workdir`]).
     pub(crate) workdir_id: Option<(u64, u64)>,
+    /// The output goes through pipes even where the command could write it
+    /// into files itself: its bytes are read while it runs (a background
+    /// job's `read`). See [`Prepared::piped_output`].
+    pub(crate) piped_output: bool,
     warnings: Vec<String>,
 }
 
 impl Prepared {
+    /// The same, its output read through pipes while the command runs:
+    /// for a caller of [`crate::exec::Execution::read_delta`] (a
+    /// background job), which output files do not serve.
+    pub fn piped_output(mut self) -> Prepared {
+        self.piped_output = true;
+        self
+    }
+
     /// The directories the command may write under, as opened (real
     /// paths): the writable roots of `workspace-write`, the scratch dir of
     /// `read-only`; empty without a confining mode.
@@ -333,6 +345,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         sandbox,
         proxy,
         workdir_id: Some(workdir_id),
+        piped_output: false,
         warnings,
     })
 }

@@ -1,6 +1,7 @@
 //! The command's output pipes while it runs: read into the captures, copied
 //! live for `--stream`.
 
+use std::fs::File;
 use std::future::pending;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -343,9 +344,62 @@ impl Live {
     }
 }
 
+/// How often the files the command writes itself are checked against the
+/// spill cap ([`crate::capture::bound_file`]): every 250 ms.
+const BOUND_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// How often, once the direct child has exited, the processes it left are
+/// checked for descriptors of the output files: every 20 ms, as the tree
+/// is polled while it dies ([`super::phases::TREE_POLL`]).
+const HOLDERS_EVERY: std::time::Duration = super::phases::TREE_POLL;
+
+/// The command's stdout and stderr as unnamed files it writes itself (see
+/// [`crate::capture`], "Output the command writes itself"), made before the
+/// spawn; the command gets descriptors of the same open file descriptions.
+///
+/// A pipe tells its reader when the last writer is gone (end of file); a
+/// file does not. Its writers are the command's processes, so once the
+/// direct child has exited, the processes it left are searched for a
+/// descriptor of the file (`/proc/PID/fd`, proc(5), whose entries stat(2)
+/// follows to the open file): the run drains while one holds it, as it
+/// does while one holds a pipe. (inotify(7) `IN_CLOSE_WRITE` would tell
+/// the last close at once, but closing an inotify instance waits for an
+/// SRCU grace period, several milliseconds on every run.)
+pub(crate) struct OutputFiles {
+    files: [File; 2],
+}
+
+impl OutputFiles {
+    /// Makes the two files in `spill_dir`'s parent. Errors where either
+    /// cannot be made; the caller then uses pipes.
+    pub(crate) fn new(spill_dir: &SpillDir) -> io::Result<OutputFiles> {
+        Ok(OutputFiles {
+            files: [spill_dir.unnamed_file()?, spill_dir.unnamed_file()?],
+        })
+    }
+
+    /// The descriptors the child gets as stdout and stderr (duplicated by
+    /// the spawn).
+    pub(crate) fn child_fds(&self) -> [std::os::fd::BorrowedFd<'_>; 2] {
+        [self.files[0].as_fd(), self.files[1].as_fd()]
+    }
+}
+
+/// The timers of output files ([`Streams::written`]).
+struct FileTimers {
+    bound: tokio::time::Interval,
+    holders: tokio::time::Interval,
+    searching: bool,
+}
+
 /// One output pipe and its capture.
 struct Stream {
     pipe: Option<pipe::Receiver>,
+    /// The file the command writes this stream into itself, instead of
+    /// the pipe, and whether a descriptor of the command's may still
+    /// write it.
+    file: Option<File>,
+    writing: bool,
     capture: StreamCapture,
     /// Read buffer, allocated once per run (a supervisor drives the run in
     /// short slices).
@@ -380,13 +434,42 @@ impl Stream {
                 source,
             })?;
         Ok(Stream {
+            buf: if pipe.is_some() {
+                vec![0u8; READ_CHUNK]
+            } else {
+                Vec::new()
+            },
             pipe,
+            file: None,
+            writing: false,
             capture: StreamCapture::new(name, budget)
                 .keeping(keep)
                 .spill_cap(spill_cap),
-            buf: vec![0u8; READ_CHUNK],
             grown: false,
         })
+    }
+
+    /// The stream as the command writes it into `file` itself.
+    fn written_to(mut self, file: File) -> Stream {
+        self.file = Some(file);
+        self.writing = true;
+        self
+    }
+
+    /// Bytes of the stream so far.
+    fn total(&self) -> u64 {
+        match &self.file {
+            Some(f) => f.metadata().map(|m| m.len()).unwrap_or(0),
+            None => self.capture.total(),
+        }
+    }
+
+    /// The capture, the file the command wrote taken in.
+    fn into_capture(mut self, spill_dir: &mut SpillDir) -> StreamCapture {
+        match self.file.take() {
+            Some(f) => self.capture.take_file(f, spill_dir),
+            None => self.capture,
+        }
     }
 
     async fn read(&mut self) -> io::Result<usize> {
@@ -423,6 +506,10 @@ pub(crate) struct Streams {
     err: Stream,
     spill_dir: SpillDir,
     live: Live,
+    /// For [`OutputFiles`]: the timers of the spill cap's check and of the
+    /// search for processes still holding the files, and whether that
+    /// search is due (a process held one at the last).
+    files: Option<FileTimers>,
 }
 
 impl Streams {
@@ -443,18 +530,114 @@ impl Streams {
             err: Stream::new(stderr, "stderr", budgets.1, keep, spill_cap, false)?,
             spill_dir,
             live: Live::new(live, on_terminal)?,
+            files: None,
         })
     }
 
-    /// Reads the next chunk from whichever pipe has one; pending forever
-    /// once both are closed. Cancel-safe: a read that did not complete took
-    /// no bytes.
+    /// The captures of a command that writes its output into `files`
+    /// itself, once it has been spawned.
+    pub(crate) fn written(
+        files: OutputFiles,
+        budgets: (u64, u64),
+        keep: crate::capture::Keep,
+        spill_cap: u64,
+        spill_dir: SpillDir,
+    ) -> Result<Streams, Error> {
+        let OutputFiles { files: [out, err] } = files;
+        let every = |period| {
+            // The first tick one period on, not at once.
+            let mut t = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+            t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            t
+        };
+        Ok(Streams {
+            out: Stream::new(None, "stdout", budgets.0, keep, spill_cap, false)?.written_to(out),
+            err: Stream::new(None, "stderr", budgets.1, keep, spill_cap, false)?.written_to(err),
+            spill_dir,
+            live: Live::new(None, OnTerminal::Exact)?,
+            files: Some(FileTimers {
+                bound: every(BOUND_EVERY),
+                holders: every(HOLDERS_EVERY),
+                searching: false,
+            }),
+        })
+    }
+
+    /// Output files: waits for the spill cap's next check, or for the next
+    /// search for holders while one is due. Pending forever once no
+    /// process of the command can write them.
+    async fn watch_files(&mut self) {
+        let Some(timers) = &mut self.files else {
+            return pending().await;
+        };
+        if !self.out.writing && !self.err.writing {
+            return pending().await;
+        }
+        let searching = timers.searching;
+        tokio::select! {
+            _ = timers.bound.tick() => {
+                for s in [&self.out, &self.err] {
+                    if let Some(f) = &s.file {
+                        crate::capture::bound_file(f, s.capture.cap(), s.capture.budget());
+                    }
+                }
+            }
+            // Wakes the loop, which searches again (`holders_gone`).
+            _ = timers.holders.tick(), if searching => {}
+        }
+    }
+
+    /// Whether an output file may still be written by the command.
+    pub(crate) fn files_open(&self) -> bool {
+        self.files.is_some() && (self.out.writing || self.err.writing)
+    }
+
+    /// Output files: no process of the command is left to write them.
+    pub(crate) fn files_closed(&mut self) {
+        if self.files.is_some() {
+            self.out.writing = false;
+            self.err.writing = false;
+        }
+    }
+
+    /// Output files, once the direct child has exited: marks each file no
+    /// process of `tree` holds as closed (see [`OutputFiles`]).
+    pub(crate) fn holders_gone(&mut self, tree: &crate::proctree::Tree) {
+        let Some(timers) = &mut self.files else {
+            return;
+        };
+        let ids: Vec<(u64, u64)> = [&self.out, &self.err]
+            .iter()
+            .map(|s| match (&s.file, s.writing) {
+                (Some(f), true) => {
+                    use std::os::unix::fs::MetadataExt;
+                    f.metadata().map_or((0, 0), |m| (m.dev(), m.ino()))
+                }
+                _ => (0, 0),
+            })
+            .collect();
+        if ids.iter().all(|id| *id == (0, 0)) {
+            return;
+        }
+        let held = crate::proctree::tree_holds_files(tree, &ids);
+        self.out.writing &= held[0];
+        self.err.writing &= held[1];
+        timers.searching = self.out.writing || self.err.writing;
+    }
+
+    /// Reads the next chunk from whichever pipe has one (output files: see
+    /// [`Streams::watch_files`]); pending forever once both are closed.
+    /// Cancel-safe: a read that did not complete took no bytes.
     pub(crate) async fn read_some(&mut self) {
+        if self.files.is_some() {
+            return self.watch_files().await;
+        }
         let Streams {
             out,
             err,
             spill_dir,
             live,
+            ..
         } = self;
         tokio::select! {
             r = out.read() => out.took(r, live, spill_dir, false),
@@ -462,18 +645,26 @@ impl Streams {
         }
     }
 
-    /// True when both pipes are closed (or their reading was cut off).
+    /// True when both pipes are closed (or their reading was cut off), and
+    /// no descriptor of the command's writes an output file.
     pub(crate) fn closed(&self) -> bool {
-        self.out.pipe.is_none() && self.err.pipe.is_none()
+        [&self.out, &self.err]
+            .iter()
+            .all(|s| s.pipe.is_none() && !s.writing)
     }
 
-    /// Stops reading; what was read is kept.
+    /// Stops reading; what was read is kept (what the command writes into
+    /// an output file still lands there, until its processes are gone).
     pub(crate) fn stop_reading(&mut self) {
-        self.out.pipe = None;
-        self.err.pipe = None;
+        for s in [&mut self.out, &mut self.err] {
+            s.pipe = None;
+            s.writing = false;
+        }
     }
 
-    /// Consumes the output produced since the previous call: (stdout, stderr).
+    /// Consumes the output produced since the previous call: (stdout,
+    /// stderr). Output files have no deltas (empty): a run whose output is
+    /// read while it runs (a background job) gets pipes.
     pub(crate) fn read_delta(&mut self) -> (Delta, Delta) {
         (self.out.capture.read_delta(), self.err.capture.read_delta())
     }
@@ -487,18 +678,15 @@ impl Streams {
     pub(crate) fn into_parts(mut self) -> (StreamCapture, StreamCapture, SpillDir, [u64; 2], bool) {
         let dropped = self.live.finish();
         let mid_line = self.live.ended_mid_line();
-        (
-            self.out.capture,
-            self.err.capture,
-            self.spill_dir,
-            dropped,
-            mid_line,
-        )
+        let mut spill_dir = self.spill_dir;
+        let out = self.out.into_capture(&mut spill_dir);
+        let err = self.err.into_capture(&mut spill_dir);
+        (out, err, spill_dir, dropped, mid_line)
     }
 
-    /// Bytes read so far from (stdout, stderr).
+    /// Bytes of (stdout, stderr) so far.
     pub(crate) fn totals(&self) -> (u64, u64) {
-        (self.out.capture.total(), self.err.capture.total())
+        (self.out.total(), self.err.total())
     }
 
     /// The spill files of (stdout, stderr), once the streams outgrew their budgets.

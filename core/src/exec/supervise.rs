@@ -271,6 +271,16 @@ impl Execution {
     }
 
     fn advance(&mut self) {
+        if self.procs.exited() && self.streams.files_open() {
+            // Output files: closed once no process is left to hold them,
+            // or none of those left holds them.
+            use super::phases::Processes;
+            if self.procs.all_gone() {
+                self.streams.files_closed();
+            } else {
+                self.streams.holders_gone(self.procs.tree());
+            }
+        }
         let closed = self.streams.closed();
         self.phases.advance(Instant::now(), closed, &mut self.procs);
     }

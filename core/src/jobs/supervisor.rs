@@ -330,7 +330,7 @@ pub async fn supervise(dir: &Path, id: &str) -> Result<(), Error> {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
-    let prepared = prepare(&spec).map_err(failed)?;
+    let prepared = prepare(&spec).map_err(failed)?.piped_output();
     let warnings = prepared.warnings();
     let mut exec = match start(&spec, prepared, started).map_err(failed)? {
         Started::Running(exec) => exec,

@@ -83,6 +83,9 @@ pub(crate) enum ChildFds<'a> {
     /// New pipes for stdin, stdout and stderr; the parent's ends are
     /// returned in [`Spawned`].
     Pipes,
+    /// A new pipe for stdin (its write end returned in [`Spawned`]); these
+    /// two descriptors become stdout and stderr.
+    Outputs([BorrowedFd<'a>; 2]),
     /// The child keeps this process's 0, 1 and 2: an interactive run, which
     /// is also made the terminal's foreground process group.
     Terminal,
@@ -518,6 +521,7 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
     // the parent's ends.
     let mut sources: Vec<OwnedFd> = Vec::new();
     let mut parent_ends = None;
+    let mut stdin_end = None;
     match &program.fds {
         ChildFds::Pipes => {
             let (in_r, in_w) = pipe()?;
@@ -527,6 +531,13 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
                 sources.push(owned_above_targets(fd)?);
             }
             parent_ends = Some([in_w, out_r, err_r]);
+        }
+        ChildFds::Outputs([out, err]) => {
+            let (in_r, in_w) = pipe()?;
+            sources.push(owned_above_targets(in_r)?);
+            sources.push(above_targets(*out)?);
+            sources.push(above_targets(*err)?);
+            stdin_end = Some(in_w);
         }
         ChildFds::Terminal => {}
         ChildFds::Given(fds) => {
@@ -680,7 +691,7 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
     }
     let [stdin, stdout, stderr] = match parent_ends {
         Some([i, o, e]) => [Some(i), Some(o), Some(e)],
-        None => [None, None, None],
+        None => [stdin_end, None, None],
     };
     Ok(Spawned {
         pid,

@@ -1,0 +1,114 @@
+//! Output the command writes into files itself: where nothing reads the
+//! bytes while it runs, stdout and stderr are unnamed files, not pipes; the
+//! result is the same, the drain still waits for a leftover that holds
+//! them, and past the spill cap the disk keeps the cap, not the stream.
+use crate::support::*;
+use std::time::{Duration, Instant};
+
+/// `file` or `pipe` for the command's stdout and stderr, as it sees them.
+const KINDS: &str = "for f in /dev/stdout /dev/stderr; do \
+    if [ -f $f ]; then printf 'file '; elif [ -p $f ]; then printf 'pipe '; fi; done";
+
+#[test]
+fn stdout_and_stderr_are_files_unless_their_bytes_are_read_while_the_command_runs() {
+    let (text, status) = run(&["--", KINDS]);
+    assert_eq!((text.as_str(), status), ("file file \n[exit code: 0]\n", 0));
+    // --stream copies the bytes live; --file-size-max (RLIMIT_FSIZE)
+    // would count a file; --memory-max would charge its page cache.
+    for flags in [
+        &["--stream"][..],
+        &["--file-size-max", "1GiB"],
+        &["--memory-max", "1GiB", "--limits", "best-effort"],
+    ] {
+        let mut args = flags.to_vec();
+        args.extend(["--", KINDS]);
+        let (v, status) = run_json(&args);
+        assert_eq!(status, 0, "{flags:?}: {v}");
+        assert_eq!(v["stdout"]["text"], "pipe pipe ", "{flags:?}");
+    }
+}
+
+#[test]
+fn output_that_fits_leaves_nothing_behind_and_outgrown_output_is_named_0600() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = dir.path().to_str().unwrap();
+    let (v, status) = run_json(&["--spill-dir", spill, "--", "seq 3; seq 2 >&2"]);
+    assert_eq!(status, 0);
+    assert_eq!(v["stdout"]["text"], "1\n2\n3\n");
+    assert_eq!(v["stderr"]["text"], "1\n2\n");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    let (v, status) = run_json(&[
+        "--spill-dir",
+        spill,
+        "--stdout-max-bytes",
+        "5",
+        "--",
+        "seq 1000",
+    ]);
+    assert_eq!(status, 0);
+    let path = std::path::PathBuf::from(v["stdout"]["spill_path"].as_str().unwrap());
+    let expected: String = (1..=1000).map(|n| format!("{n}\n")).collect();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert_eq!(v["stdout"]["text"], "1000\n");
+    assert_eq!(v["stdout"]["total_bytes"], expected.len());
+}
+
+#[test]
+fn a_leftover_holding_the_output_is_drained_and_one_that_does_not_is_not_waited_for() {
+    // A process substitution writes after the shell has exited.
+    let (text, _) = run(&["--", "echo hi > >(sleep 0.1; tr a-z A-Z)"]);
+    assert_eq!(text, "HI\n[exit code: 0]\n");
+    // A leftover that holds stdout past the drain (250 ms) is ended; what
+    // it wrote before is kept.
+    let t = Instant::now();
+    let (text, _) = run(&["--", "(echo early; sleep 30; echo never) & echo main"]);
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert!(
+        text.contains("early\n") && text.contains("main\n") && !text.contains("never"),
+        "{text}"
+    );
+    // One that holds no descriptor of the output is not drained.
+    let t = Instant::now();
+    let (text, _) = run(&["--", "sleep 30 >/dev/null 2>&1 & echo main"]);
+    assert_eq!(text, "main\n[exit code: 0]\n");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+}
+
+#[test]
+fn past_the_spill_cap_the_disk_keeps_the_cap_and_the_result_the_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    // 300 MiB through a 1 MiB cap. After the write the command waits for
+    // the cap's check (every 250 ms) and reports the blocks its stdout
+    // holds on disk: the cap, the budget and the 64 MiB slack at most, not
+    // the 300 MiB written.
+    let (v, status) = run_json(&[
+        "--spill-dir",
+        dir.path().to_str().unwrap(),
+        "--stdout-max-bytes",
+        "1KiB",
+        "--spill-max-bytes",
+        "1MiB",
+        "--",
+        "[ -f /dev/stdout ] || exit 9; head -c 300M /dev/zero; sleep 0.8; \
+         stat -L -c %b /dev/stdout >&2; echo; echo end",
+    ]);
+    assert_eq!(status, 0, "{v}");
+    let blocks: u64 = v["stderr"]["text"]
+        .as_str()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(blocks * 512 < 80 << 20, "{} bytes on disk", blocks * 512);
+    let out = &v["stdout"];
+    let total = (300u64 << 20) + 5;
+    assert_eq!(out["total_bytes"], total);
+    assert_eq!(out["spill_truncated"], true);
+    assert_eq!(out["spill_dropped_bytes"], total - (1 << 20));
+    assert!(out["text"].as_str().unwrap().ends_with("\nend\n"), "{out}");
+    let spill = std::path::PathBuf::from(out["spill_path"].as_str().unwrap());
+    assert_eq!(std::fs::metadata(&spill).unwrap().len(), 1 << 20);
+}
