@@ -527,9 +527,43 @@ fn push_alias(out: &mut Vec<PathBuf>, denied: &Path, alias: Option<PathBuf>) {
     }
 }
 
-/// The real path of `path` as far as it exists: its longest existing
-/// ancestor made real (canonicalize(3)), the rest appended.
-pub(crate) fn real_as_far_as_it_exists(path: &Path) -> PathBuf {
+/// Real paths as far as they exist: a path's longest existing ancestor
+/// made real (canonicalize(3)), the rest appended; for many paths, each
+/// directory on the way made real once: an entry that is no symlink (lstat(2)) or does not
+/// exist is its parent's real path and its name, so the deny list's
+/// thirty-odd entries in the home cost one lstat each and one
+/// canonicalize(3) of the home, not a readlink(2) of every component of
+/// every entry. A symlink is followed whole (canonicalize), and where it
+/// leads nowhere it stands for itself, as when it does not exist.
+#[derive(Default)]
+pub(crate) struct RealPaths(std::collections::HashMap<PathBuf, PathBuf>);
+
+impl RealPaths {
+    /// The real path of `path` as far as it exists.
+    pub(crate) fn real(&mut self, path: &Path) -> PathBuf {
+        if let Some(r) = self.0.get(path) {
+            return r.clone();
+        }
+        let r = match (path.is_absolute(), path.parent(), path.file_name()) {
+            (true, Some(parent), Some(name)) => {
+                let symlink =
+                    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+                match symlink.then(|| std::fs::canonicalize(path).ok()).flatten() {
+                    Some(r) => r,
+                    None => self.real(parent).join(name),
+                }
+            }
+            _ => walk_up_to_real(path),
+        };
+        self.0.insert(path.to_path_buf(), r.clone());
+        r
+    }
+}
+
+/// A real path as far as it exists ([`RealPaths`]) by canonicalize(3) of
+/// each ancestor in turn, for `/` and for a path that is not absolute or
+/// ends in `..`.
+fn walk_up_to_real(path: &Path) -> PathBuf {
     let mut rest = Vec::new();
     let mut at = path.to_path_buf();
     loop {
@@ -618,8 +652,9 @@ pub fn open_roots(policy: &Policy) -> Roots {
         // Every entry, whether it exists or not: one made later (by another
         // process, or `gh auth login` during a job) is then unreadable too,
         // its existing parent being split. Made real as far as it exists.
+        let mut real_paths = RealPaths::default();
         for p in &policy.deny_read {
-            let r = real_as_far_as_it_exists(p);
+            let r = real_paths.real(p);
             if !roots.read_denied.contains(&r) {
                 roots.read_denied.push(r);
             }
@@ -1006,11 +1041,12 @@ pub fn protection(policy: &Policy, roots: &Roots, workdir: &Path) -> protect::Pr
     let real_roots: Vec<PathBuf> = roots.writable.iter().map(|r| r.path.clone()).collect();
     // Compared with the plan's real paths; the entry itself is not
     // followed (a `.vscode` that is a symlink is not lifted by its target).
+    let mut real_paths = RealPaths::default();
     let allow_write: Vec<PathBuf> = policy
         .allow_write
         .iter()
         .map(|a| match (a.parent(), a.file_name()) {
-            (Some(parent), Some(name)) => real_as_far_as_it_exists(parent).join(name),
+            (Some(parent), Some(name)) => real_paths.real(parent).join(name),
             _ => a.clone(),
         })
         .collect();
@@ -1601,6 +1637,40 @@ pub(crate) fn facts(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn real_paths_agree_with_canonicalizing_every_ancestor() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(d.join("real/sub")).unwrap();
+        std::os::unix::fs::symlink(d.join("real"), d.join("link")).unwrap();
+        std::os::unix::fs::symlink(d.join("nowhere"), d.join("dangling")).unwrap();
+        std::fs::write(d.join("real/file"), "x").unwrap();
+        let paths = [
+            "real",
+            "real/sub",
+            "real/file",
+            "real/missing",
+            "real/missing/deeper",
+            "link",
+            "link/sub",
+            "link/missing/deeper",
+            "dangling",
+            "dangling/below",
+            "missing/deeper/still",
+        ];
+        let mut memo = RealPaths::default();
+        for p in paths {
+            let p = d.join(p);
+            assert_eq!(memo.real(&p), walk_up_to_real(&p), "{}", p.display());
+        }
+        assert_eq!(memo.real(Path::new("/")), PathBuf::from("/"));
+        assert_eq!(
+            memo.real(&d.join("link/missing")),
+            d.join("real/missing"),
+            "a symlinked directory on the way is followed"
+        );
+    }
 
     #[test]
     fn mountinfo_lines_parse_with_their_escapes() {
