@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dsh_exec_global_optspecs
-    string join \n C/workdir= t/timeout= signal= kill-after= stdout-max-bytes= stderr-max-bytes= file-size-max= spill-max-bytes= memory-max= pids-max= cpu-max= limits= keep= render= stdin-file= stdin= pty e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= allow-write= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream q/quiet json color= h/help V/version
+    string join \n C/workdir= t/timeout= signal= kill-after= stdout-max-bytes= stderr-max-bytes= file-size-max= spill-max-bytes= memory-max= pids-max= cpu-max= limits= keep= render= stdin-file= stdin= pty e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= allow-write= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream output-files q/quiet json color= h/help V/version
 end
 
 function __fish_dsh_exec_needs_command
@@ -69,6 +69,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l allow-caches -d 'Also
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s i -l interactive -d 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l background -d 'Start the command as a background job and print its id (see `dsh-exec job`)'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stream -d 'Show the output live as it is produced (to stderr with --json), capturing it as usual'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l output-files -d 'Let the command write its stdout and stderr into unnamed files itself, not pipes: capture then costs what \'> FILE\' costs. As under \'> FILE\', a command that reopens /dev/stdout or /dev/stderr by path (\'echo x > /dev/stderr\') truncates what it wrote, and a confined one is refused. Pipes stay where --file-size-max or --memory-max is set or no unnamed file can be made'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s q -l quiet -d 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l json -d 'Print one JSON object instead of the rendered text'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -123,6 +124,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l allow-cach
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s i -l interactive -d 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l background -d 'Start the command as a background job and print its id (see `dsh-exec job`)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stream -d 'Show the output live as it is produced (to stderr with --json), capturing it as usual'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l output-files -d 'Let the command write its stdout and stderr into unnamed files itself, not pipes: capture then costs what \'> FILE\' costs. As under \'> FILE\', a command that reopens /dev/stdout or /dev/stderr by path (\'echo x > /dev/stderr\') truncates what it wrote, and a confined one is refused. Pipes stay where --file-size-max or --memory-max is set or no unnamed file can be made'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s q -l quiet -d 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l json -d 'Print one JSON object instead of the rendered text'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -168,6 +170,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l stdin-file -d 
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l keep-jobs -d 'Leave the jobs the server started running when the client closes its stdin [default: they are killed and their trees swept]'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l no-temp-write -d 'Keep the temp directory read-only in workspace-write'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l allow-caches -d 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l output-files -d 'Let the command write its stdout and stderr into unnamed files itself, not pipes: capture then costs what \'> FILE\' costs. As under \'> FILE\', a command that reopens /dev/stdout or /dev/stderr by path (\'echo x > /dev/stderr\') truncates what it wrote, and a confined one is refused. Pipes stay where --file-size-max or --memory-max is set or no unnamed file can be made'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -s q -l quiet -d 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l json -d 'Print one JSON object instead of the rendered text'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l background -d 'Start the command as a background job and print its id (see `dsh-exec job`)'

@@ -594,6 +594,9 @@ pub struct RunArgs {
     /// Show the output live as it is produced (to stderr with --json), capturing it as usual.
     #[arg(long, conflicts_with = "interactive")]
     pub stream: bool,
+    /// Let the command write its stdout and stderr into unnamed files itself, not pipes: capture then costs what '> FILE' costs. As under '> FILE', a command that reopens /dev/stdout or /dev/stderr by path ('echo x > /dev/stderr') truncates what it wrote, and a confined one is refused. Pipes stay where --file-size-max or --memory-max is set or no unnamed file can be made.
+    #[arg(long, conflicts_with_all = ["interactive", "stream", "background", "pty"])]
+    pub output_files: bool,
     /// No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -634,6 +637,7 @@ impl RunArgs {
             stdin_file: self.stdin_file,
             stdin_pipe: self.stdin.as_deref() == Some("pipe"),
             pty: self.pty,
+            output_files: self.output_files,
             env: self.env,
             env_policy: self.env_policy.map(|p| p.0),
             dsh_env: self.dsh_env,

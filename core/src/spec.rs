@@ -189,6 +189,10 @@ pub struct Spec {
     /// its output is the terminal's, stderr merged; `job write` types.
     #[serde(default)]
     pub pty: bool,
+    /// `--output-files`: the command writes its stdout and stderr into
+    /// unnamed files itself instead of pipes, where no limit forbids it
+    /// (see `crate::capture`, "Output the command writes itself").
+    pub output_files: bool,
 }
 
 impl Spec {

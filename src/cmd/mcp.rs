@@ -204,6 +204,8 @@ impl Server {
         if self.spec.sandbox.is_some() {
             req.workspace_root = Some(self.root.clone());
         }
+        // A job's output is read while it runs: pipes.
+        req.output_files &= !background;
         req.background = background;
         req.detach = false;
         req.interactive = false;

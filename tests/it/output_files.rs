@@ -1,7 +1,8 @@
-//! Output the command writes into files itself: where nothing reads the
-//! bytes while it runs, stdout and stderr are unnamed files, not pipes; the
-//! result is the same, the drain still waits for a leftover that holds
-//! them, and past the spill cap the disk keeps the cap, not the stream.
+//! `--output-files`: the command writes its output into unnamed files
+//! itself, not pipes; the result is the same, the drain still waits for a
+//! leftover that holds them, and past the spill cap the disk keeps the cap,
+//! not the stream. Without it the output goes through pipes, which a
+//! command may reopen by path (`echo x > /dev/stderr`) without harm.
 use crate::support::*;
 use std::time::{Duration, Instant};
 
@@ -10,34 +11,90 @@ const KINDS: &str = "for f in /dev/stdout /dev/stderr; do \
     if [ -f $f ]; then printf 'file '; elif [ -p $f ]; then printf 'pipe '; fi; done";
 
 #[test]
-fn stdout_and_stderr_are_files_unless_their_bytes_are_read_while_the_command_runs() {
+fn output_files_are_files_only_when_asked_and_nothing_reads_them_live() {
     let (text, status) = run(&["--", KINDS]);
+    assert_eq!((text.as_str(), status), ("pipe pipe \n[exit code: 0]\n", 0));
+    let (text, status) = run(&["--output-files", "--", KINDS]);
     assert_eq!((text.as_str(), status), ("file file \n[exit code: 0]\n", 0));
-    // --stream copies the bytes live; --file-size-max (RLIMIT_FSIZE)
-    // would count a file; --memory-max would charge its page cache.
+    // --file-size-max (RLIMIT_FSIZE) would count a file; --memory-max
+    // would charge its page cache: pipes, as explain says.
     for flags in [
-        &["--stream"][..],
-        &["--file-size-max", "1GiB"],
+        &["--file-size-max", "1GiB"][..],
         &["--memory-max", "1GiB", "--limits", "best-effort"],
     ] {
-        let mut args = flags.to_vec();
+        let mut args = vec!["--output-files"];
+        args.extend(flags);
         args.extend(["--", KINDS]);
         let (v, status) = run_json(&args);
         assert_eq!(status, 0, "{flags:?}: {v}");
         assert_eq!(v["stdout"]["text"], "pipe pipe ", "{flags:?}");
+        let v = Test::new()
+            .args(["explain", "--json", "--output-files"])
+            .args(flags)
+            .args(["--", "true"])
+            .run()
+            .json();
+        assert_eq!(v["output"], "pipes", "{flags:?}");
     }
+    let v = Test::new()
+        .args(["explain", "--json", "--output-files", "--", "true"])
+        .run()
+        .json();
+    assert_eq!(v["output"], "files");
+    // Where the output is read live, the flag is a usage error.
+    for flag in ["--stream", "--background", "-i"] {
+        let out = Test::new()
+            .args(["--output-files", flag, "--", "true"])
+            .run();
+        out.expect_status(125);
+    }
+}
+
+/// A command that reopens its stdout or stderr by path: through pipes (the
+/// default) every line is kept, confined or not; under --output-files it
+/// is `> FILE`'s behaviour, which the flag's help states.
+#[test]
+fn reopening_dev_stdout_or_stderr_by_path_keeps_every_line_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "echo one; echo two > /dev/stdout; echo three >&2; echo four > /dev/stderr; \
+                  echo five >> /dev/stdout";
+    for confined in [false, true] {
+        let mut args = vec![];
+        if confined {
+            args.extend(["-s", "workspace-write", "-C", dir.path().to_str().unwrap()]);
+        }
+        args.extend(["--", script]);
+        let (v, status) = run_json(&args);
+        assert_eq!(status, 0, "confined {confined}: {v}");
+        assert_eq!(
+            v["stdout"]["text"], "one\ntwo\nfive\n",
+            "confined {confined}"
+        );
+        assert_eq!(v["stderr"]["text"], "three\nfour\n", "confined {confined}");
+    }
+    // --output-files: `> /dev/stdout` truncates, as under `> FILE`.
+    let (v, status) = run_json(&["--output-files", "--", "echo one; echo two > /dev/stdout"]);
+    assert_eq!(status, 0);
+    assert_eq!(v["stdout"]["text"], "two\n");
 }
 
 #[test]
 fn output_that_fits_leaves_nothing_behind_and_outgrown_output_is_named_0600() {
     let dir = tempfile::tempdir().unwrap();
     let spill = dir.path().to_str().unwrap();
-    let (v, status) = run_json(&["--spill-dir", spill, "--", "seq 3; seq 2 >&2"]);
+    let (v, status) = run_json(&[
+        "--output-files",
+        "--spill-dir",
+        spill,
+        "--",
+        "seq 3; seq 2 >&2",
+    ]);
     assert_eq!(status, 0);
     assert_eq!(v["stdout"]["text"], "1\n2\n3\n");
     assert_eq!(v["stderr"]["text"], "1\n2\n");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     let (v, status) = run_json(&[
+        "--output-files",
         "--spill-dir",
         spill,
         "--stdout-max-bytes",
@@ -59,12 +116,16 @@ fn output_that_fits_leaves_nothing_behind_and_outgrown_output_is_named_0600() {
 #[test]
 fn a_leftover_holding_the_output_is_drained_and_one_that_does_not_is_not_waited_for() {
     // A process substitution writes after the shell has exited.
-    let (text, _) = run(&["--", "echo hi > >(sleep 0.1; tr a-z A-Z)"]);
+    let (text, _) = run(&["--output-files", "--", "echo hi > >(sleep 0.1; tr a-z A-Z)"]);
     assert_eq!(text, "HI\n[exit code: 0]\n");
     // A leftover that holds stdout past the drain (250 ms) is ended; what
     // it wrote before is kept.
     let t = Instant::now();
-    let (text, _) = run(&["--", "(echo early; sleep 30; echo never) & echo main"]);
+    let (text, _) = run(&[
+        "--output-files",
+        "--",
+        "(echo early; sleep 30; echo never) & echo main",
+    ]);
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     assert!(
         text.contains("early\n") && text.contains("main\n") && !text.contains("never"),
@@ -72,7 +133,11 @@ fn a_leftover_holding_the_output_is_drained_and_one_that_does_not_is_not_waited_
     );
     // One that holds no descriptor of the output is not drained.
     let t = Instant::now();
-    let (text, _) = run(&["--", "sleep 30 >/dev/null 2>&1 & echo main"]);
+    let (text, _) = run(&[
+        "--output-files",
+        "--",
+        "sleep 30 >/dev/null 2>&1 & echo main",
+    ]);
     assert_eq!(text, "main\n[exit code: 0]\n");
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
 }
@@ -85,6 +150,7 @@ fn past_the_spill_cap_the_disk_keeps_the_cap_and_the_result_the_tail() {
     // holds on disk: the cap, the budget and the 64 MiB slack at most, not
     // the 300 MiB written.
     let (v, status) = run_json(&[
+        "--output-files",
         "--spill-dir",
         dir.path().to_str().unwrap(),
         "--stdout-max-bytes",

@@ -23,10 +23,11 @@
 //!
 //! # Output the command writes itself
 //!
-//! Where nothing needs the bytes while the command runs (no `--stream`, no
-//! terminal, no background reads, no memory or file-size limit, a private
-//! spill directory with room for the spill cap), the command's stdout and
-//! stderr are not pipes but unnamed files ([`SpillDir::unnamed_file`]):
+//! With `--output-files`, where nothing needs the bytes while the command
+//! runs (no `--stream`, no terminal, no background reads, no memory or
+//! file-size limit, a spill directory with room for the spill cap), the
+//! command's stdout and stderr are not pipes but unnamed files
+//! ([`SpillDir::unnamed_file`]):
 //! the command writes its output to disk itself, and this process copies
 //! nothing. At the end the file's size is the stream's total; a stream that
 //! fit is read back and the file vanishes with its descriptor; one that
@@ -35,8 +36,11 @@
 //! ([`StreamCapture::take_file`]). The spill cap is kept from the file's
 //! size ([`bound_file`]). The command holds a descriptor of the file, so
 //! it can rewrite what it wrote there (clear `O_APPEND`, ftruncate(2)), as
-//! it could have left it unwritten; a confined command still cannot open
-//! the file by any path.
+//! it could have left it unwritten. Reopening `/dev/stdout` by path opens
+//! the file anew (proc(5): the link names the file, not the descriptor):
+//! `> /dev/stdout` truncates it, as under `> FILE`, and a confined command
+//! is refused it (no Landlock rule covers the spill directory). A pipe
+//! reopened so is the same pipe, which is why pipes are the default.
 
 mod spill;
 pub(crate) mod utf8;

@@ -169,14 +169,16 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         .map(|l| l.join_fds())
         .unwrap_or_default();
     let pty = prepared.pty.take();
-    // The command writes its output into files itself where nothing needs
-    // the bytes while it runs (see `crate::capture`): no terminal, no live
-    // copy, no background reads; no file-size limit (RLIMIT_FSIZE would
+    // The command writes its output into files itself where it asked to
+    // (`--output-files`) and nothing needs the bytes while it runs (see
+    // `crate::capture`): no terminal, no live copy, no background reads;
+    // no file-size limit (RLIMIT_FSIZE would
     // count its output) and no memory limit (the cgroup would be charged
     // the output's page cache); a spill directory with room for the spill
     // cap. The files have no name until the run is over, so where the
     // spill directory lies does not matter (`StreamCapture::take_file`).
-    let files = (!spec.interactive
+    let files = (spec.output_files
+        && !spec.interactive
         && pty.is_none()
         && spec.stream.is_none()
         && !prepared.piped_output

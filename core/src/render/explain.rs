@@ -80,6 +80,11 @@ pub struct Explanation {
     pub limit_mechanisms: BTreeMap<LimitKind, LimitMechanism>,
     /// How the run's whole tree is held for the kill.
     pub containment: ExplainedContainment,
+    /// Where the command's stdout and stderr go while it runs: `pipes`
+    /// (read by `dsh-exec`), or `files` (`--output-files`: unnamed files
+    /// the command writes itself, where the spill directory's file system
+    /// can make them).
+    pub output: String,
     /// The most bytes one spill file holds.
     pub spill_max_bytes: SourcedValue<u64>,
     /// Which part of a stream that outgrew its budget is kept: `tail`,
@@ -476,6 +481,33 @@ pub fn explain_schema() -> serde_json::Value {
 
 fn origin_text(o: Origin) -> &'static str {
     o.as_str()
+}
+
+/// Where the command's output goes while it runs, and why: (`pipes` or
+/// `files`, the reason).
+fn output_mode(spec: &Spec) -> (&'static str, &'static str) {
+    if !spec.output_files {
+        (
+            "pipes",
+            "read by dsh-exec into the budget and the spill files (--output-files: files)",
+        )
+    } else if spec.file_size_max.value.is_some() {
+        (
+            "pipes",
+            "--output-files asked, but --file-size-max (RLIMIT_FSIZE) would count a file",
+        )
+    } else if spec.memory_max.value.is_some() {
+        (
+            "pipes",
+            "--output-files asked, but --memory-max would be charged the output's page cache",
+        )
+    } else {
+        (
+            "files",
+            "unnamed files the command writes itself, where the spill directory's file system \
+             can make them (flag)",
+        )
+    }
 }
 
 /// `(flag)`, `(config)`, `(default)`, with a cap when one applied:
@@ -1048,6 +1080,7 @@ pub fn explanation(spec: &Spec) -> Explanation {
                 detail,
             }
         },
+        output: output_mode(spec).0.into(),
         spill_max_bytes: sourced(&spec.spill_max_bytes, spec.spill_max_bytes.value),
         keep: sourced(&spec.keep, spec.keep.value),
         render: sourced(&spec.render, spec.render.value),
@@ -1200,6 +1233,8 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
         format!("{mechanism}{place}: {detail}"),
         String::new(),
     );
+    let (output, why) = output_mode(spec);
+    row("output", format!("{output}: {why}"), String::new());
     row(
         "spill-max-bytes",
         format_size(spec.spill_max_bytes.value),

@@ -70,6 +70,9 @@ pub struct Request {
     pub stdin_pipe: bool,
     /// `--pty`: a background job runs on a new pseudo-terminal.
     pub pty: bool,
+    /// `--output-files`: the command writes its output into unnamed files
+    /// itself (see [`crate::spec::Spec::output_files`]).
+    pub output_files: bool,
     /// Where the command's stdin comes from; `None` is a closed pipe.
     pub stdin_file: Option<PathBuf>,
     /// `--env` entries, in the order given.
@@ -353,6 +356,13 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
             "--pty needs --background: the terminal's output is read with job read".into(),
         ));
     }
+    if req.output_files && (req.background || req.interactive || req.stream.is_some() || req.pty) {
+        return Err(UsageError(
+            "--output-files: the output is read live there: not with --background, -i, \
+             --stream or --pty"
+                .into(),
+        ));
+    }
     if req.pty && (req.stdin_file.is_some() || req.interactive) {
         return Err(UsageError(
             "--pty gives the command a terminal of its own: no --stdin-file or -i beside it".into(),
@@ -529,6 +539,7 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         config_file: req.config.map(|c| c.path),
         pid_namespace: req.background && ambient.can_create_pid_namespace,
         pty: req.pty,
+        output_files: req.output_files,
     })
 }
 
@@ -1104,6 +1115,7 @@ mod tests {
             stdin_file: Some(odd()),
             stdin_pipe: false,
             pty: false,
+            output_files: false,
             env_policy: None,
             env: vec![
                 EnvArg::Set("A".into(), "b".into()),
