@@ -203,27 +203,45 @@ pub(crate) fn tree_holds(tree: &Tree, inodes: &[u64]) -> bool {
     })
 }
 
-/// For each file of `files` ((device, inode); `(0, 0)` for none), whether
-/// a live process of `tree` has it open: stat(2) of each `/proc/PID/fd/N`
-/// follows the link to the open file (proc(5)).
-pub(crate) fn tree_holds_files(tree: &Tree, files: &[(u64, u64)]) -> Vec<bool> {
-    use std::os::unix::fs::MetadataExt;
-    let mut held = vec![false; files.len()];
-    for p in tree.live() {
-        let Ok(fds) = std::fs::read_dir(format!("/proc/{}/fd", p.pid)) else {
+/// For each of `links` (what readlink(2) of `/proc/self/fd/N` gives for
+/// a file this process holds; empty for none), whether a live process of
+/// `tree` holds it too: one of its threads' descriptors reads the same
+/// (`/proc/PID/task/TID/fd/N`, proc(5); every thread's table, since a
+/// thread group whose leader has exited shows none under `/proc/PID/fd`).
+/// Only links are read, never the files: a stat(2) of a descriptor on a
+/// file system that does not answer (a stalled FUSE or NFS mount) would
+/// hang the caller.
+pub(crate) fn tree_holds_links(tree: &Tree, links: &[std::path::PathBuf]) -> Vec<bool> {
+    let mut held = vec![false; links.len()];
+    let done = |held: &[bool]| {
+        held.iter()
+            .zip(links)
+            .all(|(h, l)| *h || l.as_os_str().is_empty())
+    };
+    // Every process of the tree, zombies too: a thread group whose leader
+    // has exited reads as a zombie while its other threads run on.
+    let mut pids = Vec::new();
+    tree.walk(|pid, _| pids.push(pid));
+    for pid in pids {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
             continue;
         };
-        for e in fds.flatten() {
-            if let Ok(m) = std::fs::metadata(e.path())
-                && let Some(i) = files
-                    .iter()
-                    .position(|f| *f != (0, 0) && *f == (m.dev(), m.ino()))
-            {
-                held[i] = true;
+        for task in tasks.flatten() {
+            let Ok(fds) = std::fs::read_dir(task.path().join("fd")) else {
+                continue;
+            };
+            for e in fds.flatten() {
+                if let Ok(target) = std::fs::read_link(e.path())
+                    && let Some(i) = links
+                        .iter()
+                        .position(|l| !l.as_os_str().is_empty() && *l == target)
+                {
+                    held[i] = true;
+                }
             }
-        }
-        if held.iter().zip(files).all(|(h, f)| *h || *f == (0, 0)) {
-            break;
+            if done(&held) {
+                return held;
+            }
         }
     }
     held

@@ -178,3 +178,68 @@ fn past_the_spill_cap_the_disk_keeps_the_cap_and_the_result_the_tail() {
     let spill = std::path::PathBuf::from(out["spill_path"].as_str().unwrap());
     assert_eq!(std::fs::metadata(&spill).unwrap().len(), 1 << 20);
 }
+
+/// What a red team found in output files, each held now: a small spill cap
+/// never frees the head `--keep head` reads; blocks the command reserves
+/// past the end of its stdout (fallocate(2) `FALLOC_FL_KEEP_SIZE`) are
+/// freed before the file is named; a writer thread whose thread group's
+/// leader has exited is still waited for.
+#[test]
+fn the_head_the_reserved_blocks_and_a_leaderless_writer_are_handled() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = dir.path().to_str().unwrap();
+    // 170 MB through a 4 KiB cap: the cap's check frees blocks while it
+    // runs, never those of the 64 KiB head.
+    let (v, status) = run_json(&[
+        "--output-files",
+        "--spill-dir",
+        spill,
+        "--keep",
+        "head",
+        "--stdout-max-bytes",
+        "64KiB",
+        "--spill-max-bytes",
+        "4KiB",
+        "--",
+        "seq 1 20000000; sleep 0.6",
+    ]);
+    assert_eq!(status, 0);
+    let head = v["stdout"]["text"].as_str().unwrap();
+    assert!(
+        head.starts_with("1\n2\n3\n") && !head.contains('\0'),
+        "{}",
+        &head[..64]
+    );
+    // 256 MiB reserved past the end of a 100 kB stdout.
+    let (v, status) = run_json(&[
+        "--output-files",
+        "--spill-dir",
+        spill,
+        "--stdout-max-bytes",
+        "4KiB",
+        "--",
+        "head -c 100000 /dev/zero | tr '\\0' a; python3 -c 'import ctypes; \
+         assert ctypes.CDLL(None).fallocate(1, 1, ctypes.c_long(0), ctypes.c_long(256 << 20)) == 0'",
+    ]);
+    assert_eq!(status, 0, "{v}");
+    let path = std::path::PathBuf::from(v["stdout"]["spill_path"].as_str().unwrap());
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(&path).unwrap();
+    assert_eq!(m.len(), 100_000);
+    assert!(
+        m.blocks() * 512 < 1 << 20,
+        "{} bytes on disk",
+        m.blocks() * 512
+    );
+    // The leader of a thread group exits (exit(2) of one thread); its other
+    // thread writes 100 ms later, inside the drain.
+    let (text, status) = run(&[
+        "--output-files",
+        "--",
+        "python3 -c 'import ctypes, os, threading, time\n\
+         def w():\n    time.sleep(0.1); os.write(1, b\"hidden\\n\")\n\
+         threading.Thread(target=w).start(); ctypes.CDLL(None).syscall(60, 0)' & echo start",
+    ]);
+    assert_eq!(status, 0);
+    assert_eq!(text, "start\nhidden\n[exit code: 0]\n");
+}

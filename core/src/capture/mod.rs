@@ -543,8 +543,9 @@ pub(crate) const CAP_SLACK: u64 = 64 << 20;
 
 /// Keeps a file the command writes itself ([`SpillDir::unnamed_file`])
 /// within its spill cap while it grows: once its size passes `cap` by
-/// [`CAP_SLACK`], the blocks between `cap` and the last `budget` bytes
-/// (less the slack) are freed with fallocate(2)
+/// [`CAP_SLACK`], the blocks between `cap` (or `budget`, the most a head
+/// keeps, when that is more) and the last `budget` bytes (less the slack)
+/// are freed with fallocate(2)
 /// `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`; they read as zeros, and
 /// [`StreamCapture::take_file`] cuts the file back to `cap` at the end. A
 /// file system without hole punching keeps them (the check of free room
@@ -554,7 +555,8 @@ pub(crate) fn bound_file(file: &File, cap: u64, budget: u64) -> u64 {
         return 0;
     };
     let keep_from = size.saturating_sub(budget.saturating_add(CAP_SLACK)) & !4095;
-    let from = cap.saturating_add(4095) & !4095;
+    // Never the head: `--keep head` reads up to a budget from the start.
+    let from = cap.max(budget).saturating_add(4095) & !4095;
     if size > cap.saturating_add(CAP_SLACK) && keep_from > from {
         use nix::fcntl::{FallocateFlags, fallocate};
         let _ = fallocate(
@@ -619,6 +621,11 @@ impl StreamCapture {
             self.spilled = self.spill_cap;
             self.spill_dropped = size - self.spill_cap;
         } else {
+            // Blocks the command reserved past the end (fallocate(2) with
+            // FALLOC_FL_KEEP_SIZE) go with a truncation to below it: one
+            // byte longer, then back (ftruncate(2) frees what lies past
+            // the new end). Every writer is gone by now.
+            let _ = file.set_len(size + 1).and_then(|()| file.set_len(size));
             self.spilled = size;
         }
         match spill_dir.link(self.name, &file) {

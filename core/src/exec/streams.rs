@@ -360,9 +360,9 @@ const HOLDERS_EVERY: std::time::Duration = super::phases::TREE_POLL;
 /// A pipe tells its reader when the last writer is gone (end of file); a
 /// file does not. Its writers are the command's processes, so once the
 /// direct child has exited, the processes it left are searched for a
-/// descriptor of the file (`/proc/PID/fd`, proc(5), whose entries stat(2)
-/// follows to the open file): the run drains while one holds it, as it
-/// does while one holds a pipe. (inotify(7) `IN_CLOSE_WRITE` would tell
+/// descriptor of the file (`/proc/PID/task/TID/fd`, proc(5), compared by
+/// the names its links read, see [`crate::proctree::tree_holds_links`]):
+/// the run drains while one holds it, as it does while one holds a pipe. (inotify(7) `IN_CLOSE_WRITE` would tell
 /// the last close at once, but closing an inotify instance waits for an
 /// SRCU grace period, several milliseconds on every run.)
 pub(crate) struct OutputFiles {
@@ -592,34 +592,29 @@ impl Streams {
         self.files.is_some() && (self.out.writing || self.err.writing)
     }
 
-    /// Output files: no process of the command is left to write them.
-    pub(crate) fn files_closed(&mut self) {
-        if self.files.is_some() {
-            self.out.writing = false;
-            self.err.writing = false;
-        }
-    }
-
     /// Output files, once the direct child has exited: marks each file no
     /// process of `tree` holds as closed (see [`OutputFiles`]).
     pub(crate) fn holders_gone(&mut self, tree: &crate::proctree::Tree) {
         let Some(timers) = &mut self.files else {
             return;
         };
-        let ids: Vec<(u64, u64)> = [&self.out, &self.err]
+        // The files as this process's descriptors name them: `PATH/#INODE
+        // (deleted)`, one name per unnamed file of that file system.
+        let links: Vec<std::path::PathBuf> = [&self.out, &self.err]
             .iter()
             .map(|s| match (&s.file, s.writing) {
                 (Some(f), true) => {
-                    use std::os::unix::fs::MetadataExt;
-                    f.metadata().map_or((0, 0), |m| (m.dev(), m.ino()))
+                    use std::os::fd::AsRawFd;
+                    std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd()))
+                        .unwrap_or_default()
                 }
-                _ => (0, 0),
+                _ => std::path::PathBuf::new(),
             })
             .collect();
-        if ids.iter().all(|id| *id == (0, 0)) {
+        if links.iter().all(|l| l.as_os_str().is_empty()) {
             return;
         }
-        let held = crate::proctree::tree_holds_files(tree, &ids);
+        let held = crate::proctree::tree_holds_links(tree, &links);
         self.out.writing &= held[0];
         self.err.writing &= held[1];
         timers.searching = self.out.writing || self.err.writing;

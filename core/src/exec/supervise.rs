@@ -272,14 +272,10 @@ impl Execution {
 
     fn advance(&mut self) {
         if self.procs.exited() && self.streams.files_open() {
-            // Output files: closed once no process is left to hold them,
-            // or none of those left holds them.
-            use super::phases::Processes;
-            if self.procs.all_gone() {
-                self.streams.files_closed();
-            } else {
-                self.streams.holders_gone(self.procs.tree());
-            }
+            // Output files: closed once no process left holds them (a
+            // thread group whose leader exited included, which the tree
+            // counts as gone).
+            self.streams.holders_gone(self.procs.tree());
         }
         let closed = self.streams.closed();
         self.phases.advance(Instant::now(), closed, &mut self.procs);
