@@ -594,7 +594,7 @@ pub struct RunArgs {
     /// Show the output live as it is produced (to stderr with --json), capturing it as usual.
     #[arg(long, conflicts_with = "interactive")]
     pub stream: bool,
-    /// Let the command write its stdout and stderr into unnamed files itself, not pipes: capture then costs what '> FILE' costs. As under '> FILE', a command that reopens /dev/stdout or /dev/stderr by path ('echo x > /dev/stderr') truncates what it wrote, and a confined one is refused. Pipes stay where --file-size-max or --memory-max is set or no unnamed file can be made.
+    /// Let the command write its stdout and stderr into unnamed files itself, not pipes: capture then costs what '> FILE' costs. As under '> FILE', a command that reopens /dev/stdout or /dev/stderr by path ('echo x > /dev/stderr') truncates what it wrote, confined or not. Pipes stay where --file-size-max or --memory-max is set, where the spill directory's file system has less free than --spill-max-bytes and 64 MiB, or where no unnamed file can be made ('explain' says which).
     #[arg(long, conflicts_with_all = ["interactive", "stream", "background", "pty"])]
     pub output_files: bool,
     /// No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay.

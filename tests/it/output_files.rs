@@ -72,10 +72,34 @@ fn reopening_dev_stdout_or_stderr_by_path_keeps_every_line_by_default() {
         );
         assert_eq!(v["stderr"]["text"], "three\nfour\n", "confined {confined}");
     }
-    // --output-files: `> /dev/stdout` truncates, as under `> FILE`.
-    let (v, status) = run_json(&["--output-files", "--", "echo one; echo two > /dev/stdout"]);
-    assert_eq!(status, 0);
-    assert_eq!(v["stdout"]["text"], "two\n");
+    // --output-files: `> /dev/stdout` truncates, as under `> FILE`,
+    // confined or not; `>>` appends.
+    for confined in [false, true] {
+        let mut args = vec!["--output-files"];
+        if confined {
+            args.extend(["-s", "workspace-write", "-C", dir.path().to_str().unwrap()]);
+        }
+        args.extend([
+            "--",
+            "echo one; echo two > /dev/stdout; echo three >> /dev/stdout",
+        ]);
+        let (v, status) = run_json(&args);
+        assert_eq!(status, 0, "confined {confined}: {v}");
+        assert_eq!(v["stdout"]["text"], "two\nthree\n", "confined {confined}");
+    }
+    // Without room for the spill cap, pipes, as explain says.
+    let v = Test::new()
+        .args([
+            "explain",
+            "--json",
+            "--output-files",
+            "--spill-max-bytes",
+            "1000000GiB",
+        ])
+        .args(["--", "true"])
+        .run()
+        .json();
+    assert_eq!(v["output"], "pipes");
 }
 
 #[test]
@@ -231,15 +255,22 @@ fn the_head_the_reserved_blocks_and_a_leaderless_writer_are_handled() {
         "{} bytes on disk",
         m.blocks() * 512
     );
-    // The leader of a thread group exits (exit(2) of one thread); its other
-    // thread writes 100 ms later, inside the drain.
-    let (text, status) = run(&[
-        "--output-files",
-        "--",
+    // The leader of a thread group exits (exit(2) of one thread) once its
+    // other thread runs; that one writes 50 ms later, after the shell has
+    // exited (it waits for the leader's flag), inside the drain.
+    let flag = dir.path().join("started");
+    let script = format!(
         "python3 -c 'import ctypes, os, threading, time\n\
-         def w():\n    time.sleep(0.1); os.write(1, b\"hidden\\n\")\n\
-         threading.Thread(target=w).start(); ctypes.CDLL(None).syscall(60, 0)' & echo start",
-    ]);
+         def w():\n    time.sleep(0.05); os.write(1, b\"hidden\\n\")\n\
+         threading.Thread(target=w).start(); open(\"{f}\", \"w\").close()\n\
+         ctypes.CDLL(None).syscall(60, 0)' & \
+         while [ ! -e {f} ]; do sleep 0.01; done; echo start",
+        f = flag.display()
+    );
+    let (text, status) = run(&["--output-files", "--", &script]);
     assert_eq!(status, 0);
-    assert_eq!(text, "start\nhidden\n[exit code: 0]\n");
+    assert!(
+        text.contains("start\n") && text.contains("hidden\n") && text.ends_with("[exit code: 0]\n"),
+        "{text}"
+    );
 }

@@ -38,9 +38,10 @@
 //! it can rewrite what it wrote there (clear `O_APPEND`, ftruncate(2)), as
 //! it could have left it unwritten. Reopening `/dev/stdout` by path opens
 //! the file anew (proc(5): the link names the file, not the descriptor):
-//! `> /dev/stdout` truncates it, as under `> FILE`, and a confined command
-//! is refused it (no Landlock rule covers the spill directory). A pipe
-//! reopened so is the same pipe, which is why pipes are the default.
+//! `> /dev/stdout` truncates it, as under `> FILE` (a confined command too:
+//! its ruleset has a rule for each file,
+//! `sandbox::Prepared::grant_output_files`). A pipe reopened so is the same
+//! pipe, which is why pipes are the default.
 
 mod spill;
 pub(crate) mod utf8;

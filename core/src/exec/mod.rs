@@ -191,6 +191,9 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         ))
     .then(|| OutputFiles::new(&prepared.spill_dir).ok())
     .flatten();
+    if let (Some(files), Some(sandbox)) = (&files, prepared.sandbox.as_ref()) {
+        sandbox.grant_output_files(files.child_fds())?;
+    }
     let slaves: Vec<std::os::fd::BorrowedFd> = pty
         .as_ref()
         .map(|(_, slave)| vec![slave.as_fd(); 3])

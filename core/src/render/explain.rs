@@ -501,6 +501,18 @@ fn output_mode(spec: &Spec) -> (&'static str, &'static str) {
             "pipes",
             "--output-files asked, but --memory-max would be charged the output's page cache",
         )
+    } else if !crate::capture::SpillDir::new(&spec.spill_dir.value).is_ok_and(|d| {
+        d.has_room(
+            spec.spill_max_bytes
+                .value
+                .saturating_add(crate::capture::CAP_SLACK),
+        )
+    }) {
+        (
+            "pipes",
+            "--output-files asked, but the spill directory's file system has less free than \
+             --spill-max-bytes and 64 MiB (or cannot be used)",
+        )
     } else {
         (
             "files",

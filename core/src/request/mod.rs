@@ -358,8 +358,8 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
     }
     if req.output_files && (req.background || req.interactive || req.stream.is_some() || req.pty) {
         return Err(UsageError(
-            "--output-files: the output is read live there: not with --background, -i, \
-             --stream or --pty"
+            "--output-files: the output is read live there: not with --background, \
+             --detach-after, -i, --stream or --pty"
                 .into(),
         ));
     }

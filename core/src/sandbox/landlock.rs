@@ -161,6 +161,16 @@ pub(crate) fn device_access(abi: i32) -> u64 {
     (AccessFs::from_file(ABI::from(abi)) & !AccessFs::Execute).bits()
 }
 
+/// The rights on a file the command writes its output into
+/// (`--output-files`): writing and truncating it, so that reopening
+/// `/dev/stdout` by path behaves as under `> FILE` (its magic link names
+/// the file, whose own rule then applies: a rule on a file that is not a
+/// directory covers that file, Documentation/userspace-api/landlock.rst),
+/// as bits of `landlock_path_beneath_attr`.
+pub(crate) fn output_file_access(abi: i32) -> u64 {
+    (AccessFs::from_file(ABI::from(abi)) & (AccessFs::WriteFile | AccessFs::Truncate)).bits()
+}
+
 /// The rights on a writable root, as bits of `landlock_path_beneath_attr`:
 /// everything but making devices (a private /dev/shm granted in the
 /// child).

@@ -970,6 +970,42 @@ pub struct Prepared {
     pub(crate) confining: bool,
 }
 
+impl Prepared {
+    /// Lets the confined command write and truncate `files`, the unnamed
+    /// files of `--output-files` ([`landlock::output_file_access`]), as an
+    /// unconfined one may: a rule for each in the ruleset the child will
+    /// enforce. Nothing to do where no mode confines.
+    ///
+    /// Errors when the kernel refuses a rule.
+    pub(crate) fn grant_output_files(
+        &self,
+        files: [std::os::fd::BorrowedFd<'_>; 2],
+    ) -> Result<(), Error> {
+        let ruleset = self
+            .confinement
+            .as_ref()
+            .and_then(|c| c.ruleset.as_ref())
+            .filter(|_| self.confining);
+        if let Some(ruleset) = ruleset {
+            use std::os::fd::AsFd;
+            for file in files {
+                crate::sys::landlock::add_path_beneath(
+                    ruleset.as_fd(),
+                    file,
+                    landlock::output_file_access(self.enforcement.abi),
+                )
+                .map_err(|source| {
+                    Error::SandboxUnavailable(crate::error::SandboxProblem::SplitPath {
+                        path: "the output files (--output-files)".into(),
+                        source,
+                    })
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A run's scratch directory, removed (with everything in it, following no
 /// symlink) when this is dropped: after the run, or on any way out before
 /// it (a sandbox runner failure, a spawn error, a deadline already past).
