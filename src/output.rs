@@ -86,8 +86,18 @@ pub(crate) fn print_stdout(text: &str) {
 /// disk, `> /dev/full`), except a reader that went away (EPIPE: the
 /// reader chose to stop, as with `| head -1`).
 pub(crate) fn write_stdout(text: &str) -> std::io::Result<()> {
+    write_stdout_pieces(&[text])
+}
+
+/// [`write_stdout`] of `pieces`, one after the other (through stdout's
+/// buffer), so that a text made of parts is never joined in memory.
+pub(crate) fn write_stdout_pieces(pieces: &[impl AsRef<str>]) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+    let written = pieces
+        .iter()
+        .try_for_each(|p| out.write_all(p.as_ref().as_bytes()))
+        .and_then(|_| out.flush());
+    match written {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e),
         _ => Ok(()),
     }
@@ -121,19 +131,27 @@ pub(crate) fn reset_after(shown: &str, terminal: bool) -> &'static str {
 /// control sequences neutralised on a terminal, as `on_terminal` says),
 /// then, where needed, an attribute reset ([`reset_after`]), then the
 /// notices and the marker.
+///
+/// In pieces, the kept output borrowed from `result` where nothing in it
+/// changes ([`dsh_exec_core::render::output_pieces`]): the kept output is
+/// the largest part, and written piece by piece it is never copied whole
+/// (peak memory grows with the budget once).
 pub(crate) fn text_for_stdout(
     result: &dsh_exec_core::RunResult,
     color: bool,
     on_terminal: OnTerminal,
-) -> String {
-    use dsh_exec_core::render::{render_output, render_status};
-    // Appended in place: the kept output is the largest part, and one copy
-    // of it is enough (peak memory grows with the budget).
-    let mut output = render_output(result, stdout_shows(on_terminal));
-    let reset = reset_after(&output, std::io::stdout().is_terminal());
-    output.push_str(reset);
-    output.push_str(&render_status(result, color));
-    output
+) -> Vec<std::borrow::Cow<'_, str>> {
+    use dsh_exec_core::render::{output_pieces, render_status};
+    let mut pieces = output_pieces(result, stdout_shows(on_terminal));
+    let terminal = std::io::stdout().is_terminal();
+    let reset = if pieces.iter().any(|p| !reset_after(p, terminal).is_empty()) {
+        dsh_exec_core::render::ATTRIBUTE_RESET
+    } else {
+        ""
+    };
+    pieces.push(reset.into());
+    pieces.push(render_status(result, color).into());
+    pieces
 }
 
 /// One JSON line.

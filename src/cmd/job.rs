@@ -189,7 +189,11 @@ fn print_result(
     if json {
         print_stdout(&to_json(result));
     } else {
-        print_stdout(&text_for_stdout(result, use_color(color), on_terminal));
+        let _ = crate::output::write_stdout_pieces(&text_for_stdout(
+            result,
+            use_color(color),
+            on_terminal,
+        ));
     }
     status(result.exit_status())
 }

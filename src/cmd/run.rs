@@ -14,7 +14,7 @@ use super::resolve_args;
 use crate::cli::RunArgs;
 use crate::output::{
     infrastructure_error, reset_after, say, status, stdout_shows, text_for_stdout, to_json,
-    usage_error, use_color, warn_all, write_stdout,
+    usage_error, use_color, warn_all, write_stdout_pieces,
 };
 
 /// A current-thread tokio runtime: one command needs no more, and it starts
@@ -90,8 +90,8 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
         let _ =
             std::io::Write::write_all(&mut std::io::stderr(), format!("{reset}{end}").as_bytes());
     }
-    let text = if json {
-        to_json(&result)
+    let text: Vec<std::borrow::Cow<str>> = if json {
+        vec![to_json(&result).into()]
     } else if spec.stream.is_some() {
         // The output was shown live: only where the full streams are (when
         // they outgrew their budgets), the notices and the marker follow;
@@ -102,19 +102,22 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
             &render_output(&result, shown),
             std::io::stdout().is_terminal(),
         );
-        format!(
-            "{reset}{}",
-            render_after_stream(&result, use_color(color), shown)
-        )
+        vec![
+            format!(
+                "{reset}{}",
+                render_after_stream(&result, use_color(color), shown)
+            )
+            .into(),
+        ]
     } else if spec.interactive {
         // The sandbox's lines went to stderr.
-        render_status_without_sandbox(&result, use_color(color))
+        vec![render_status_without_sandbox(&result, use_color(color)).into()]
     } else {
         text_for_stdout(&result, use_color(color), spec.on_terminal)
     };
     // A result that could not be written must not pass for the command's
     // exit status: the caller would take a lost result for a success.
-    if let Err(e) = write_stdout(&text) {
+    if let Err(e) = write_stdout_pieces(&text) {
         say!("dsh-exec: error: the result could not be written to stdout: {e}");
         return status(exit::INFRASTRUCTURE);
     }

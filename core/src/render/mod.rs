@@ -13,7 +13,7 @@ pub mod text;
 pub use self::explain::{Explanation, explain_json, explain_schema, explain_text, explanation};
 pub use self::marker::{ParsedStatus, marker, parse_status};
 pub use self::text::{
-    ATTRIBUTE_RESET, escape_own_lines, is_own_line_shape, notices, one_line, render_after_stream,
-    render_output, render_sandbox_notices, render_status, render_status_without_sandbox,
-    render_text, render_truncations, sandbox_notices,
+    ATTRIBUTE_RESET, escape_own_lines, is_own_line_shape, notices, one_line, output_pieces,
+    render_after_stream, render_output, render_sandbox_notices, render_status,
+    render_status_without_sandbox, render_text, render_truncations, sandbox_notices,
 };

@@ -27,6 +27,7 @@
 //! ```
 
 use owo_colors::OwoColorize;
+use std::borrow::Cow;
 
 use super::marker::marker;
 use crate::capture::{CollectedOutput, Keep};
@@ -240,11 +241,15 @@ pub fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// Appends `text`, the command's, as `on_terminal` says, with the lines
 /// that read as `dsh-exec`'s own escaped, and a newline if it has none.
-fn push_text(buf: &mut String, text: &str, on_terminal: OnTerminal) {
-    let text = super::terminal::shown(text, on_terminal);
-    buf.push_str(&escape_own_lines(&text));
-    if !text.is_empty() && !text.ends_with('\n') {
-        buf.push('\n');
+fn push_text<'a>(buf: &mut Vec<Cow<'a, str>>, text: &'a str, on_terminal: OnTerminal) {
+    let shown = match super::terminal::shown(text, on_terminal) {
+        Cow::Borrowed(t) => escape_own_lines(t),
+        Cow::Owned(t) => Cow::Owned(escape_own_lines(&t).into_owned()),
+    };
+    let newline = !shown.is_empty() && !shown.ends_with('\n');
+    buf.push(shown);
+    if newline {
+        buf.push(Cow::Borrowed("\n"));
     }
 }
 
@@ -443,25 +448,27 @@ fn omission_line(out: &CollectedOutput) -> String {
 
 /// One stream's text as the result shows it: the truncation line and the
 /// text, or the head, the omission line and the tail.
-fn push_stream(buf: &mut String, name: &str, out: &CollectedOutput, on_terminal: OnTerminal) {
+fn push_stream<'a>(
+    buf: &mut Vec<Cow<'a, str>>,
+    name: &str,
+    out: &'a CollectedOutput,
+    on_terminal: OnTerminal,
+) {
     match (out.kept, &out.head) {
         (Keep::HeadTail, Some(head)) if out.truncated => {
             push_text(buf, head, on_terminal);
-            buf.push_str(&omission_line(out));
-            buf.push('\n');
+            buf.push(Cow::Owned(omission_line(out) + "\n"));
             push_text(buf, &out.text, on_terminal);
         }
         (Keep::Head, _) => {
             push_text(buf, &out.text, on_terminal);
             if let Some(line) = truncation_line(name, out) {
-                buf.push_str(&line);
-                buf.push('\n');
+                buf.push(Cow::Owned(line + "\n"));
             }
         }
         _ => {
             if let Some(line) = truncation_line(name, out) {
-                buf.push_str(&line);
-                buf.push('\n');
+                buf.push(Cow::Owned(line + "\n"));
             }
             push_text(buf, &out.text, on_terminal);
         }
@@ -534,10 +541,18 @@ pub fn render_after_stream(result: &RunResult, color: bool, on_terminal: OnTermi
 /// section), the command's text shown as `on_terminal` says
 /// ([`OnTerminal::Exact`] where the text goes to no terminal).
 pub fn render_output(result: &RunResult, on_terminal: OnTerminal) -> String {
-    let mut buf = String::new();
+    output_pieces(result, on_terminal).concat()
+}
+
+/// [`render_output`] in pieces, in order, each kept stream's text borrowed
+/// from `result` where nothing in it is changed: written one after the
+/// other, the kept output is never copied whole (peak memory grows with
+/// the budget once, not twice).
+pub fn output_pieces(result: &RunResult, on_terminal: OnTerminal) -> Vec<Cow<'_, str>> {
+    let mut buf = Vec::new();
     push_stream(&mut buf, "stdout", &result.stdout, on_terminal);
     if result.stderr.total_bytes > 0 {
-        buf.push_str("[stderr]\n");
+        buf.push(Cow::Borrowed("[stderr]\n"));
         push_stream(&mut buf, "stderr", &result.stderr, on_terminal);
     }
     buf
