@@ -57,7 +57,7 @@ else
   (cd "$ROOT" && cargo build --release --quiet)
   BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/dsh-exec
   STATIC_BIN=
-  if [[ $(uname -m) == x86_64 ]] && ldd --version 2>&1 | grep -qi glibc; then
+  if [[ $(uname -m) == x86_64 ]] && ldd --version 2>&1 | grep -i glibc >/dev/null; then
     echo "building the static dsh-exec (crt-static, --target $STATIC_TRIPLE) ..." >&2
     (cd "$ROOT" && RUSTFLAGS="-C target-feature=+crt-static" \
       cargo build --release --quiet --target "$STATIC_TRIPLE")
