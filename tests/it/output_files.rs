@@ -274,3 +274,31 @@ fn the_head_the_reserved_blocks_and_a_leaderless_writer_are_handled() {
         "{text}"
     );
 }
+
+/// A confined command that holds CAP_CHOWN (root's run keeps it) gives its
+/// stdout file away through its descriptor; the named spill file is this
+/// user's all the same, mode 0600.
+#[test]
+fn a_spill_file_given_away_by_the_command_is_taken_back() {
+    if !nix_is_root() {
+        eprintln!("skipped: needs root (a command that can chown to another user)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (v, status) = run_json(&[
+        "--output-files",
+        "--stdout-max-bytes",
+        "10",
+        "-s",
+        "workspace-write",
+        "-C",
+        dir.path().to_str().unwrap(),
+        "--",
+        "seq 100; chmod 0666 /proc/self/fd/1; chown 65534:65534 /proc/self/fd/1",
+    ]);
+    assert_eq!(status, 0, "{v}");
+    let path = std::path::PathBuf::from(v["stdout"]["spill_path"].as_str().unwrap());
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(&path).unwrap();
+    assert_eq!((m.uid(), m.gid(), m.mode() & 0o7777), (0, 0, 0o600));
+}

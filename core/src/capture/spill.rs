@@ -165,7 +165,14 @@ impl SpillDir {
     /// `AT_SYMLINK_FOLLOW` of its `/proc/self/fd` link, which the kernel
     /// allows for a file made with `O_TMPFILE` but not `O_EXCL`.
     pub(crate) fn link(&mut self, name: &str, file: &File) -> std::io::Result<PathBuf> {
-        // The umask may have taken bits away; 0600 exactly.
+        // This user's, whatever owner a command with CAP_CHOWN gave it
+        // through its descriptor; then 0600 exactly (a mode it set, or the
+        // umask's, goes).
+        nix::unistd::fchown(
+            file,
+            Some(nix::unistd::geteuid()),
+            Some(nix::unistd::getegid()),
+        )?;
         fchmod(file, Mode::from_bits_truncate(0o600))?;
         let (dir, dirfd) = self.ensure()?;
         nix::unistd::linkat(

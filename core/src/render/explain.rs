@@ -501,13 +501,17 @@ fn output_mode(spec: &Spec) -> (&'static str, &'static str) {
             "pipes",
             "--output-files asked, but --memory-max would be charged the output's page cache",
         )
-    } else if !crate::capture::SpillDir::new(&spec.spill_dir.value).is_ok_and(|d| {
-        d.has_room(
-            spec.spill_max_bytes
-                .value
-                .saturating_add(crate::capture::CAP_SLACK),
-        )
-    }) {
+    } else if !std::iter::once(&spec.spill_dir.value)
+        .chain(spec.spill_fallback.as_ref())
+        .find_map(|p| crate::capture::SpillDir::new(p).ok())
+        .is_some_and(|d| {
+            d.has_room(
+                spec.spill_max_bytes
+                    .value
+                    .saturating_add(crate::capture::CAP_SLACK),
+            )
+        })
+    {
         (
             "pipes",
             "--output-files asked, but the spill directory's file system has less free than \
