@@ -196,6 +196,35 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// Why the output goes through pipes although `--output-files` asked
+    /// for files, given `has_room` (whether the spill directory's file
+    /// system has that many bytes free): `None` where the limits and the
+    /// room allow files. A file-size limit (RLIMIT_FSIZE) would count a
+    /// file; a memory limit's cgroup would be charged its page cache; a
+    /// full disk would meet the command itself, so the spill cap and
+    /// [`crate::capture::CAP_SLACK`] must fit.
+    pub(crate) fn output_files_refusal(
+        &self,
+        has_room: impl FnOnce(u64) -> bool,
+    ) -> Option<&'static str> {
+        if self.file_size_max.value.is_some() {
+            Some("--file-size-max (RLIMIT_FSIZE) would count a file")
+        } else if self.memory_max.value.is_some() {
+            Some("--memory-max would be charged the output's page cache")
+        } else if !has_room(
+            self.spill_max_bytes
+                .value
+                .saturating_add(crate::capture::CAP_SLACK),
+        ) {
+            Some(
+                "the spill directory's file system has less free than --spill-max-bytes and \
+                 64 MiB (or cannot be used)",
+            )
+        } else {
+            None
+        }
+    }
+
     /// The limits this spec sets, as [`crate::limits`] takes them.
     pub(crate) fn limits_asked(&self) -> crate::limits::Wanted {
         crate::limits::Wanted {

@@ -182,13 +182,9 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         && pty.is_none()
         && spec.stream.is_none()
         && !prepared.piped_output
-        && spec.file_size_max.value.is_none()
-        && spec.memory_max.value.is_none()
-        && prepared.spill_dir.has_room(
-            spec.spill_max_bytes
-                .value
-                .saturating_add(crate::capture::CAP_SLACK),
-        ))
+        && spec
+            .output_files_refusal(|bytes| prepared.spill_dir.has_room(bytes))
+            .is_none())
     .then(|| OutputFiles::new(&prepared.spill_dir).ok())
     .flatten();
     if let (Some(files), Some(sandbox)) = (&files, prepared.sandbox.as_ref()) {

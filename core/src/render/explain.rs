@@ -485,44 +485,28 @@ fn origin_text(o: Origin) -> &'static str {
 
 /// Where the command's output goes while it runs, and why: (`pipes` or
 /// `files`, the reason).
-fn output_mode(spec: &Spec) -> (&'static str, &'static str) {
+fn output_mode(spec: &Spec) -> (&'static str, String) {
     if !spec.output_files {
-        (
+        return (
             "pipes",
-            "read by dsh-exec into the budget and the spill files (--output-files: files)",
-        )
-    } else if spec.file_size_max.value.is_some() {
-        (
-            "pipes",
-            "--output-files asked, but --file-size-max (RLIMIT_FSIZE) would count a file",
-        )
-    } else if spec.memory_max.value.is_some() {
-        (
-            "pipes",
-            "--output-files asked, but --memory-max would be charged the output's page cache",
-        )
-    } else if !std::iter::once(&spec.spill_dir.value)
-        .chain(spec.spill_fallback.as_ref())
-        .find_map(|p| crate::capture::SpillDir::new(p).ok())
-        .is_some_and(|d| {
-            d.has_room(
-                spec.spill_max_bytes
-                    .value
-                    .saturating_add(crate::capture::CAP_SLACK),
-            )
-        })
-    {
-        (
-            "pipes",
-            "--output-files asked, but the spill directory's file system has less free than \
-             --spill-max-bytes and 64 MiB (or cannot be used)",
-        )
-    } else {
-        (
+            "read by dsh-exec into the budget and the spill files (--output-files: files)".into(),
+        );
+    }
+    // The room of the spill directory the run would use, or its fallback.
+    let room = |bytes| {
+        std::iter::once(&spec.spill_dir.value)
+            .chain(spec.spill_fallback.as_ref())
+            .find_map(|p| crate::capture::SpillDir::new(p).ok())
+            .is_some_and(|d| d.has_room(bytes))
+    };
+    match spec.output_files_refusal(room) {
+        Some(why) => ("pipes", format!("--output-files asked, but {why}")),
+        None => (
             "files",
             "unnamed files the command writes itself, where the spill directory's file system \
-             can make them (flag)",
-        )
+             can make them (flag)"
+                .into(),
+        ),
     }
 }
 
