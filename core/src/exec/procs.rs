@@ -57,9 +57,6 @@ pub(crate) struct CommandProcs {
     tree: Tree,
     exit: Option<Exit>,
     reaped: bool,
-    /// The direct child has exited and the tree was found empty: nothing
-    /// is left that could fork, so that stays true.
-    gone: bool,
     /// The command has the terminal (its process group is the foreground one).
     interactive: bool,
     /// The first signal of the escalation (`--signal`; SIGTERM).
@@ -80,7 +77,6 @@ impl CommandProcs {
             tree,
             exit: None,
             reaped: false,
-            gone: false,
             interactive,
             first: Signal::SIGTERM,
             cgroup: None,
@@ -182,12 +178,7 @@ impl Processes for CommandProcs {
     }
 
     fn all_gone(&mut self) -> bool {
-        if self.gone {
-            return true;
-        }
-        let gone = self.tree.is_empty();
-        self.gone = gone && self.exit.is_some();
-        gone
+        self.tree.is_empty()
     }
 
     /// SIGTERM to the group and to every process of the tree outside it,
