@@ -486,34 +486,19 @@ impl Context {
             || ["/proc/self/cwd", "/proc/thread-self/cwd"]
                 .iter()
                 .any(|c| named.starts_with(c));
-        if self.read_only_tree
-            && errno == "EROFS"
-            && from_cwd
-            && !protected
-            && self.under_writable(&p)
-            && !on_read_only_mount(&p)
-        {
-            return Some(DenialFact {
-                op: "write".into(),
-                path: Some(path.to_string()),
-                errno: errno.into(),
-                source: "output".into(),
-                network: false,
-                hint: None,
-                count: 1,
-            });
-        }
-        // The same for a protected path (a mount point under the read-only
-        // tree, EBUSY to a rename over it) named relative to a directory
-        // the command changed to (`cd super && git submodule update`:
-        // `.git/config`): told as written when a protected path ends with
+        // EROFS in a writable root on a writable mount (above); or the same
+        // for a protected path (a mount point under the read-only tree,
+        // EBUSY to a rename over it) named relative to a directory the
+        // command changed to (`cd super && git submodule update`:
+        // `.git/config`), told as written when a protected path ends with
         // it.
         if self.read_only_tree
-            && errno == "EBUSY"
             && from_cwd
             && !protected
-            && named.is_relative()
-            && self.protected.iter().any(|x| x.ends_with(named))
+            && ((errno == "EROFS" && self.under_writable(&p) && !on_read_only_mount(&p))
+                || (errno == "EBUSY"
+                    && named.is_relative()
+                    && self.protected.iter().any(|x| x.ends_with(named))))
         {
             return Some(DenialFact {
                 op: "write".into(),
