@@ -132,6 +132,8 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             break
         }
         'dsh-exec;mcp' {
+            [CompletionResult]::new('--max-parallel', '--max-parallel', [CompletionResultType]::ParameterName, 'How many `run` calls run at once; more wait for a slot, and say so in progress notifications')
+            [CompletionResult]::new('--max-jobs', '--max-jobs', [CompletionResultType]::ParameterName, 'How many background jobs started by `start` may run at once; one more is a tool error')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Working directory of the command [default: the current directory]')
             [CompletionResult]::new('--workdir', '--workdir', [CompletionResultType]::ParameterName, 'Working directory of the command [default: the current directory]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]')

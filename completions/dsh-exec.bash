@@ -507,12 +507,20 @@ _dsh__exec() {
             return 0
             ;;
         dsh__exec__subcmd__mcp)
-            opts="-C -t -e -s -q -i -h --keep-jobs --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --output-files --quiet --json --color --background --detach-after --interactive --stream --pty --stdin --stdin-file --help"
+            opts="-C -t -e -s -q -i -h --keep-jobs --max-parallel --max-jobs --workdir --timeout --signal --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --output-files --quiet --json --color --background --detach-after --interactive --stream --pty --stdin --stdin-file --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --max-parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --workdir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

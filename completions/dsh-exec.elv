@@ -127,6 +127,8 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'dsh-exec;mcp'= {
+            cand --max-parallel 'How many `run` calls run at once; more wait for a slot, and say so in progress notifications'
+            cand --max-jobs 'How many background jobs started by `start` may run at once; one more is a tool error'
             cand -C 'Working directory of the command [default: the current directory]'
             cand --workdir 'Working directory of the command [default: the current directory]'
             cand -t 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]'

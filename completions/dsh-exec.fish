@@ -128,6 +128,8 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l output-fil
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s q -l quiet -d 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l json -d 'Print one JSON object instead of the rendered text'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l max-parallel -d 'How many `run` calls run at once; more wait for a slot, and say so in progress notifications' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l max-jobs -d 'How many background jobs started by `start` may run at once; one more is a tool error' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -s C -l workdir -d 'Working directory of the command [default: the current directory]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -s t -l timeout -d 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l signal -d 'The first signal sent at the deadline or on an abort, as timeout -s: TERM, INT, HUP, KILL, USR1, ... or a number; SIGKILL follows after --kill-after [default: TERM]' -r

@@ -230,6 +230,12 @@ pub struct McpArgs {
     /// Leave the jobs the server started running when the client closes its stdin [default: they are killed and their trees swept].
     #[arg(long)]
     pub keep_jobs: bool,
+    /// How many `run` calls run at once; more wait for a slot, and say so in progress notifications.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub max_parallel: u32,
+    /// How many background jobs started by `start` may run at once; one more is a tool error.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub max_jobs: u32,
     #[command(flatten)]
     /// The policy every call runs under (a call may narrow it).
     pub run: RunArgs,

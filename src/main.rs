@@ -32,7 +32,7 @@ fn main() -> ExitCode {
     }
     match cli.subcommand {
         Some(Sub::Explain(args)) => cmd::explain::explain(*args),
-        Some(Sub::Mcp(args)) => cmd::mcp::mcp(args.run, args.keep_jobs),
+        Some(Sub::Mcp(args)) => cmd::mcp::mcp(*args),
         Some(Sub::ParseStatus { file }) => cmd::parse_status::parse_status(file),
         Some(Sub::Job(job)) => cmd::job::job(job),
         Some(Sub::Prune {

@@ -11,13 +11,21 @@
 //! tool error. `--allow-write` is the server's alone, taken from its own
 //! workdir: a call has no such argument.
 //!
-//! `run` runs in this process (no process of its own per call), one at a
-//! time: a run's tree is this process's descendants, so two at once would
-//! sweep each other's. `start` starts a background job as `--background`
-//! does (a supervisor process, which outlives the server with
-//! `--keep-jobs`); `read`, `write_stdin`, `wait`, `kill` and `list` act on
-//! the jobs this server started. When the client closes stdin, those jobs
-//! are killed and their trees swept, unless `--keep-jobs`.
+//! Each `run` call runs under a supervisor process of its own, the one a
+//! background job has (see `dsh_exec_core::jobs`), and the call waits for
+//! its result; up to `--max-parallel` at once, the rest waiting for a
+//! slot. A process per run is what makes runs independent: a run's tree
+//! is its supervisor's descendants (the orphans it adopts as a subreaper),
+//! so its sweep, its deadline and its cancellation touch nothing of
+//! another run, and the gate's own process, which acts for its run (a
+//! listen(2) under `loopback`), is that run's alone. The job's directory
+//! is removed when the call ends; only a spill file stays, as in the
+//! foreground. `start` starts a background job as `--background` does (a
+//! supervisor process, which outlives the server with `--keep-jobs`), at
+//! most `--max-jobs` running at once; `read`, `write_stdin`, `wait`,
+//! `kill` and `list` act on the jobs this server started. When the client
+//! closes stdin, the runs in flight are ended as by a cancellation, and
+//! the jobs are killed and their trees swept, unless `--keep-jobs`.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -26,7 +34,7 @@ use std::time::{Duration, Instant};
 use dsh_exec_core::request::config::{Caps, Config};
 use dsh_exec_core::sandbox::Mode;
 use dsh_exec_core::spec::OnTerminal;
-use dsh_exec_core::{AbortSource, Ambient, Request, RunResult, Signal, Spec, Started, jobs};
+use dsh_exec_core::{AbortSource, Ambient, Request, RunResult, Signal, Spec, jobs};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
@@ -36,7 +44,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde::Serialize;
 
-use crate::cli::RunArgs;
+use crate::cli::McpArgs;
 use crate::mcp_tools::*;
 
 /// The most bytes a call's command may hold: 1 MiB.
@@ -71,12 +79,52 @@ struct Server {
     root: PathBuf,
     /// Its (device, inode) at the server's start.
     root_inode: (u64, u64),
-    /// One `run` (or `start`) at a time: a run's tree is this process's
-    /// descendants.
-    spawn_lock: tokio::sync::Mutex<()>,
+    /// The slots of `run` calls: `--max-parallel`.
+    slots: tokio::sync::Semaphore,
+    /// `--max-parallel`, for the messages.
+    max_parallel: u32,
+    /// `--max-jobs`: how many of `jobs` may run at once.
+    max_jobs: u32,
+    /// The jobs `start` started.
     jobs: Mutex<Vec<Job>>,
+    /// The job directories of the `run` calls in flight, and of those whose
+    /// call was dropped before their job ended (the server's end kills,
+    /// waits for and removes them).
+    runs: Mutex<Vec<PathBuf>>,
     /// `--keep-jobs`: the jobs outlive the server.
     keep_jobs: bool,
+}
+
+/// A `run` call's job while the call is in flight. Dropped with its job
+/// finished, it removes the job's directory (the spill files are
+/// elsewhere and stay) and takes it off the server's `runs`; dropped with
+/// its job still running (the call was dropped: the server is ending), it
+/// ends the job as a cancellation does and leaves it listed, for the
+/// server's end to wait for.
+struct InFlight<'a> {
+    server: &'a Server,
+    dir: PathBuf,
+}
+
+impl<'a> InFlight<'a> {
+    fn new(server: &'a Server, dir: PathBuf) -> Self {
+        if let Ok(mut runs) = server.runs.lock() {
+            runs.push(dir.clone());
+        }
+        InFlight { server, dir }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if jobs::kill(&self.dir) {
+            return;
+        }
+        jobs::discard(&self.dir);
+        if let Ok(mut runs) = self.server.runs.lock() {
+            runs.retain(|d| *d != self.dir);
+        }
+    }
 }
 
 /// A tool call's failure that is the caller's (a tool error, not a
@@ -98,27 +146,6 @@ fn narrowness(mode: Option<Mode>) -> u8 {
         Some(Mode::FullAccess) => 1,
         Some(Mode::WorkspaceWrite) => 2,
         Some(Mode::ReadOnly) => 3,
-    }
-}
-
-/// Aborts a run when the call is cancelled (`notifications/cancelled`):
-/// the same escalation as a SIGTERM sent to `dsh-exec` (SIGTERM, then
-/// SIGKILL after the grace period). It fires once: a cancelled token stays
-/// cancelled, and an abort source that is always ready would keep the run
-/// loop from ever yielding to the runtime.
-struct Cancelled {
-    token: tokio_util::sync::CancellationToken,
-    fired: bool,
-}
-
-impl AbortSource for Cancelled {
-    async fn next(&mut self) -> Signal {
-        if self.fired {
-            return std::future::pending().await;
-        }
-        self.token.cancelled().await;
-        self.fired = true;
-        Signal::SIGTERM
     }
 }
 
@@ -316,48 +343,88 @@ impl Server {
             }
             Err(e) => return tool_error(e),
         };
-        let _one = self.spawn_lock.lock().await;
-        let started = Instant::now();
-        let prepared = match dsh_exec_core::prepare(&spec) {
-            Ok(p) => p,
-            Err(e) => return tool_error(format!("{e} ({})", e.code())),
-        };
-        let mut exec = match dsh_exec_core::start(&spec, prepared, started) {
-            Ok(Started::Running(exec)) => exec,
-            Ok(Started::NotRun(mut result)) => {
-                self.for_calls(&mut result);
-                return result_response(&result);
-            }
-            Err(e) => return tool_error(format!("{e} ({})", e.code())),
-        };
         let progress = ctx.meta.get_progress_token();
-        let mut aborts = Cancelled {
-            token: ctx.ct.clone(),
-            fired: false,
-        };
-        loop {
-            let until = progress.as_ref().map(|_| Instant::now() + PROGRESS_EVERY);
-            match exec.run_until(until, &mut aborts).await {
-                Ok(true) => break,
-                Ok(false) => {
-                    if let Some(token) = &progress {
-                        let (out, err) = exec.bytes_so_far();
-                        let elapsed = started.elapsed().as_millis();
-                        let _ = ctx
-                            .peer
-                            .notify_progress(
-                                ProgressNotificationParam::new(token.clone(), elapsed as f64)
-                                    .with_message(format!(
-                                        "{elapsed} ms, {out} bytes of stdout, {err} of stderr"
-                                    )),
-                            )
-                            .await;
+        let _slot = match self.slots.try_acquire() {
+            Ok(slot) => slot,
+            Err(_) => {
+                let waiting = Instant::now();
+                let acquire = self.slots.acquire();
+                tokio::pin!(acquire);
+                loop {
+                    tokio::select! {
+                        slot = &mut acquire => match slot {
+                            Ok(slot) => break slot,
+                            Err(_) => return tool_error("the server is ending"),
+                        },
+                        () = tokio::time::sleep(PROGRESS_EVERY), if progress.is_some() => {
+                            let ms = waiting.elapsed().as_millis();
+                            let message = format!(
+                                "waiting {ms} ms for a run slot: {} runs in flight \
+                                 (--max-parallel {})",
+                                self.max_parallel, self.max_parallel
+                            );
+                            notify(ctx, progress.as_ref(), 0, message).await;
+                        }
+                        () = ctx.ct.cancelled() => return tool_error("cancelled before it started"),
                     }
                 }
-                Err(e) => return tool_error(format!("{e} ({})", e.code())),
+            }
+        };
+        let started = Instant::now();
+        let launched = match super::job::launch_spec(&spec, true) {
+            Ok(l) => l,
+            Err(e) => return tool_error(format!("{e} ({})", e.code())),
+        };
+        // The supervisor is this process's child: its exit, which comes
+        // right after it has written the result, ends the wait.
+        let supervisor = nix::unistd::Pid::from_raw(launched.supervisor);
+        let mut exited =
+            tokio::task::spawn_blocking(move || nix::sys::wait::waitpid(supervisor, None));
+        let run = InFlight::new(self, launched.dir.clone());
+        if let Some(mut result) = launched.not_run {
+            self.for_calls(&mut result);
+            return result_response(&result);
+        }
+        let mut next_report = progress.as_ref().map(|_| started + PROGRESS_EVERY);
+        let mut cancelled = false;
+        loop {
+            let report = async {
+                match next_report {
+                    Some(t) => tokio::time::sleep_until(t.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = &mut exited => break,
+                // Cancelled: the same escalation as a SIGTERM sent to
+                // dsh-exec (SIGTERM, then SIGKILL after the grace period),
+                // by its supervisor; the call answers once it has ended.
+                () = ctx.ct.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    jobs::kill(&run.dir);
+                }
+                () = report => {
+                    next_report = Some(Instant::now() + PROGRESS_EVERY);
+                    let dir = run.dir.clone();
+                    let bytes = tokio::task::spawn_blocking(move || jobs::progress(&dir))
+                        .await
+                        .ok()
+                        .flatten();
+                    if let Some(p) = bytes {
+                        let elapsed = started.elapsed().as_millis();
+                        let message = format!(
+                            "{elapsed} ms, {} bytes of stdout, {} of stderr",
+                            p.stdout_bytes, p.stderr_bytes
+                        );
+                        notify(ctx, progress.as_ref(), elapsed, message).await;
+                    }
+                }
             }
         }
-        let mut result = exec.finish();
+        let Some(mut result) = jobs::result(&run.dir) else {
+            return tool_error("the run's supervisor ended without a result");
+        };
+        drop(run);
         self.for_calls(&mut result);
         result_response(&result)
     }
@@ -384,7 +451,20 @@ impl Server {
             Ok(s) => s,
             Err(e) => return tool_error(e),
         };
-        let _one = self.spawn_lock.lock().await;
+        // Counted and listed with no await in between: the runtime has one
+        // thread, so no other call's `start` comes between the two.
+        let running = self.jobs.lock().map_or(0, |jobs| {
+            jobs.iter()
+                .filter(|j| jobs::status(&j.dir) == jobs::Status::Running)
+                .count()
+        });
+        if running >= self.max_jobs as usize {
+            return tool_error(format!(
+                "{running} jobs of this server are running, as many as --max-jobs {} allows: \
+                 wait for one or kill one",
+                self.max_jobs
+            ));
+        }
         let launched = match super::job::launch_spec(&spec, !self.keep_jobs) {
             Ok(l) => l,
             Err(e) => return tool_error(format!("{e} ({})", e.code())),
@@ -394,7 +474,13 @@ impl Server {
             jobs::discard(&launched.dir);
             return result_response(&result);
         }
-        drop(_one);
+        if let Ok(mut jobs) = self.jobs.lock() {
+            jobs.push(Job {
+                id: launched.id.clone(),
+                dir: launched.dir.clone(),
+                command: spec.script.clone(),
+            });
+        }
         if let Some(ms) = p.detach_after_ms {
             let dir = launched.dir.clone();
             let limit = Duration::from_millis(ms);
@@ -403,6 +489,9 @@ impl Server {
                 self.for_calls(&mut result);
                 // As --detach-after: a run that ended in time is a
                 // foreground run, and leaves no job.
+                if let Ok(mut jobs) = self.jobs.lock() {
+                    jobs.retain(|j| j.dir != launched.dir);
+                }
                 jobs::discard(&launched.dir);
                 let text = dsh_exec_core::render::render_text(&result, false, OnTerminal::Exact);
                 return json_response(
@@ -417,13 +506,6 @@ impl Server {
                     },
                 );
             }
-        }
-        if let Ok(mut jobs) = self.jobs.lock() {
-            jobs.push(Job {
-                id: launched.id.clone(),
-                dir: launched.dir.clone(),
-                command: spec.script.clone(),
-            });
         }
         let detached = p.detach_after_ms.map(|_| jobs::read(&launched.dir));
         let mut text = detached
@@ -599,18 +681,50 @@ impl Server {
     /// All at once: each job's supervisor escalates on its own (SIGTERM,
     /// grace, SIGKILL), so the whole takes one grace period, not one per
     /// job (an MCP client gives a closing server a couple of seconds).
-    fn kill_jobs(&self) {
-        let dirs: Vec<PathBuf> = self
-            .jobs
+    ///
+    /// The runs whose calls were in flight go the same way whatever
+    /// `keep_jobs` says (a run lives as long as its call), and their
+    /// directories are removed.
+    fn kill_jobs(&self, keep_jobs: bool) {
+        let mut dirs: Vec<PathBuf> = self
+            .runs
             .lock()
-            .map(|jobs| jobs.iter().map(|j| j.dir.clone()).collect())
+            .map(|runs| runs.clone())
             .unwrap_or_default();
-        let killed: Vec<&PathBuf> = dirs.iter().filter(|d| jobs::kill(d)).collect();
-        let end = Instant::now() + Duration::from_secs(10);
-        for dir in killed {
-            let left = end.saturating_duration_since(Instant::now());
-            let _ = jobs::wait(dir, Some(left));
+        let runs = dirs.len();
+        if !keep_jobs && let Ok(jobs) = self.jobs.lock() {
+            dirs.extend(jobs.iter().map(|j| j.dir.clone()));
         }
+        let killed: Vec<bool> = dirs.iter().map(|d| jobs::kill(d)).collect();
+        let end = Instant::now() + Duration::from_secs(10);
+        for (i, dir) in dirs.iter().enumerate() {
+            if killed[i] {
+                let left = end.saturating_duration_since(Instant::now());
+                let _ = jobs::wait(dir, Some(left));
+            }
+            if i < runs {
+                jobs::discard(dir);
+            }
+        }
+    }
+}
+
+/// Sends a progress notification for the call of `ctx`, when it asked for
+/// them (`token`): `progress` (milliseconds) and `message`.
+async fn notify(
+    ctx: &RequestContext<RoleServer>,
+    token: Option<&rmcp::model::ProgressToken>,
+    progress: u128,
+    message: String,
+) {
+    if let Some(token) = token {
+        let _ = ctx
+            .peer
+            .notify_progress(
+                ProgressNotificationParam::new(token.clone(), progress as f64)
+                    .with_message(message),
+            )
+            .await;
     }
 }
 
@@ -692,8 +806,14 @@ impl ServerHandler for Handler {
 
 /// `dsh-exec mcp`: serves until the client closes stdin, then kills the
 /// jobs it started unless `keep_jobs`.
-pub(crate) fn mcp(args: RunArgs, keep_jobs: bool) -> std::process::ExitCode {
+pub(crate) fn mcp(args: McpArgs) -> std::process::ExitCode {
     use crate::output::{infrastructure_error, usage_error};
+    let McpArgs {
+        keep_jobs,
+        max_parallel,
+        max_jobs,
+        run: args,
+    } = args;
     if !args.command.is_empty() {
         return usage_error("dsh-exec mcp takes no command: the tool calls bring them");
     }
@@ -766,8 +886,11 @@ pub(crate) fn mcp(args: RunArgs, keep_jobs: bool) -> std::process::ExitCode {
         ambient,
         root,
         root_inode,
-        spawn_lock: tokio::sync::Mutex::new(()),
+        slots: tokio::sync::Semaphore::new(max_parallel as usize),
+        max_parallel,
+        max_jobs,
         jobs: Mutex::new(Vec::new()),
+        runs: Mutex::new(Vec::new()),
         keep_jobs,
     });
     let runtime = match super::run::runtime() {
@@ -795,9 +918,7 @@ pub(crate) fn mcp(args: RunArgs, keep_jobs: bool) -> std::process::ExitCode {
     // Not drop(): that waits for the thread blocked reading stdin, which a
     // signal leaves open; the calls in flight are dropped either way.
     runtime.shutdown_timeout(Duration::from_millis(500));
-    if !keep_jobs {
-        server.kill_jobs();
-    }
+    server.kill_jobs(keep_jobs);
     let served: Result<Option<Signal>, Box<dyn std::error::Error>> = served;
     match served {
         Ok(None) => std::process::ExitCode::SUCCESS,

@@ -80,8 +80,12 @@ impl Mcp {
         id
     }
 
-    /// The response to `id`, within 20 s.
+    /// The response to `id`, within 20 s (it may have come while another
+    /// was awaited: calls in flight answer in any order).
     fn response(&mut self, id: u64) -> Value {
+        if let Some(i) = self.notes.iter().position(|v| v["id"] == json!(id)) {
+            return self.notes.remove(i);
+        }
         let end = Instant::now() + Duration::from_secs(20);
         loop {
             let left = end.saturating_duration_since(Instant::now());
@@ -864,7 +868,9 @@ fn a_workdir_swapped_for_a_symlink_out_of_the_root_never_starts_a_run_outside() 
                 std::thread::sleep(Duration::from_micros(300));
                 let _ = std::fs::remove_file(&d);
                 let _ = std::fs::rename(&real, &d);
-                std::thread::sleep(Duration::from_micros(700));
+                // Long enough for a call's supervisor to start and open it
+                // (each run has a process of its own).
+                std::thread::sleep(Duration::from_micros(3000));
             }
             let _ = std::fs::remove_file(&d);
             let _ = std::fs::rename(&real, &d);
@@ -955,4 +961,181 @@ fn denial_hints_speak_of_the_server_and_of_call_arguments_not_of_a_callers_flags
         "{r}"
     );
     assert!(!target.exists());
+}
+
+/// Sends `run` calls for `commands` at once and returns their results, in
+/// the order of `commands`.
+fn run_all(m: &mut Mcp, commands: &[&str]) -> Vec<Value> {
+    let ids: Vec<u64> = commands
+        .iter()
+        .map(|c| {
+            m.send_request(
+                "tools/call",
+                json!({"name": "run", "arguments": {"command": c}}),
+            )
+        })
+        .collect();
+    ids.iter()
+        .map(|id| m.response(*id)["result"].clone())
+        .collect()
+}
+
+#[test]
+fn four_runs_at_once_take_the_time_of_one() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut m = Mcp::start(&["-C", ws.path().to_str().unwrap()]);
+    let started = Instant::now();
+    let results = run_all(
+        &mut m,
+        &[
+            "sleep 1; echo 1",
+            "sleep 1; echo 2",
+            "sleep 1; echo 3",
+            "sleep 1; echo 4",
+        ],
+    );
+    let took = started.elapsed();
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(text(r), format!("{}\n[exit code: 0]\n", i + 1), "{r}");
+    }
+    // One after another would take 4 s (bench/mcp.sh measures it).
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+#[test]
+fn runs_past_max_parallel_wait_for_a_slot_and_say_so() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut m = Mcp::start(&["--max-parallel", "1", "-C", ws.path().to_str().unwrap()]);
+    let first = m.send_request(
+        "tools/call",
+        json!({"name": "run", "arguments": {"command": "sleep 1.5; date +%s%N"}}),
+    );
+    let second = m.send_request(
+        "tools/call",
+        json!({"name": "run", "arguments": {"command": "date +%s%N"},
+               "_meta": {"progressToken": "w"}}),
+    );
+    let stamp = |r: &Value| -> u128 { text(&r["result"]).lines().next().unwrap().parse().unwrap() };
+    let (a, b) = (m.response(first), m.response(second));
+    // The second ran after the first had ended.
+    assert!(stamp(&b) >= stamp(&a), "{a}\n{b}");
+    let waiting: Vec<&str> = m
+        .notes
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress" && n["params"]["progressToken"] == "w")
+        .filter_map(|n| n["params"]["message"].as_str())
+        .collect();
+    assert!(!waiting.is_empty(), "{:?}", m.notes);
+    assert!(
+        waiting[0].starts_with("waiting ")
+            && waiting[0].ends_with(" ms for a run slot: 1 runs in flight (--max-parallel 1)"),
+        "{waiting:?}"
+    );
+}
+
+#[test]
+fn cancelling_one_run_leaves_the_others_running() {
+    let ws = tempfile::tempdir().unwrap();
+    let (gone, kept) = ("23.0258", "26.4575");
+    let mut m = Mcp::start(&["-C", ws.path().to_str().unwrap()]);
+    let cancelled = m.send_request(
+        "tools/call",
+        json!({"name": "run", "arguments": {"command": format!("sleep {gone}")}}),
+    );
+    let other = m.send_request(
+        "tools/call",
+        json!({"name": "run", "arguments": {"command": format!("sleep {kept} & sleep 1.5; kill $!; echo done")}}),
+    );
+    let up = poll_until(Duration::from_secs(10), || {
+        (!processes_with(gone).is_empty() && !processes_with(kept).is_empty()).then_some(())
+    });
+    assert!(up.is_some(), "the runs did not start");
+    m.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": cancelled, "reason": "test"}}),
+    );
+    let ended = poll_until(Duration::from_secs(5), || {
+        processes_with(gone).is_empty().then_some(())
+    });
+    assert!(ended.is_some(), "the cancelled run survived");
+    assert!(
+        !processes_with(kept).is_empty(),
+        "the other run was touched"
+    );
+    let r = m.response(other);
+    assert_eq!(text(&r["result"]), "done\n[exit code: 0]\n", "{r}");
+}
+
+#[test]
+fn max_jobs_bounds_the_jobs_running_at_once() {
+    let ws = tempfile::tempdir().unwrap();
+    let marker = "19.5959";
+    let mut m = Mcp::start(&["--max-jobs", "2", "-C", ws.path().to_str().unwrap()]);
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let r = m.call("start", json!({"command": format!("sleep {marker}")}));
+        ids.push(
+            r["structuredContent"]["job_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    let r = m.call("start", json!({"command": "true"}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(
+        text(&r),
+        "2 jobs of this server are running, as many as --max-jobs 2 allows: wait for one or \
+         kill one"
+    );
+    // A finished job no longer counts.
+    let k = m.call("kill", json!({"job_id": ids[0]}));
+    assert_eq!(k["structuredContent"]["killed"], true, "{k}");
+    let r = m.call(
+        "start",
+        json!({"command": "echo third", "detach_after_ms": 5000}),
+    );
+    assert_eq!(
+        r["structuredContent"]["result"]["stdout"]["text"], "third\n",
+        "{r}"
+    );
+    let _ = m.call("kill", json!({"job_id": ids[1]}));
+    assert!(m.close().success());
+    assert_eq!(processes_with(marker), Vec::<i32>::new());
+}
+
+#[test]
+fn a_run_cannot_reach_the_abstract_socket_another_run_listens_on() {
+    let ws = tempfile::tempdir().unwrap();
+    let name = format!("dsh-it-peer-{}", std::process::id());
+    let mut m = Mcp::start(&[
+        "--sandbox",
+        "workspace-write",
+        "-C",
+        ws.path().to_str().unwrap(),
+    ]);
+    // Under `loopback` the gate makes listen(2) for the run, so the
+    // listener the kernel names is a dsh-exec process: the listening run's
+    // supervisor, never the other run's.
+    let listen = format!(
+        "python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(b\"\\0{name}\"); \
+         s.listen(); s.settimeout(4); print(\"listening\", flush=True)\ntry: s.accept(); print(\"accepted\")\nexcept OSError: print(\"no peer\")'"
+    );
+    let listener = m.send_request(
+        "tools/call",
+        json!({"name": "run", "arguments": {"command": listen}}),
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let connect = format!(
+        "python3 -c 'import socket; s=socket.socket(socket.AF_UNIX)\ntry: s.connect(b\"\\0{name}\"); print(\"connected\")\nexcept OSError as e: print(e.errno)'"
+    );
+    let r = m.call("run", json!({ "command": connect }));
+    let out = text(&r);
+    assert!(!out.starts_with("connected"), "{r}");
+    let l = m.response(listener);
+    assert_eq!(
+        text(&l["result"]),
+        "listening\nno peer\n[exit code: 0]\n",
+        "{l}"
+    );
 }

@@ -5,7 +5,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::protocol::{self, ReadReply, WriteReply};
+use super::protocol::{self, Progress, ReadReply, WriteReply};
 use super::store::{self, Status};
 use crate::result::RunResult;
 
@@ -181,7 +181,7 @@ pub fn resize(dir: &Path, cols: u16, rows: u16) -> Result<(), WriteFailed> {
         return Err(WriteFailed::NotRunning { written: 0 });
     }
     let line = format!("resize {cols} {rows}\n");
-    match protocol::ask_request(&dir.join("sock"), line.as_bytes(), &[]) {
+    match protocol::ask_request::<WriteReply>(&dir.join("sock"), line.as_bytes(), &[]) {
         None => Err(WriteFailed::NotRunning { written: 0 }),
         Some(WriteReply {
             error: Some(reason),
@@ -189,6 +189,16 @@ pub fn resize(dir: &Path, cols: u16, rows: u16) -> Result<(), WriteFailed> {
         }) => Err(WriteFailed::Refused { written: 0, reason }),
         Some(_) => Ok(()),
     }
+}
+
+/// What the running job in `dir` has written so far, without consuming
+/// any of it; `None` when it does not run (or its supervisor does not
+/// answer within 5 s).
+pub fn progress(dir: &Path) -> Option<Progress> {
+    if store::status(dir) != Status::Running {
+        return None;
+    }
+    protocol::ask_request(&dir.join("sock"), b"progress\n", &[])
 }
 
 /// How a wait for a job ended.

@@ -21,8 +21,10 @@ mod reports;
 mod store;
 mod supervisor;
 
-pub use self::client::{Waited, WriteFailed, close_stdin, kill, read, resize, wait, write};
-pub use self::protocol::{ReadReply, WriteReply};
+pub use self::client::{
+    Waited, WriteFailed, close_stdin, kill, progress, read, resize, wait, write,
+};
+pub use self::protocol::{Progress, ReadReply, WriteReply};
 pub use self::reports::{JobDetached, JobListing, JobStarted, JobWaited};
 pub use self::store::{
     JobMeta, Status, SupervisorRecord, all, jobs_root, meta, prune, result, status, supervisor,

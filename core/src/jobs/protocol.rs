@@ -10,6 +10,8 @@
 //!   sends `read\n`; the supervisor answers with one [`ReadReply`] line and
 //!   waits for the client to close, which confirms the delivery. A reply
 //!   that was not confirmed goes back to be read again.
+//! - **Progress** (client → supervisor): `progress\n`, answered with one
+//!   [`Progress`] line (the bytes written so far); nothing is consumed.
 //! - **Writes** to a `--stdin pipe` job's stdin: `write N\n` and N bytes
 //!   (at most [`MAX_WRITE`]), `close\n`, or for a `--pty` job `resize COLS
 //!   ROWS\n`; the supervisor answers with
@@ -51,6 +53,16 @@ pub struct WriteReply {
     /// absent on success.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// The answer to a `progress` request: what the command has written so
+/// far, in bytes, whether or not anyone has read it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    /// Bytes of stdout.
+    pub stdout_bytes: u64,
+    /// Bytes of stderr.
+    pub stderr_bytes: u64,
 }
 
 /// The supervisor's answer to the handoff.
@@ -338,14 +350,21 @@ pub(crate) fn serve(listener: &UnixListener, exec: &mut Execution, carry: &mut C
         let Some((line, rest)) = read_request(&stream, deadline) else {
             continue;
         };
+        if line == "progress\n" {
+            let (stdout_bytes, stderr_bytes) = exec.bytes_so_far();
+            answer(
+                &stream,
+                &Progress {
+                    stdout_bytes,
+                    stderr_bytes,
+                },
+                deadline,
+            );
+            continue;
+        }
         if line != "read\n" {
             let reply = write_request(exec, &stream, &line, rest, deadline);
-            if let Ok(mut bytes) = serde_json::to_vec(&reply) {
-                bytes.push(b'\n');
-                let left = deadline.saturating_duration_since(Instant::now());
-                let _ = stream.set_write_timeout(Some(left.max(Duration::from_millis(1))));
-                let _ = (&stream).write_all(&bytes);
-            }
+            answer(&stream, &reply, deadline);
             continue;
         }
         if !rest.is_empty() {
@@ -367,6 +386,17 @@ pub(crate) fn serve(listener: &UnixListener, exec: &mut Execution, carry: &mut C
     }
 }
 
+/// Writes `reply` as one JSON line to `stream`, within `deadline`; a
+/// client that does not take it loses it (nothing is consumed by these).
+fn answer(stream: &UnixStream, reply: &impl Serialize, deadline: Instant) {
+    if let Ok(mut bytes) = serde_json::to_vec(reply) {
+        bytes.push(b'\n');
+        let left = deadline.saturating_duration_since(Instant::now());
+        let _ = stream.set_write_timeout(Some(left.max(Duration::from_millis(1))));
+        let _ = (&*stream).write_all(&bytes);
+    }
+}
+
 /// Sends a `write` of `bytes` (at most [`MAX_WRITE`]), or a `close` when
 /// `bytes` is `None`, to the supervisor listening on `sock`; `None` when it
 /// does not answer (gone, or finished meanwhile).
@@ -378,8 +408,13 @@ pub(crate) fn ask_write(sock: &Path, bytes: Option<&[u8]>) -> Option<WriteReply>
 }
 
 /// Sends the request `line` (and `payload`) to the supervisor listening
-/// on `sock` and reads its [`WriteReply`]; `None` when it does not answer.
-pub(crate) fn ask_request(sock: &Path, line: &[u8], payload: &[u8]) -> Option<WriteReply> {
+/// on `sock` and reads its one-line answer ([`WriteReply`] or
+/// [`Progress`]); `None` when it does not answer.
+pub(crate) fn ask_request<T: serde::de::DeserializeOwned>(
+    sock: &Path,
+    line: &[u8],
+    payload: &[u8],
+) -> Option<T> {
     let mut stream = UnixStream::connect(sock).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     stream

@@ -330,7 +330,15 @@ pub async fn supervise(dir: &Path, id: &str) -> Result<(), Error> {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
-    let prepared = prepare(&spec).map_err(failed)?.piped_output();
+    // A job's output is read while it runs: pipes. A spec asking for
+    // output files is an MCP server's `run` call, whose output nobody
+    // reads before its end (the CLI refuses `--output-files` with
+    // `--background` and `--detach-after`; the server clears it for
+    // `start`).
+    let mut prepared = prepare(&spec).map_err(failed)?;
+    if !spec.output_files {
+        prepared = prepared.piped_output();
+    }
     let warnings = prepared.warnings();
     let mut exec = match start(&spec, prepared, started).map_err(failed)? {
         Started::Running(exec) => exec,
