@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dsh_exec_global_optspecs
-    string join \n C/workdir= t/timeout= signal= kill-after= stdout-max-bytes= stderr-max-bytes= file-size-max= spill-max-bytes= memory-max= pids-max= cpu-max= limits= keep= render= stdin-file= stdin= pty e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= allow-write= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream output-files q/quiet json color= h/help V/version
+    string join \n C/workdir= t/timeout= signal= idle-timeout= kill-after= stdout-max-bytes= stderr-max-bytes= file-size-max= spill-max-bytes= memory-max= pids-max= cpu-max= limits= keep= render= stdin-file= stdin= pty e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= allow-write= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream output-files q/quiet json color= h/help V/version
 end
 
 function __fish_dsh_exec_needs_command
@@ -27,6 +27,7 @@ end
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s C -l workdir -d 'Working directory of the command [default: the current directory]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s t -l timeout -d 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l signal -d 'The first signal sent at the deadline or on an abort, as timeout -s: TERM, INT, HUP, KILL, USR1, ... or a number; SIGKILL follows after --kill-after [default: TERM]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l idle-timeout -d 'End the run as at the deadline when stdout and stderr both stay silent this long while the command runs (exit 124, timeout_kind idle); 0 or none for no idle deadline [default: none]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l kill-after -d 'Grace period between SIGTERM and SIGKILL [default: 2s]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stdout-max-bytes -d 'Bytes of stdout kept (the tail, or what --keep says): 4096, 64K, 1.5M, 1MiB [default: 1MiB]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stderr-max-bytes -d 'Bytes of stderr kept (the tail, or what --keep says) [default: 1MiB]' -r
@@ -82,6 +83,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "parse-status" -d 'Re
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s C -l workdir -d 'Working directory of the command [default: the current directory]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s t -l timeout -d 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l signal -d 'The first signal sent at the deadline or on an abort, as timeout -s: TERM, INT, HUP, KILL, USR1, ... or a number; SIGKILL follows after --kill-after [default: TERM]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l idle-timeout -d 'End the run as at the deadline when stdout and stderr both stay silent this long while the command runs (exit 124, timeout_kind idle); 0 or none for no idle deadline [default: none]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l kill-after -d 'Grace period between SIGTERM and SIGKILL [default: 2s]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stdout-max-bytes -d 'Bytes of stdout kept (the tail, or what --keep says): 4096, 64K, 1.5M, 1MiB [default: 1MiB]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stderr-max-bytes -d 'Bytes of stderr kept (the tail, or what --keep says) [default: 1MiB]' -r
@@ -133,6 +135,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l max-jobs -d 'H
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -s C -l workdir -d 'Working directory of the command [default: the current directory]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -s t -l timeout -d 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l signal -d 'The first signal sent at the deadline or on an abort, as timeout -s: TERM, INT, HUP, KILL, USR1, ... or a number; SIGKILL follows after --kill-after [default: TERM]' -r
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l idle-timeout -d 'End the run as at the deadline when stdout and stderr both stay silent this long while the command runs (exit 124, timeout_kind idle); 0 or none for no idle deadline [default: none]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l kill-after -d 'Grace period between SIGTERM and SIGKILL [default: 2s]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l stdout-max-bytes -d 'Bytes of stdout kept (the tail, or what --keep says): 4096, 64K, 1.5M, 1MiB [default: 1MiB]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l stderr-max-bytes -d 'Bytes of stderr kept (the tail, or what --keep says) [default: 1MiB]' -r

@@ -497,6 +497,9 @@ pub struct RunArgs {
     /// The first signal sent at the deadline or on an abort, as timeout -s: TERM, INT, HUP, KILL, USR1, ... or a number; SIGKILL follows after --kill-after [default: TERM].
     #[arg(long, value_name = "SIG", value_parser = parse_signal)]
     pub signal: Option<Signal>,
+    /// End the run as at the deadline when stdout and stderr both stay silent this long while the command runs (exit 124, timeout_kind idle); 0 or none for no idle deadline [default: none].
+    #[arg(long, value_name = "DURATION", value_parser = timeout_value, allow_hyphen_values = true)]
+    pub idle_timeout: Option<Timeout>,
     /// Grace period between SIGTERM and SIGKILL [default: 2s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub kill_after: Option<Duration>,
@@ -629,6 +632,7 @@ impl RunArgs {
             workdir: self.workdir,
             timeout: self.timeout.map(|t| t.0),
             kill_after: self.kill_after,
+            idle_timeout: self.idle_timeout.map(|t| t.0),
             stdout_max_bytes: self.stdout_max_bytes,
             stderr_max_bytes: self.stderr_max_bytes,
             keep: self.keep,

@@ -24,6 +24,11 @@ pub(crate) struct RunParams {
     /// [default: the server's].
     #[serde(default)]
     pub(crate) timeout_ms: Option<u64>,
+    /// End the run as at the deadline when stdout and stderr stay silent
+    /// this many milliseconds (no more than the server's `--idle-timeout`;
+    /// 0 is refused) [default: the server's, else none].
+    #[serde(default)]
+    pub(crate) idle_timeout_ms: Option<u64>,
     /// Bytes of stdout kept (no more than the server's).
     #[serde(default)]
     pub(crate) stdout_max_bytes: Option<u64>,
@@ -52,6 +57,11 @@ pub(crate) struct StartParams {
     /// the server's, as `--background` with the server's flags].
     #[serde(default)]
     pub(crate) timeout_ms: Option<u64>,
+    /// End the job as at its deadline when its output stays silent this
+    /// many milliseconds (no more than the server's `--idle-timeout`; 0
+    /// is refused) [default: the server's, else none].
+    #[serde(default)]
+    pub(crate) idle_timeout_ms: Option<u64>,
     /// Run the command on a new pseudo-terminal (80x24): `write_stdin`
     /// types into it, `read` gives what it shows.
     #[serde(default)]

@@ -18,6 +18,17 @@ pub use crate::signal::Signal;
 use crate::capture::CollectedOutput;
 pub use crate::sandbox::{EnforcementLevel, NetworkEnforcement, ProtectedChangeFact, SandboxFacts};
 
+/// Which deadline ended a run ([`RunResult::timeout_kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeoutKind {
+    /// `--timeout`: the run's deadline from its start.
+    Deadline,
+    /// `--idle-timeout`: no byte on stdout or stderr for that long while
+    /// the command ran.
+    Idle,
+}
+
 /// The outcome of one run: the `--json` object of `dsh-exec`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[schemars(deny_unknown_fields)]
@@ -32,8 +43,14 @@ pub struct RunResult {
     /// Name of the signal that killed `bash` (e.g. `SIGKILL`); `null` on a normal exit.
     #[schemars(with = "Option<String>")]
     pub signal: Option<Signal>,
-    /// True when the deadline was the first cause to cut the run short.
+    /// True when the deadline, or the idle deadline, was the first cause to
+    /// cut the run short.
     pub timed_out: bool,
+    /// Which deadline ended a timed-out run: `deadline` (`--timeout`) or
+    /// `idle` (`--idle-timeout`: stdout and stderr stayed silent that
+    /// long); absent when `timed_out` is false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_kind: Option<TimeoutKind>,
     /// True when a signal sent to `dsh-exec` was the first cause to cut the run short.
     pub aborted: bool,
     /// The signal `dsh-exec` received when `aborted` (e.g. `SIGINT`); absent otherwise.
@@ -42,6 +59,10 @@ pub struct RunResult {
     pub aborted_by: Option<Signal>,
     /// The deadline applied, in milliseconds; `null` for no deadline.
     pub timeout_ms: Option<u64>,
+    /// The idle deadline applied (`--idle-timeout`), in milliseconds;
+    /// absent when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_ms: Option<u64>,
     /// Values the configuration file's caps lowered (absent when none), e.g.
     /// `timeout 2h capped at 1h by /home/u/.config/dsh-exec/config.toml`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -118,6 +118,10 @@ pub struct Spec {
     pub timeout: Sourced<Option<Duration>>,
     /// Grace period between SIGTERM and SIGKILL.
     pub kill_after: Sourced<Duration>,
+    /// `--idle-timeout`: how long stdout and stderr may both stay silent
+    /// while the command runs before the run is ended as at the deadline
+    /// (SIGTERM, grace, SIGKILL); `None` is no idle deadline.
+    pub idle_timeout: Sourced<Option<Duration>>,
     /// Tail budget of stdout, in bytes.
     pub stdout_max_bytes: Sourced<u64>,
     /// Tail budget of stderr, in bytes.
@@ -207,7 +211,9 @@ impl Spec {
         &self,
         has_room: impl FnOnce(u64) -> bool,
     ) -> Option<&'static str> {
-        if self.file_size_max.value.is_some() {
+        if self.idle_timeout.value.is_some() {
+            Some("--idle-timeout watches the output as it comes, through pipes")
+        } else if self.file_size_max.value.is_some() {
             Some("--file-size-max (RLIMIT_FSIZE) would count a file")
         } else if self.memory_max.value.is_some() {
             Some("--memory-max would be charged the output's page cache")

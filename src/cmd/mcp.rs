@@ -183,6 +183,7 @@ impl Server {
         command: &str,
         workdir: Option<&str>,
         timeout_ms: Option<u64>,
+        idle_timeout_ms: Option<u64>,
         budgets: (Option<u64>, Option<u64>),
         sandbox: Option<&str>,
         background: bool,
@@ -201,6 +202,19 @@ impl Server {
                 return Err("timeout_ms must be at least 1 (the server's deadline applies when it is absent)".into());
             }
             req.timeout = Some(Some(Duration::from_millis(ms)));
+        }
+        if let Some(ms) = idle_timeout_ms {
+            if ms == 0 {
+                return Err(
+                    "idle_timeout_ms must be at least 1 (the server's idle deadline \
+                            applies when it is absent)"
+                        .into(),
+                );
+            }
+            // Narrower only: no longer than the server's own.
+            let asked = Duration::from_millis(ms);
+            let server = self.spec.idle_timeout.value;
+            req.idle_timeout = Some(Some(server.map_or(asked, |s| s.min(asked))));
         }
         if let Some(n) = budgets.0 {
             req.stdout_max_bytes = Some(n);
@@ -327,6 +341,7 @@ impl Server {
             &p.command,
             p.workdir.as_deref(),
             p.timeout_ms,
+            p.idle_timeout_ms,
             (p.stdout_max_bytes, p.stderr_max_bytes),
             p.sandbox.as_deref(),
             false,
@@ -438,6 +453,7 @@ impl Server {
             &p.command,
             p.workdir.as_deref(),
             p.timeout_ms,
+            p.idle_timeout_ms,
             (None, None),
             p.sandbox.as_deref(),
             true,

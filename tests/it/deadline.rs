@@ -115,3 +115,108 @@ fn a_fractional_deadline_reads_back_as_written() {
     assert!(text.contains("timeout           250ms "), "{text}");
     assert!(text.contains("stdout-max-bytes  1536 "), "{text}");
 }
+
+#[test]
+fn an_idle_timeout_ends_a_command_that_stays_silent() {
+    let t0 = Instant::now();
+    let (text, status) = run(&["--idle-timeout", "300ms", "--", "echo a; sleep 30"]);
+    assert_eq!(
+        text,
+        "a\n[timed out: no output for 300ms]\n[killed by signal: SIGTERM]\n"
+    );
+    assert_eq!(status, 124);
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    let (v, status) = run_json(&["--idle-timeout", "300ms", "--", "sleep 30"]);
+    assert_eq!(status, 124);
+    assert_eq!(v["timed_out"], true);
+    assert_eq!(v["timeout_kind"], "idle");
+    assert_eq!(v["idle_timeout_ms"], 300);
+    assert_eq!(v["signal"], "SIGTERM");
+    assert_matches_schema("run-result", &v);
+}
+
+#[test]
+fn output_on_either_stream_keeps_an_idle_deadline_away() {
+    // 1.2 s in all, never 400 ms without a byte: stdout, then stderr.
+    let script = "for i in 1 2 3 4; do echo $i; sleep 0.15; echo e$i >&2; sleep 0.15; done";
+    let (v, status) = run_json(&["--idle-timeout", "400ms", "--", script]);
+    assert_eq!(status, 0, "{v}");
+    assert_eq!(v["timed_out"], false);
+    assert_eq!(v.get("timeout_kind"), None);
+    assert_eq!(v["stdout"]["text"], "1\n2\n3\n4\n");
+    assert_eq!(v["stderr"]["text"], "e1\ne2\ne3\ne4\n");
+}
+
+#[test]
+fn the_deadline_is_told_apart_from_the_idle_deadline() {
+    let (v, status) = run_json(&[
+        "--timeout",
+        "300ms",
+        "--idle-timeout",
+        "10s",
+        "--",
+        "sleep 30",
+    ]);
+    assert_eq!(status, 124);
+    assert_eq!(v["timeout_kind"], "deadline");
+    assert_eq!(v["idle_timeout_ms"], 10000);
+    let (v, _) = run_json(&["--", "true"]);
+    assert_eq!(v.get("idle_timeout_ms"), None);
+    assert_eq!(v.get("timeout_kind"), None);
+}
+
+#[test]
+fn an_idle_timeout_comes_from_the_config_file_and_parse_status_reads_its_notice() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("dsh-exec")).unwrap();
+    std::fs::write(
+        dir.path().join("dsh-exec/config.toml"),
+        "[defaults]\nidle_timeout = \"250ms\"\n",
+    )
+    .unwrap();
+    let out = dsh()
+        .env("XDG_CONFIG_HOME", dir.path())
+        .args(["--", "sleep 30"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout(&out),
+        "[timed out: no output for 250ms]\n[killed by signal: SIGTERM]\n"
+    );
+    assert_eq!(code(&out), 124);
+    let parsed = Test::new().arg("parse-status").stdin(stdout(&out)).run();
+    assert_eq!(
+        parsed.stdout,
+        "{\"exit_code\":null,\"signal\":\"SIGTERM\",\"timed_out\":true,\"aborted\":false}\n"
+    );
+}
+
+#[test]
+fn output_files_give_way_to_pipes_under_an_idle_timeout() {
+    let (v, status) = run_json(&[
+        "--output-files",
+        "--idle-timeout",
+        "300ms",
+        "--",
+        "echo x; sleep 30",
+    ]);
+    assert_eq!(status, 124);
+    assert_eq!(v["stdout"]["text"], "x\n");
+    assert_eq!(v["timeout_kind"], "idle");
+    let out = dsh()
+        .args([
+            "explain",
+            "--output-files",
+            "--idle-timeout",
+            "1s",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&out).contains("--idle-timeout watches the output as it comes, through pipes"),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -1139,3 +1139,26 @@ fn a_run_cannot_reach_the_abstract_socket_another_run_listens_on() {
         "{l}"
     );
 }
+
+#[test]
+fn a_calls_idle_timeout_is_no_longer_than_the_servers() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut m = Mcp::start(&["--idle-timeout", "300ms", "-C", ws.path().to_str().unwrap()]);
+    let r = m.call(
+        "run",
+        json!({"command": "echo a; sleep 30", "idle_timeout_ms": 60000}),
+    );
+    assert_eq!(
+        text(&r),
+        "a\n[timed out: no output for 300ms]\n[killed by signal: SIGTERM]\n",
+        "{r}"
+    );
+    assert_eq!(r["structuredContent"]["timeout_kind"], "idle");
+    let r = m.call(
+        "run",
+        json!({"command": "sleep 30", "idle_timeout_ms": 100}),
+    );
+    assert_eq!(r["structuredContent"]["idle_timeout_ms"], 100, "{r}");
+    let r = m.call("run", json!({"command": "true", "idle_timeout_ms": 0}));
+    assert_eq!(r["isError"], true, "{r}");
+}

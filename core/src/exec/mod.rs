@@ -97,9 +97,11 @@ fn not_run(spec: &Spec, started: Instant, stderr_note: &str) -> RunResult {
         exit_code: None,
         signal: None,
         timed_out: false,
+        timeout_kind: None,
         aborted: false,
         aborted_by: None,
         timeout_ms: spec.timeout.value.map(|t| t.as_millis() as u64),
+        idle_timeout_ms: spec.idle_timeout.value.map(|t| t.as_millis() as u64),
         capped: spec.capped_notes(),
         duration_ms: started.elapsed().as_millis() as u64,
         stdout: StreamCapture::new("stdout", 0).finish(),
@@ -344,6 +346,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
             workdir: spec.workdir.value.clone(),
             started,
             timeout: spec.timeout.value,
+            idle_timeout: spec.idle_timeout.value,
             capped: spec.capped_notes(),
             env_scrubbed: spec.env_scrubbed(),
             sandbox,
@@ -358,7 +361,8 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
                 .map(|s| std::mem::take(&mut s.after_run)),
         },
         procs,
-        phases: Phases::new(deadline, spec.kill_after.value),
+        phases: Phases::new(deadline, spec.kill_after.value)
+            .with_idle(spec.idle_timeout.value, Instant::now()),
         streams,
         sigchld,
         gate,
@@ -367,6 +371,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         stdin_pipe,
         stdin_kept: spec.stdin.value == crate::spec::StdinSource::Pipe || spec.pty,
         pty: pty_master,
+        seen_output: 0,
     })))
 }
 

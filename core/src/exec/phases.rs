@@ -48,6 +48,9 @@ pub(crate) trait Processes {
 pub(crate) enum Cause {
     /// The deadline passed.
     Timeout,
+    /// The idle deadline passed: no output for that long while the direct
+    /// child ran.
+    Idle,
     /// An abort was requested (a signal sent to `dsh-exec`).
     Abort(Signal),
     /// A resource limit was reached (CPU time used, or an OOM kill).
@@ -90,6 +93,8 @@ pub(crate) struct Phases {
     cause: Option<Cause>,
     deadline: Option<Instant>,
     kill_after: Duration,
+    /// `--idle-timeout`, and when output last came (or the run started).
+    idle: Option<(Duration, Instant)>,
 }
 
 /// When the loop must wake up next: the end of the current phase, and the
@@ -109,7 +114,27 @@ impl Phases {
             cause: None,
             deadline,
             kill_after,
+            idle: None,
         }
+    }
+
+    /// The same with an idle deadline: `idle` of silence from `now` on
+    /// (the start), counted again from each [`Phases::output`].
+    pub(crate) fn with_idle(mut self, idle: Option<Duration>, now: Instant) -> Phases {
+        self.idle = idle.map(|d| (d, now));
+        self
+    }
+
+    /// Output came at `now`: the idle deadline starts again.
+    pub(crate) fn output(&mut self, now: Instant) {
+        if let Some((_, last)) = self.idle.as_mut() {
+            *last = now;
+        }
+    }
+
+    /// When the idle deadline passes, unless output comes first.
+    fn idle_end(&self) -> Option<Instant> {
+        self.idle.map(|(d, last)| last + d)
     }
 
     /// The current phase.
@@ -131,7 +156,13 @@ impl Phases {
     /// When the loop must wake up next, at `now`.
     pub(crate) fn wake(&self, exited: bool, now: Instant) -> Wake {
         let (phase_end, poll) = match self.phase {
-            Phase::Running => (self.deadline, None),
+            Phase::Running => (
+                match (self.deadline, self.idle_end()) {
+                    (Some(d), Some(i)) => Some(d.min(i)),
+                    (d, i) => d.or(i),
+                },
+                None,
+            ),
             Phase::Draining { until } => (Some(until), None),
             Phase::Terminating { kill_at } => (Some(kill_at), Some(now + TREE_POLL)),
             // Without the direct child's exit there is nothing to cut
@@ -146,7 +177,15 @@ impl Phases {
     pub(crate) fn phase_ended(&mut self, now: Instant, procs: &mut impl Processes) -> Effect {
         match self.phase {
             Phase::Running => {
-                self.cause = Some(Cause::Timeout);
+                // The deadline first; the idle deadline only when no output
+                // came since the wake-up was computed.
+                if self.deadline.is_some_and(|d| now >= d) {
+                    self.cause = Some(Cause::Timeout);
+                } else if self.idle_end().is_some_and(|i| now >= i) {
+                    self.cause = Some(Cause::Idle);
+                } else {
+                    return Effect::None;
+                }
                 self.terminate(now, procs);
             }
             Phase::Draining { .. } => self.terminate(now, procs),
@@ -492,5 +531,29 @@ mod tests {
         m.poll(&mut child);
         assert_eq!(child.signals, ["TERM", "KILL", "KILL"]);
         assert_eq!(m.wake(true, t0).poll, Some(t0 + TREE_POLL));
+    }
+    #[test]
+    fn output_moves_the_idle_deadline_and_the_earlier_deadline_names_the_cause() {
+        let t0 = Instant::now();
+        let mut m = Phases::new(Some(t0 + ms(1000)), GRACE).with_idle(Some(ms(300)), t0);
+        let mut child = FakeChild::default();
+        assert_eq!(m.wake(false, t0).phase_end, Some(t0 + ms(300)));
+        m.output(t0 + ms(200));
+        // The wake-up computed before the output fires: nothing happens.
+        assert_eq!(m.phase_ended(t0 + ms(300), &mut child), Effect::None);
+        assert_eq!(m.cause(), None);
+        assert!(child.signals.is_empty());
+        assert_eq!(m.wake(false, t0 + ms(300)).phase_end, Some(t0 + ms(500)));
+        let _ = m.phase_ended(t0 + ms(500), &mut child);
+        assert_eq!(m.cause(), Some(Cause::Idle));
+        assert_eq!(child.signals, ["TERM"]);
+
+        // Output all along: the deadline comes first and is the cause.
+        let mut m = Phases::new(Some(t0 + ms(1000)), GRACE).with_idle(Some(ms(300)), t0);
+        let mut child = FakeChild::default();
+        m.output(t0 + ms(900));
+        assert_eq!(m.wake(false, t0 + ms(900)).phase_end, Some(t0 + ms(1000)));
+        let _ = m.phase_ended(t0 + ms(1000), &mut child);
+        assert_eq!(m.cause(), Some(Cause::Timeout));
     }
 }

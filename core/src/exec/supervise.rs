@@ -21,7 +21,7 @@ use super::procs::{CommandProcs, Exit};
 use super::streams::Streams;
 use crate::capture::Delta;
 use crate::error::Error;
-use crate::result::{RunResult, SandboxFacts};
+use crate::result::{RunResult, SandboxFacts, TimeoutKind};
 use crate::sandbox::AfterRun;
 use crate::sandbox::denial::{self, DenialFact, MAX_DENIALS};
 use crate::sandbox::gate::Gate;
@@ -37,6 +37,8 @@ pub(crate) struct Report {
     pub(crate) workdir: PathBuf,
     pub(crate) started: Instant,
     pub(crate) timeout: Option<Duration>,
+    /// `--idle-timeout`.
+    pub(crate) idle_timeout: Option<Duration>,
     /// Values the configuration file's caps lowered.
     pub(crate) capped: Vec<String>,
     /// The names scrubbed from the environment (`env_scrubbed`).
@@ -125,6 +127,8 @@ pub struct Execution {
     pub(crate) stdin_kept: bool,
     /// `--pty`: the terminal's master, for its window size and end-of-file.
     pub(crate) pty: Option<std::fs::File>,
+    /// Bytes of output seen so far (both streams), for the idle deadline.
+    pub(crate) seen_output: u64,
 }
 
 /// Why bytes could not be written to a command's stdin.
@@ -271,6 +275,11 @@ impl Execution {
     }
 
     fn advance(&mut self) {
+        let (out, err) = self.streams.totals();
+        if out + err != self.seen_output {
+            self.seen_output = out + err;
+            self.phases.output(Instant::now());
+        }
         if self.procs.exited() && self.streams.files_open() {
             // Output files: closed once no process left holds them (a
             // thread group whose leader exited included, which the tree
@@ -340,6 +349,11 @@ impl Execution {
         };
         let aborted_by = match self.phases.cause() {
             Some(Cause::Abort(sig)) => Some(sig),
+            _ => None,
+        };
+        let timeout_kind = match self.phases.cause() {
+            Some(Cause::Timeout) => Some(TimeoutKind::Deadline),
+            Some(Cause::Idle) => Some(TimeoutKind::Idle),
             _ => None,
         };
         let limit_cause = match self.phases.cause() {
@@ -416,10 +430,12 @@ impl Execution {
             workdir: report.workdir,
             exit_code,
             signal,
-            timed_out: self.phases.cause() == Some(Cause::Timeout),
+            timed_out: timeout_kind.is_some(),
+            timeout_kind,
             aborted: aborted_by.is_some(),
             aborted_by,
             timeout_ms: report.timeout.map(|t| t.as_millis() as u64),
+            idle_timeout_ms: report.idle_timeout.map(|t| t.as_millis() as u64),
             capped: report.capped,
             duration_ms: report.started.elapsed().as_millis() as u64,
             stdout: out,

@@ -51,6 +51,9 @@ pub struct Explanation {
     /// The grace period between the first signal and SIGKILL, in
     /// milliseconds.
     pub kill_after_ms: SourcedValue<u64>,
+    /// The idle deadline (`--idle-timeout`), in milliseconds; value `null`
+    /// for none.
+    pub idle_timeout_ms: SourcedValue<Option<u64>>,
     /// The first signal sent at the deadline or on an abort, by name
     /// (e.g. `SIGTERM`).
     #[schemars(with = "SourcedValue<String>")]
@@ -1054,6 +1057,7 @@ pub fn explanation(spec: &Spec) -> Explanation {
         workdir: sourced(&spec.workdir, lossy(&spec.workdir.value)),
         timeout_ms: sourced(&spec.timeout, spec.timeout.value.map(ms)),
         kill_after_ms: sourced(&spec.kill_after, ms(spec.kill_after.value)),
+        idle_timeout_ms: sourced(&spec.idle_timeout, spec.idle_timeout.value.map(ms)),
         signal: sourced(&spec.signal, spec.signal.value),
         stdout_max_bytes: sourced(&spec.stdout_max_bytes, spec.stdout_max_bytes.value),
         stderr_max_bytes: sourced(&spec.stderr_max_bytes, spec.stderr_max_bytes.value),
@@ -1183,6 +1187,11 @@ pub fn explain_text(spec: &Spec, color: bool) -> String {
         "kill-after",
         format_duration(spec.kill_after.value),
         note(&spec.kill_after),
+    );
+    row(
+        "idle-timeout",
+        timeout_text(spec.idle_timeout.value),
+        note(&spec.idle_timeout),
     );
     row(
         "stdout-max-bytes",

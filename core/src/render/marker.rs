@@ -68,7 +68,8 @@ pub fn parse_status(text: &str) -> Option<ParsedStatus> {
             break;
         }
         let line = seen;
-        parsed.timed_out |= line.starts_with("[timed out after ");
+        parsed.timed_out |=
+            line.starts_with("[timed out after ") || line.starts_with("[timed out: no output for ");
         parsed.aborted |= line.starts_with("[aborted by ");
         use crate::limits::LimitKind;
         for (prefix, kind) in [

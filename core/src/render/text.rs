@@ -104,11 +104,19 @@ fn notice_lines(result: &RunResult, sandbox: bool) -> Vec<String> {
         lines.push(crate::limits::notice(kind, result.limits.as_ref()));
     }
     if result.timed_out {
-        let after = result
-            .timeout_ms
-            .map(|ms| format_duration(std::time::Duration::from_millis(ms)))
-            .unwrap_or_else(|| "?".into());
-        lines.push(format!("[timed out after {after}]"));
+        let show = |ms: Option<u64>| {
+            ms.map(|ms| format_duration(std::time::Duration::from_millis(ms)))
+                .unwrap_or_else(|| "?".into())
+        };
+        lines.push(match result.timeout_kind {
+            Some(crate::result::TimeoutKind::Idle) => {
+                format!(
+                    "[timed out: no output for {}]",
+                    show(result.idle_timeout_ms)
+                )
+            }
+            _ => format!("[timed out after {}]", show(result.timeout_ms)),
+        });
     }
     if let Some(sig) = &result.aborted_by {
         lines.push(format!("[aborted by {sig}]"));
@@ -314,6 +322,7 @@ fn shape_of(line: &str) -> bool {
         || [
             "killed by signal: ",
             "timed out after ",
+            "timed out: no output for ",
             "aborted by ",
             "sandbox: ",
             "killed by the memory limit",
@@ -640,9 +649,11 @@ mod tests {
             exit_code: Some(0),
             signal: None,
             timed_out: false,
+            timeout_kind: None,
             aborted: false,
             aborted_by: None,
             timeout_ms: Some(300),
+            idle_timeout_ms: None,
             capped: vec![],
             duration_ms: 1,
             stdout: out(stdout),

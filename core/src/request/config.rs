@@ -10,6 +10,7 @@
 //! [defaults]
 //! timeout = "10m"            # durations as on the command line, or seconds
 //! kill_after = "2s"
+//! idle_timeout = "5m"         # end a run whose output stays silent this long
 //! stdout_max_bytes = "1MiB"  # sizes as on the command line, or bytes
 //! stderr_max_bytes = "1MiB"
 //! keep = "head+tail"         # as --keep
@@ -77,6 +78,10 @@ pub struct Defaults {
     /// Grace period between SIGTERM and SIGKILL.
     #[serde(default, deserialize_with = "duration")]
     pub kill_after: Option<Duration>,
+    /// `idle_timeout`: end a run whose output stays silent this long;
+    /// `Some(None)` is none (`0` or `"none"`).
+    #[serde(default, deserialize_with = "timeout")]
+    pub idle_timeout: Option<Option<Duration>>,
     /// Tail budget of stdout, in bytes.
     #[serde(default, deserialize_with = "budget")]
     pub stdout_max_bytes: Option<u64>,

@@ -41,6 +41,9 @@ pub struct Request {
     pub timeout: Option<Option<Duration>>,
     /// Grace period between SIGTERM and SIGKILL.
     pub kill_after: Option<Duration>,
+    /// `--idle-timeout`: end the run when stdout and stderr stay silent
+    /// this long; `Some(None)` asks for none.
+    pub idle_timeout: Option<Option<Duration>>,
     /// Tail budget of stdout, in bytes.
     pub stdout_max_bytes: Option<u64>,
     /// Tail budget of stderr, in bytes.
@@ -506,6 +509,7 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
         workdir,
         timeout,
         kill_after: Sourced::pick(req.kill_after, defaults.kill_after, || DEFAULT_KILL_AFTER),
+        idle_timeout: Sourced::pick(req.idle_timeout, defaults.idle_timeout, || None),
         stdout_max_bytes,
         stderr_max_bytes,
         keep: Sourced::pick(req.keep, defaults.keep, Default::default),
@@ -1101,6 +1105,7 @@ mod tests {
             workdir: Some(odd()),
             timeout: Some(Some(Duration::from_millis(1500))),
             kill_after: Some(Duration::from_millis(300)),
+            idle_timeout: Some(Some(Duration::from_millis(700))),
             stdout_max_bytes: Some(10),
             stderr_max_bytes: Some(20),
             keep: Some(crate::capture::Keep::HeadTail),
