@@ -112,8 +112,10 @@ pub fn json_schema() -> serde_json::Value {
 
 /// The fields of [`RunResult`] and its parts that are absent when empty
 /// (see [`json_schema`]).
-const SOMETIMES: [&str; 17] = [
+const SOMETIMES: [&str; 19] = [
     "limits",
+    "timeout_kind",
+    "idle_timeout_ms",
     "denials_source",
     "not_enforced",
     "spill_truncated",
