@@ -66,6 +66,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand -q 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay'
             cand --quiet 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay'
             cand --json 'Print one JSON object instead of the rendered text'
+            cand --events 'Print the run''s events as NDJSON on stdout, one JSON object a line, as they happen: start, stdout and stderr chunks (at most 20 a second each; base64 where not UTF-8), notice, denial, limit, and last exit with the whole result (as --json prints it)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -125,6 +126,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand -q 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay'
             cand --quiet 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay'
             cand --json 'Print one JSON object instead of the rendered text'
+            cand --events 'Print the run''s events as NDJSON on stdout, one JSON object a line, as they happen: start, stdout and stderr chunks (at most 20 a second each; base64 where not UTF-8), notice, denial, limit, and last exit with the whole result (as --json prints it)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
@@ -175,6 +177,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand -q 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay'
             cand --quiet 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay'
             cand --json 'Print one JSON object instead of the rendered text'
+            cand --events 'Print the run''s events as NDJSON on stdout, one JSON object a line, as they happen: start, stdout and stderr chunks (at most 20 a second each; base64 where not UTF-8), notice, denial, limit, and last exit with the whole result (as --json prints it)'
             cand --background 'Start the command as a background job and print its id (see `dsh-exec job`)'
             cand -i 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker'
             cand --interactive 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker'

@@ -612,6 +612,9 @@ pub struct RunArgs {
     /// Print one JSON object instead of the rendered text.
     #[arg(long)]
     pub json: bool,
+    /// Print the run's events as NDJSON on stdout, one JSON object a line, as they happen: start, stdout and stderr chunks (at most 20 a second each; base64 where not UTF-8), notice, denial, limit, and last exit with the whole result (as --json prints it).
+    #[arg(long, conflicts_with_all = ["json", "stream", "interactive", "background", "detach_after", "output_files", "pty"])]
+    pub events: bool,
     /// Colour the notices and the marker; never (or NO_COLOR) also removes the command's own colours on a terminal.
     #[arg(long, value_name = "WHEN", value_enum, default_value_t)]
     pub color: ColorChoice,

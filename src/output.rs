@@ -164,10 +164,31 @@ pub(crate) fn to_json(value: &impl serde::Serialize) -> String {
 /// on stdout with `--json`, and the infrastructure exit status.
 pub(crate) fn infrastructure_error(err: &Error, json: bool) -> ExitCode {
     say!("dsh-exec: error: {} ({})", err, err.code());
-    if json {
+    if EVENTS.load(std::sync::atomic::Ordering::Relaxed) {
+        let report = ErrorReport::of(err);
+        print_event(&dsh_exec_core::events::Event::Error {
+            code: report.error.code,
+            message: report.error.message,
+        });
+    } else if json {
         print_stdout(&to_json(&ErrorReport::of(err)));
     }
     status(exit::INFRASTRUCTURE)
+}
+
+/// Set by a run with `--events`: a failure is then told as an `error`
+/// event on stdout.
+pub(crate) static EVENTS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes `event` as one line on stdout (`--events`), with stdout's lock
+/// held for the whole line; a closed stdout loses it (the run goes on).
+pub(crate) fn print_event(event: &dsh_exec_core::events::Event) {
+    use std::io::Write;
+    if let Ok(mut line) = serde_json::to_vec(event) {
+        line.push(b'\n');
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(&line).and_then(|()| out.flush());
+    }
 }
 
 /// Prints warnings of a preparation, one `dsh-exec: warning: ...` line each.

@@ -32,6 +32,7 @@
 // each module uses only those before it; `docs/layout.md` explains it.
 mod capture;
 pub mod error;
+pub mod events;
 mod exec;
 pub mod exit;
 pub mod jobs;

@@ -55,6 +55,11 @@ pub fn all() -> Vec<(&'static str, serde_json::Value, &'static str)> {
             "dsh-exec explain --json",
         ),
         (
+            "event",
+            crate::events::json_schema(),
+            "dsh-exec --events, each line",
+        ),
+        (
             "parse-status",
             schema_of::<ParsedStatus>(&["detached", "limit_exceeded"]),
             "dsh-exec parse-status",

@@ -31,6 +31,7 @@ const ORDER: &[&str] = &[
     "result",
     "request",
     "render",
+    "events",
     "exec",
     "jobs",
     "schema",

@@ -35,6 +35,10 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
         return usage_error("--interactive needs a terminal on stdin");
     }
     let quiet = args.quiet;
+    let events = args.events;
+    if events {
+        crate::output::EVENTS.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let (spec, json, color) = match resolve_args(args) {
         Ok(r) => r,
         Err(code) => return code,
@@ -43,8 +47,13 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
     let started = Instant::now();
     let outcome = runtime().and_then(|rt| {
         rt.block_on(async {
-            let prepared = prepare(&spec)?;
+            let mut prepared = prepare(&spec)?;
             warn_all(&prepared.warnings());
+            if events {
+                prepared = prepared.events(std::sync::Arc::new(|event| {
+                    crate::output::print_event(&event)
+                }));
+            }
             if spec.interactive && !quiet {
                 say!("{}", interactive_banner(&spec, &prepared.writable_roots()));
             }
@@ -89,6 +98,10 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
         let reset = reset_after(&render_output(&result, shown), terminal);
         let _ =
             std::io::Write::write_all(&mut std::io::stderr(), format!("{reset}{end}").as_bytes());
+    }
+    if events {
+        // Every event, `exit` last, is written.
+        return status(result.exit_status());
     }
     let text: Vec<std::borrow::Cow<str>> = if json {
         vec![to_json(&result).into()]

@@ -24,3 +24,15 @@ fn the_tokio_example_runs_a_command_through_the_library() {
     let v: serde_json::Value = serde_json::from_str(json).unwrap();
     assert_eq!(v["timeout_ms"], 5000);
 }
+
+#[test]
+fn the_events_example_receives_the_runs_events_as_typed_values() {
+    let out = std::process::Command::new(example("events_from_tokio"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "start: echo one; sleep 0.1; echo two >&2\nstdout: one\nstderr: two\nexit: Some(0)\n"
+    );
+}

@@ -24,6 +24,7 @@ mod containment;
 mod deadline;
 mod denials;
 mod environment;
+mod events;
 mod exit_status;
 mod explain;
 mod generated_docs;

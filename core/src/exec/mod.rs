@@ -29,10 +29,11 @@ pub use self::supervise::{Execution, StdinRefusal};
 
 use self::phases::Phases;
 use self::procs::CommandProcs;
-use self::streams::{OutputFiles, Streams};
+use self::streams::{LiveCopy, OutputFiles, Streams};
 use self::supervise::Report;
 use crate::capture::StreamCapture;
 use crate::error::Error;
+use crate::events::Event;
 use crate::proctree::Tree;
 use crate::result::RunResult;
 use crate::sandbox;
@@ -114,6 +115,17 @@ fn not_run(spec: &Spec, started: Instant, stderr_note: &str) -> RunResult {
     }
 }
 
+/// A run that never started, its closing events sent where `prepared`
+/// says ([`Prepared::events`]).
+fn told_not_run(prepared: &Prepared, result: RunResult) -> Started {
+    if let Some(sink) = &prepared.events {
+        crate::events::closing(&result)
+            .into_iter()
+            .for_each(|e| sink(e));
+    }
+    Started::NotRun(Box::new(result))
+}
+
 /// Spawns the command of `spec`, prepared as `prepared`; the deadline counts
 /// from `started` (taken before preparing).
 ///
@@ -139,7 +151,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         let mut result = not_run(spec, started, "");
         result.timed_out = true;
         result.sandbox = facts(false);
-        return Ok(Started::NotRun(Box::new(result)));
+        return Ok(told_not_run(&prepared, result));
     }
     // Forked before the tree is recorded: the sweep never takes it for
     // one of the command's processes.
@@ -184,6 +196,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         && pty.is_none()
         && spec.stream.is_none()
         && !prepared.piped_output
+        && prepared.events.is_none()
         && spec
             .output_files_refusal(|bytes| prepared.spill_dir.has_room(bytes))
             .is_none())
@@ -244,7 +257,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
             );
             let mut result = not_run(spec, started, &note);
             result.sandbox = facts(true);
-            return Ok(Started::NotRun(Box::new(result)));
+            return Ok(told_not_run(&prepared, result));
         }
         Err(e) => return Err(Error::SpawnFailed(e.error)),
     };
@@ -320,6 +333,15 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
     };
     let terminal = pty_master.is_some();
     let budgets = (spec.stdout_max_bytes.value, spec.stderr_max_bytes.value);
+    // For the events: the preparation's warnings and what caps lowered.
+    let notices: Vec<String> = match &prepared.events {
+        Some(_) => prepared
+            .warnings()
+            .into_iter()
+            .chain(spec.capped_notes())
+            .collect(),
+        None => Vec::new(),
+    };
     let streams = match files {
         Some(files) => Streams::written(
             files,
@@ -334,10 +356,31 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
             spec.keep.value,
             spec.spill_max_bytes.value,
             prepared.spill_dir,
-            spec.stream,
-            spec.on_terminal,
+            match &prepared.events {
+                Some(sink) => LiveCopy::Events(sink.clone()),
+                None => LiveCopy::Shown(spec.stream, spec.on_terminal),
+            },
         )?,
     };
+    if let Some(sink) = &prepared.events {
+        sink(Event::Start(crate::events::Start {
+            command: spec.script.clone(),
+            workdir: spec.workdir.value.to_string_lossy().into_owned(),
+            pid: spawned.pid,
+            timeout_ms: spec.timeout.value.map(|t| t.as_millis() as u64),
+            idle_timeout_ms: spec.idle_timeout.value.map(|t| t.as_millis() as u64),
+            stdout_max_bytes: spec.stdout_max_bytes.value,
+            stderr_max_bytes: spec.stderr_max_bytes.value,
+            sandbox: spec
+                .sandbox
+                .as_ref()
+                .map(|p| p.mode.value.as_str().to_owned()),
+            network: spec.sandbox.as_ref().map(|p| p.network.value.to_string()),
+        }));
+        for text in notices {
+            sink(Event::Notice { text });
+        }
+    }
     Ok(Started::Running(Box::new(Execution {
         report: Report {
             usage_before,
@@ -372,6 +415,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
         stdin_kept: spec.stdin.value == crate::spec::StdinSource::Pipe || spec.pty,
         pty: pty_master,
         seen_output: 0,
+        events: prepared.events.take(),
     })))
 }
 

@@ -43,10 +43,21 @@ pub struct Prepared {
     /// into files itself: its bytes are read while it runs (a background
     /// job's `read`). See [`Prepared::piped_output`].
     pub(crate) piped_output: bool,
+    /// Where the run's events go ([`Prepared::events`]).
+    pub(crate) events: Option<crate::events::EventSink>,
     warnings: Vec<String>,
 }
 
 impl Prepared {
+    /// The same, its events sent to `sink` as they happen (`--events`; see
+    /// [`crate::events`] for their order): the output goes through pipes,
+    /// copied to `sink` in chunks besides being captured, and the run's
+    /// end sends the closing events, `exit` last.
+    pub fn events(mut self, sink: crate::events::EventSink) -> Prepared {
+        self.events = Some(sink);
+        self
+    }
+
     /// The same, its output read through pipes while the command runs:
     /// for a caller of [`crate::exec::Execution::read_delta`] (a
     /// background job), which output files do not serve.
@@ -346,6 +357,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         proxy,
         workdir_id: Some(workdir_id),
         piped_output: false,
+        events: None,
         warnings,
     })
 }

@@ -9,8 +9,10 @@ use std::os::fd::{AsFd, OwnedFd};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
+use crate::capture::utf8::{char_boundary_skip, hold_back_partial};
 use crate::capture::{Delta, SpillDir, StreamCapture};
 use crate::error::Error;
+use crate::events::{CHUNK_PERIOD, Chunk, Event, EventSink};
 use crate::render::terminal::Neutraliser;
 use crate::spec::{LiveOutput, OnTerminal};
 
@@ -57,6 +59,9 @@ struct Live {
     /// written last: whether the live output ended mid-line where the
     /// result goes.
     ends: std::sync::Arc<std::sync::Mutex<LiveEnds>>,
+    /// The copy goes to an [`EventSink`] as chunk events (`--events`), not
+    /// to this process's stdout and stderr.
+    events: bool,
 }
 
 /// What the live copy wrote last, per target.
@@ -188,6 +193,7 @@ impl Live {
             written: Default::default(),
             abandoned: Default::default(),
             ends: Default::default(),
+            events: false,
         };
         if let Some(target) = target {
             use std::io::IsTerminal;
@@ -280,6 +286,98 @@ impl Live {
         Ok(live)
     }
 
+    /// The live copy as chunk events to `sink` (see [`crate::events`]):
+    /// a thread of its own gathers each stream's bytes for
+    /// [`CHUNK_PERIOD`] at most, and never holds more than `caps` (the
+    /// streams' budgets) of a stream: past that, the oldest bytes go from
+    /// the events only, and a `notice` says how many.
+    fn events(sink: EventSink, caps: [u64; 2]) -> Result<Live, Error> {
+        use std::sync::atomic::Ordering;
+        use std::sync::mpsc::RecvTimeoutError;
+        let mut live = Live::new(None, OnTerminal::Exact)?;
+        live.target = Some(LiveOutput::Mirrored);
+        live.events = true;
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(bool, bool, Vec<u8>)>(LIVE_QUEUE);
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let written = live.written.clone();
+        let abandoned = live.abandoned.clone();
+        let caps = caps.map(|c| usize::try_from(c).unwrap_or(usize::MAX).max(4));
+        std::thread::Builder::new()
+            .name("events".into())
+            .spawn(move || {
+                let mut held: [Vec<u8>; 2] = Default::default();
+                let mut lost = [0u64; 2];
+                let mut next = std::time::Instant::now();
+                loop {
+                    let wait = if held.iter().any(|h| !h.is_empty()) || lost != [0, 0] {
+                        next.saturating_duration_since(std::time::Instant::now())
+                    } else {
+                        std::time::Duration::from_secs(3600)
+                    };
+                    let ended = match rx.recv_timeout(wait) {
+                        Ok((_, from_stderr, bytes)) => {
+                            let side = usize::from(from_stderr);
+                            let h = &mut held[side];
+                            h.extend_from_slice(&bytes);
+                            if h.len() > caps[side] {
+                                let mut cut = h.len() - caps[side];
+                                cut += char_boundary_skip(&h[cut..]);
+                                h.drain(..cut);
+                                lost[side] += cut as u64;
+                            }
+                            false
+                        }
+                        Err(RecvTimeoutError::Timeout) => false,
+                        Err(RecvTimeoutError::Disconnected) => true,
+                    };
+                    if !ended && std::time::Instant::now() < next {
+                        continue;
+                    }
+                    if abandoned.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    for side in 0..2 {
+                        let name = ["stdout", "stderr"][side];
+                        if lost[side] > 0 {
+                            sink(Event::Notice {
+                                text: format!(
+                                    "{} bytes of {name} were not sent as events (the consumer \
+                                     fell behind); the result and its spill file hold them",
+                                    lost[side]
+                                ),
+                            });
+                            lost[side] = 0;
+                        }
+                        let partial = hold_back_partial(&mut held[side], ended);
+                        let bytes = std::mem::replace(&mut held[side], partial);
+                        if bytes.is_empty() {
+                            continue;
+                        }
+                        let n = bytes.len() as u64;
+                        let chunk = Chunk::of(&bytes);
+                        sink(if side == 0 {
+                            Event::Stdout(chunk)
+                        } else {
+                            Event::Stderr(chunk)
+                        });
+                        written[side].fetch_add(n, Ordering::Relaxed);
+                    }
+                    next = std::time::Instant::now() + CHUNK_PERIOD;
+                    if ended {
+                        break;
+                    }
+                }
+                let _ = done_tx.send(());
+            })
+            .map_err(|source| Error::Runtime {
+                what: "the events thread",
+                source,
+            })?;
+        live.tx = Some(tx);
+        live.done = Some(done_rx);
+        Ok(live)
+    }
+
     fn copy(&mut self, bytes: &[u8], from_stderr: bool) {
         let to_stderr = match self.target {
             None => return,
@@ -307,6 +405,9 @@ impl Live {
         let Ok(e) = self.ends.lock() else {
             return false;
         };
+        if self.events {
+            return false;
+        }
         if self.target == Some(LiveOutput::Stderr) {
             return e.last[1].is_some_and(|b| b != b'\n');
         }
@@ -499,6 +600,15 @@ impl Stream {
     }
 }
 
+/// Where the live copy of the output goes.
+pub(crate) enum LiveCopy {
+    /// `--stream`'s target (none without it), shown as `OnTerminal` says
+    /// where it is a terminal.
+    Shown(Option<LiveOutput>, OnTerminal),
+    /// Chunk events (`--events`).
+    Events(EventSink),
+}
+
 /// stdout and stderr of the command, the spill directory they overflow
 /// into, and the live copy.
 pub(crate) struct Streams {
@@ -522,14 +632,17 @@ impl Streams {
         keep: crate::capture::Keep,
         spill_cap: u64,
         spill_dir: SpillDir,
-        live: Option<LiveOutput>,
-        on_terminal: OnTerminal,
+        live: LiveCopy,
     ) -> Result<Streams, Error> {
+        let live = match live {
+            LiveCopy::Events(sink) => Live::events(sink, [budgets.0, budgets.1])?,
+            LiveCopy::Shown(target, on_terminal) => Live::new(target, on_terminal)?,
+        };
         Ok(Streams {
             out: Stream::new(stdout, "stdout", budgets.0, keep, spill_cap, terminal)?,
             err: Stream::new(stderr, "stderr", budgets.1, keep, spill_cap, false)?,
             spill_dir,
-            live: Live::new(live, on_terminal)?,
+            live,
             files: None,
         })
     }

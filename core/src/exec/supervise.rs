@@ -129,6 +129,9 @@ pub struct Execution {
     pub(crate) pty: Option<std::fs::File>,
     /// Bytes of output seen so far (both streams), for the idle deadline.
     pub(crate) seen_output: u64,
+    /// Where the run's events go (`--events`): [`Execution::finish`]
+    /// sends the closing ones.
+    pub(crate) events: Option<crate::events::EventSink>,
 }
 
 /// Why bytes could not be written to a command's stdin.
@@ -425,7 +428,7 @@ impl Execution {
             .map(|l| l.facts());
         crate::render::plain::apply(report.render, &mut out);
         crate::render::plain::apply(report.render, &mut err);
-        RunResult {
+        let result = RunResult {
             command: report.command,
             workdir: report.workdir,
             exit_code,
@@ -445,6 +448,12 @@ impl Execution {
             resources: Some(resources),
             limit_exceeded,
             limits,
+        };
+        if let Some(sink) = &self.events {
+            crate::events::closing(&result)
+                .into_iter()
+                .for_each(|e| sink(e));
         }
+        result
     }
 }

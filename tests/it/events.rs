@@ -1,0 +1,192 @@
+//! `--events`: NDJSON on stdout, one event a line, in the order of the run
+//! (start, notices, output chunks, denials and limits, exit last), each
+//! line valid under `schema/event.schema.json`.
+use crate::support::*;
+use serde_json::{Value, json};
+
+/// Runs `dsh-exec --events ARGS`: (the events, exit status), each checked
+/// against the event schema.
+fn events(args: &[&str]) -> (Vec<Value>, i32) {
+    let out = Test::new().arg("--events").args(args).run();
+    let events: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    for e in &events {
+        assert_matches_schema("event", e);
+    }
+    (events, out.status)
+}
+
+/// The kinds of `events`, in order.
+fn kinds(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_run_is_told_in_order_with_the_whole_result_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ev, status) = events(&[
+        "-C",
+        dir.path().to_str().unwrap(),
+        "--",
+        "echo out; sleep 0.2; echo err >&2; sleep 0.2; exit 3",
+    ]);
+    assert_eq!(status, 3);
+    assert_eq!(kinds(&ev), ["start", "stdout", "stderr", "exit"]);
+    let start = &ev[0];
+    assert_eq!(
+        start["command"],
+        "echo out; sleep 0.2; echo err >&2; sleep 0.2; exit 3"
+    );
+    assert_eq!(start["workdir"], dir.path().to_str().unwrap());
+    assert!(start["pid"].as_i64().unwrap() > 1);
+    assert_eq!(start["timeout_ms"], 600_000);
+    assert_eq!(start["sandbox"], Value::Null);
+    assert_eq!(ev[1], json!({"event": "stdout", "text": "out\n"}));
+    assert_eq!(ev[2], json!({"event": "stderr", "text": "err\n"}));
+    let result = &ev[3]["result"];
+    assert_eq!(result["exit_code"], 3);
+    assert_eq!(result["stdout"]["text"], "out\n");
+    assert_eq!(result["stderr"]["text"], "err\n");
+    assert_matches_schema("run-result", result);
+}
+
+#[test]
+fn a_character_cut_between_writes_waits_and_other_bytes_are_base64() {
+    let (ev, status) = events(&[
+        "--",
+        "printf 'caf\\xc3'; sleep 0.2; printf '\\xa9\\n'; sleep 0.2; printf '\\xff\\xfe' >&2",
+    ]);
+    assert_eq!(status, 0);
+    assert_eq!(kinds(&ev), ["start", "stdout", "stdout", "stderr", "exit"]);
+    assert_eq!(ev[1]["text"], "caf");
+    assert_eq!(ev[2]["text"], "é\n");
+    assert_eq!(
+        ev[3],
+        json!({"event": "stderr", "text": "//4=", "encoding": "base64"})
+    );
+}
+
+#[test]
+fn output_past_the_budget_spills_and_the_events_stay_bounded() {
+    let (ev, status) = events(&[
+        "--stdout-max-bytes",
+        "4K",
+        "--",
+        "head -c 20000000 /dev/zero | tr '\\0' a",
+    ]);
+    assert_eq!(status, 0);
+    let result = &ev.last().unwrap()["result"];
+    assert_eq!(ev.last().unwrap()["event"], "exit");
+    assert_eq!(result["stdout"]["total_bytes"], 20_000_000);
+    let spill = result["stdout"]["spill_path"].as_str().unwrap();
+    assert_eq!(std::fs::metadata(spill).unwrap().len(), 20_000_000);
+    // No chunk holds more than the budget.
+    let chunks: Vec<usize> = ev
+        .iter()
+        .filter(|e| e["event"] == "stdout")
+        .map(|e| e["text"].as_str().unwrap().len())
+        .collect();
+    assert!(!chunks.is_empty());
+    assert!(chunks.iter().all(|n| *n <= 4096), "{chunks:?}");
+    // What the events did not carry is told, and adds up with what they did.
+    let told: u64 = ev
+        .iter()
+        .filter(|e| e["event"] == "notice")
+        .filter_map(|e| {
+            e["text"]
+                .as_str()
+                .unwrap()
+                .strip_suffix(" bytes of stdout were not sent as events (the consumer fell behind); the result and its spill file hold them")
+                .map(|n| n.parse::<u64>().unwrap())
+        })
+        .sum();
+    let sent: u64 = chunks.iter().map(|n| *n as u64).sum();
+    // Every byte was sent as an event or counted as not shown live (the
+    // told ones among them).
+    let not_sent = result["stdout"]["live_dropped_bytes"].as_u64().unwrap_or(0);
+    assert_eq!(sent + not_sent, 20_000_000, "{sent} {told} {not_sent}");
+    assert!(told <= not_sent, "{told} {not_sent}");
+    let _ = std::fs::remove_dir_all(std::path::Path::new(spill).parent().unwrap());
+}
+
+#[test]
+fn a_limit_and_the_idle_deadline_come_as_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ev, status) = events(&[
+        "--idle-timeout",
+        "300ms",
+        "--file-size-max",
+        "1K",
+        "-C",
+        dir.path().to_str().unwrap(),
+        "--",
+        "head -c 4096 /dev/zero > f; sleep 0.1; echo done; sleep 30",
+    ]);
+    assert_eq!(status, 124);
+    assert_eq!(
+        kinds(&ev),
+        ["start", "stderr", "stdout", "limit", "exit"],
+        "{ev:?}"
+    );
+    assert_eq!(ev[2]["text"], "done\n");
+    assert_eq!(ev[3], json!({"event": "limit", "kind": "file_size"}));
+    assert_eq!(ev[4]["result"]["timeout_kind"], "idle");
+}
+
+#[test]
+fn a_failure_of_dsh_exec_is_an_error_event() {
+    let (ev, status) = events(&["-C", "/nonexistent/dir", "--", "true"]);
+    assert_eq!(status, 125);
+    assert_eq!(kinds(&ev), ["error"]);
+    assert_eq!(ev[0]["code"], "WORKDIR_UNUSABLE");
+}
+
+#[test]
+fn events_exclude_the_other_output_forms() {
+    for other in ["--json", "--stream", "--output-files"] {
+        let out = Test::new().args(["--events", other, "--", "true"]).run();
+        assert_eq!(out.status, 125, "{other}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(&format!(
+                "the argument '--events' cannot be used with '{other}'"
+            )),
+            "{}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn each_denial_of_the_result_is_an_event_before_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ev, status) = events(&[
+        "--sandbox",
+        "workspace-write",
+        "-C",
+        dir.path().to_str().unwrap(),
+        "--",
+        "echo x > /etc/dsh-exec-events-test",
+    ]);
+    assert_eq!(status, 1);
+    let denials: Vec<Value> = ev
+        .iter()
+        .filter(|e| e["event"] == "denial")
+        .map(|e| {
+            let mut d = e.clone();
+            d.as_object_mut().unwrap().remove("event");
+            d
+        })
+        .collect();
+    let exit = ev.last().unwrap();
+    assert_eq!(exit["event"], "exit");
+    assert_eq!(json!(denials), exit["result"]["sandbox"]["denials"]);
+    assert_eq!(denials[0]["path"], "/etc/dsh-exec-events-test");
+    assert_eq!(ev[0]["sandbox"], "workspace-write");
+    assert_eq!(ev[0]["network"], "loopback");
+}
