@@ -1,0 +1,506 @@
+"""run, start, explain and their asyncio twins: each calls the dsh-exec binary."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import subprocess
+from collections.abc import Iterable, Mapping
+from typing import Any, Union
+
+from ._binary import find_binary
+from ._cli import (
+    Command,
+    DshExecError,
+    Duration,
+    Size,
+    StrPath,
+    command_words,
+    duration,
+    error_from_stderr,
+    reply_object,
+    run_flags,
+    stdin_bytes,
+)
+from ._results import JobRead, RunResult
+
+__all__ = ["AsyncJob", "Job", "arun", "astart", "aexplain", "explain", "run", "start"]
+
+Stdin = Union[bytes, str, None]
+_Reply = tuple[int, bytes, bytes]
+
+
+# -- calling the binary ---------------------------------------------------
+
+
+def _call(argv: list[str], data: bytes | None, *, abort: bool) -> _Reply:
+    """Runs dsh-exec to its end. When the wait is interrupted (Ctrl-C, any
+    exception), a run (``abort``) gets SIGTERM, dsh-exec's abort: it ends
+    the command's whole tree, and is awaited; a client subcommand is
+    killed."""
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        out, err = proc.communicate(data)
+    except BaseException:
+        _stop(proc, abort)
+        raise
+    return proc.returncode, out, err
+
+
+def _stop(proc: subprocess.Popen[bytes], abort: bool) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM if abort else signal.SIGKILL)
+    try:
+        proc.communicate()
+    except BaseException:
+        # Interrupted again: a second SIGTERM makes dsh-exec SIGKILL the
+        # tree at once; stop reading so that it cannot block on its reply.
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM if abort else signal.SIGKILL)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        proc.wait()
+        raise
+
+
+async def _acall(argv: list[str], data: bytes | None, *, abort: bool) -> _Reply:
+    """The asyncio form of _call: a cancelled caller sends dsh-exec SIGTERM
+    (a run: its abort, which ends the command's tree with SIGTERM, grace,
+    SIGKILL), awaits its exit, and re-raises CancelledError."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        out, err = await proc.communicate(data)
+    except BaseException:
+        await _astop(proc, abort)
+        raise
+    assert proc.returncode is not None
+    return proc.returncode, out, err
+
+
+async def _astop(proc: asyncio.subprocess.Process, abort: bool) -> None:
+    sig = signal.SIGTERM if abort else signal.SIGKILL
+    if proc.stdin is not None:
+        proc.stdin.close()
+    for attempt in (1, 2):
+        if proc.returncode is None:
+            try:
+                proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
+        try:
+            # Read its reply to the end so that it cannot block writing it.
+            await asyncio.gather(_drain(proc.stdout), _drain(proc.stderr), proc.wait())
+            return
+        except asyncio.CancelledError:
+            # Cancelled again while it aborts: the second SIGTERM makes
+            # dsh-exec SIGKILL the tree at once; a third cancellation
+            # leaves it to finish that on its own.
+            if attempt == 2:
+                raise
+
+
+async def _drain(stream: asyncio.StreamReader | None) -> None:
+    if stream is not None:
+        while await stream.read(65536):
+            pass
+
+
+def _run_argv(command: Command, flags: list[str], data: bytes | None, *lead: str) -> list[str]:
+    argv = [find_binary(), *lead, "--json", *flags]
+    if data is not None:
+        argv += ["--stdin-file", "-"]
+    return [*argv, "--", *command_words(command)]
+
+
+def _as_result(reply: _Reply) -> RunResult:
+    value = reply_object(*reply)
+    if not isinstance(value, dict) or "command" not in value:
+        raise DshExecError(
+            "NO_REPLY", f"dsh-exec printed no result: {value!r}", exit_status=reply[0]
+        )
+    return RunResult.from_json(value)
+
+
+# -- run ------------------------------------------------------------------
+
+
+def run(
+    command: Command,
+    *,
+    workdir: StrPath | None = None,
+    timeout: Duration | None = None,
+    sandbox: str | None = None,
+    network: str | None = None,
+    writable_roots: Iterable[StrPath] = (),
+    env: Mapping[str, str | None] | None = None,
+    stdin: Stdin = None,
+    stdout_max_bytes: Size | None = None,
+    stderr_max_bytes: Size | None = None,
+    kill_after: Duration | None = None,
+    extra_args: Iterable[str] = (),
+) -> RunResult:
+    """Runs one command through ``dsh-exec --json`` and returns its result.
+
+    ``command``: a str is one script for ``bash -c``; a sequence of words
+    is passed as several words, which dsh-exec shell-quotes and joins.
+    ``timeout`` and ``kill_after``: seconds or a timedelta (whole
+    milliseconds; a timeout of 0 means no deadline), or a duration string.
+    ``env``: ``-e KEY=VALUE`` each (a None value: ``-e KEY``, passed through).
+    ``stdin``: bytes or str fed to the command (``--stdin-file -``); else
+    its stdin is closed. ``extra_args``: more dsh-exec options, as given.
+    Unset options take dsh-exec's defaults (and its configuration file's).
+
+    A nonzero exit, a timeout, an abort or a denial is a result; only
+    dsh-exec's own failures raise DshExecError.
+    """
+    flags = run_flags(
+        workdir=workdir, timeout=timeout, sandbox=sandbox, network=network,
+        writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
+        stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
+    )  # fmt: skip
+    data = stdin_bytes(stdin)
+    return _as_result(_call(_run_argv(command, flags, data), data, abort=True))
+
+
+async def arun(
+    command: Command,
+    *,
+    workdir: StrPath | None = None,
+    timeout: Duration | None = None,
+    sandbox: str | None = None,
+    network: str | None = None,
+    writable_roots: Iterable[StrPath] = (),
+    env: Mapping[str, str | None] | None = None,
+    stdin: Stdin = None,
+    stdout_max_bytes: Size | None = None,
+    stderr_max_bytes: Size | None = None,
+    kill_after: Duration | None = None,
+    extra_args: Iterable[str] = (),
+) -> RunResult:
+    """run() on an asyncio subprocess. A task cancelled while it waits sends
+    dsh-exec SIGTERM (its abort: the command's whole tree gets SIGTERM, then
+    SIGKILL after the grace period), awaits dsh-exec's exit, and re-raises
+    CancelledError; a second cancellation meanwhile makes the SIGKILL
+    immediate."""
+    flags = run_flags(
+        workdir=workdir, timeout=timeout, sandbox=sandbox, network=network,
+        writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
+        stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
+    )  # fmt: skip
+    data = stdin_bytes(stdin)
+    return _as_result(await _acall(_run_argv(command, flags, data), data, abort=True))
+
+
+# -- explain --------------------------------------------------------------
+
+
+def _as_explanation(reply: _Reply) -> dict[str, Any]:
+    value = reply_object(*reply)
+    if not isinstance(value, dict):
+        raise DshExecError(
+            "NO_REPLY", f"dsh-exec explain printed no object: {value!r}", exit_status=reply[0]
+        )
+    return value
+
+
+def explain(
+    command: Command,
+    *,
+    workdir: StrPath | None = None,
+    timeout: Duration | None = None,
+    sandbox: str | None = None,
+    network: str | None = None,
+    writable_roots: Iterable[StrPath] = (),
+    env: Mapping[str, str | None] | None = None,
+    stdout_max_bytes: Size | None = None,
+    stderr_max_bytes: Size | None = None,
+    kill_after: Duration | None = None,
+    extra_args: Iterable[str] = (),
+) -> dict[str, Any]:
+    """The resolved spec, environment and confinement of a run, as
+    ``dsh-exec explain --json`` prints it (schema/explain.schema.json);
+    nothing is run."""
+    flags = run_flags(
+        workdir=workdir, timeout=timeout, sandbox=sandbox, network=network,
+        writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
+        stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
+    )  # fmt: skip
+    argv = [find_binary(), "explain", "--json", *flags, "--", *command_words(command)]
+    return _as_explanation(_call(argv, None, abort=False))
+
+
+async def aexplain(
+    command: Command,
+    *,
+    workdir: StrPath | None = None,
+    timeout: Duration | None = None,
+    sandbox: str | None = None,
+    network: str | None = None,
+    writable_roots: Iterable[StrPath] = (),
+    env: Mapping[str, str | None] | None = None,
+    stdout_max_bytes: Size | None = None,
+    stderr_max_bytes: Size | None = None,
+    kill_after: Duration | None = None,
+    extra_args: Iterable[str] = (),
+) -> dict[str, Any]:
+    """explain() on an asyncio subprocess."""
+    flags = run_flags(
+        workdir=workdir, timeout=timeout, sandbox=sandbox, network=network,
+        writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
+        stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
+    )  # fmt: skip
+    argv = [find_binary(), "explain", "--json", *flags, "--", *command_words(command)]
+    return _as_explanation(await _acall(argv, None, abort=False))
+
+
+# -- background jobs ------------------------------------------------------
+
+
+def _start_argv(
+    command: Command, flags: list[str], data: bytes | None, stdin_pipe: bool
+) -> list[str]:
+    if stdin_pipe:
+        flags = [*flags, "--stdin", "pipe"]
+    return _run_argv(command, flags, data, "--background")
+
+
+def _started(reply: _Reply) -> tuple[str, int, str]:
+    value = reply_object(*reply)
+    if not isinstance(value, dict) or "job_id" not in value:
+        raise DshExecError(
+            "NO_REPLY", f"dsh-exec --background printed no job: {value!r}", exit_status=reply[0]
+        )
+    return str(value["job_id"]), int(value.get("pid", 0)), str(value.get("dir", ""))
+
+
+def _read_reply(reply: _Reply) -> JobRead:
+    value = reply_object(*reply)
+    if not isinstance(value, dict):
+        raise DshExecError(
+            "NO_REPLY", f"dsh-exec job read printed no object: {value!r}", exit_status=reply[0]
+        )
+    return JobRead.from_json(value)
+
+
+def _wait_argv(job_id: str, timeout: Duration | None) -> list[str]:
+    argv = [find_binary(), "job", "wait", "--json"]
+    if timeout is not None:
+        argv += ["--timeout", duration("timeout", timeout)]
+    return [*argv, "--", job_id]
+
+
+def _wait_reply(job_id: str, reply: _Reply) -> RunResult | None:
+    value = reply_object(*reply)
+    if isinstance(value, dict) and "command" in value:
+        return RunResult.from_json(value)
+    status = value.get("status") if isinstance(value, dict) else None
+    if status == "running":
+        return None
+    if status == "lost":
+        raise DshExecError(
+            "JOB_LOST",
+            f"job {job_id} is lost: its supervisor ended without a result",
+            exit_status=reply[0],
+            stderr=reply[2].decode("utf-8", "replace"),
+        )
+    raise DshExecError("NO_REPLY", f"dsh-exec job wait printed {value!r}", exit_status=reply[0])
+
+
+def _write_argv(job_id: str, data: bytes, timeout: Duration | None) -> list[str]:
+    """``job write``: the data from this process's stdin, as it is (no
+    escapes); without data, ``--close``."""
+    argv = [find_binary(), "job", "write"]
+    if timeout is not None:
+        argv += ["--timeout", duration("timeout", timeout)]
+    if not data:
+        argv.append("--close")
+    argv += ["--", job_id]
+    if data:
+        argv.append("-")
+    return argv
+
+
+# `job write --close` on a job that has ended: its stdin is closed already.
+_CLOSED_BY_ITS_END = re.compile(r"^dsh-exec: job \S+ is not running \(0 bytes written\)$")
+
+
+def _write_reply(reply: _Reply, closing: bool) -> None:
+    status, _, err = reply
+    if status == 0:
+        return
+    if status == 1:
+        text = err.decode("utf-8", "replace").strip()
+        if closing and _CLOSED_BY_ITS_END.match(text):
+            return
+        raise DshExecError(
+            "JOB_WRITE_REFUSED", text.removeprefix("dsh-exec: "), exit_status=status, stderr=text
+        )
+    raise error_from_stderr(status, err, default_code="NO_REPLY")
+
+
+def _kill_reply(reply: _Reply) -> bool:
+    status, _, err = reply
+    if status == 0:
+        return True
+    if status == 1:
+        return False
+    raise error_from_stderr(status, err, default_code="NO_REPLY")
+
+
+class _JobBase:
+    __slots__ = ("id", "pid", "dir")
+
+    def __init__(self, job_id: str, pid: int, dir: str) -> None:
+        self.id = job_id
+        """The job's id (``dsh-exec job read ID`` in a shell follows it too)."""
+        self.pid = pid
+        """The command's pid (its bash; 0 when it never ran)."""
+        self.dir = dir
+        """The job's state directory."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(id={self.id!r}, pid={self.pid})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _JobBase) and type(other) is type(self) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+
+class Job(_JobBase):
+    """A background job started by start(); each method calls ``dsh-exec job``."""
+
+    __slots__ = ()
+
+    def read(self) -> JobRead:
+        """The output since the previous read (consuming), the status, and
+        the result once finished (``job read --json``)."""
+        return _read_reply(
+            _call([find_binary(), "job", "read", "--json", "--", self.id], None, abort=False)
+        )
+
+    def write(
+        self, data: bytes | str, close: bool = False, *, timeout: Duration | None = None
+    ) -> None:
+        """Appends ``data`` (exact bytes; a str is UTF-8) to the stdin of a
+        job started with ``stdin_pipe=True``, then closes it if ``close``
+        (``job write``). Raises DshExecError ``JOB_WRITE_REFUSED`` when the
+        job cannot take it (not running, no pipe, the command closed its
+        stdin, or nothing taken for ``timeout``, 10 s by default)."""
+        raw = stdin_bytes(data) or b""
+        # Two calls: `job write ID - --close` fails as "not running (0 bytes
+        # written)" when the command took the data and ended before the close.
+        if raw:
+            _write_reply(_call(_write_argv(self.id, raw, timeout), raw, abort=False), False)
+        if close:
+            _write_reply(_call(_write_argv(self.id, b"", timeout), None, abort=False), True)
+
+    def wait(self, timeout: Duration | None = None) -> RunResult | None:
+        """Blocks until the job ends and returns its result; None when
+        ``timeout`` passed first (the job keeps running). Raises
+        DshExecError ``JOB_LOST`` for a job whose supervisor died."""
+        return _wait_reply(self.id, _call(_wait_argv(self.id, timeout), None, abort=False))
+
+    def kill(self) -> bool:
+        """Kills the job's whole tree (SIGTERM, grace, SIGKILL); False when
+        it had already ended."""
+        return _kill_reply(_call([find_binary(), "job", "kill", "--", self.id], None, abort=False))
+
+
+class AsyncJob(_JobBase):
+    """A background job started by astart(): Job's methods as coroutines."""
+
+    __slots__ = ()
+
+    async def read(self) -> JobRead:
+        return _read_reply(
+            await _acall([find_binary(), "job", "read", "--json", "--", self.id], None, abort=False)
+        )
+
+    async def write(
+        self, data: bytes | str, close: bool = False, *, timeout: Duration | None = None
+    ) -> None:
+        raw = stdin_bytes(data) or b""
+        if raw:
+            _write_reply(await _acall(_write_argv(self.id, raw, timeout), raw, abort=False), False)
+        if close:
+            _write_reply(await _acall(_write_argv(self.id, b"", timeout), None, abort=False), True)
+
+    async def wait(self, timeout: Duration | None = None) -> RunResult | None:
+        return _wait_reply(self.id, await _acall(_wait_argv(self.id, timeout), None, abort=False))
+
+    async def kill(self) -> bool:
+        return _kill_reply(
+            await _acall([find_binary(), "job", "kill", "--", self.id], None, abort=False)
+        )
+
+
+def start(
+    command: Command,
+    *,
+    workdir: StrPath | None = None,
+    timeout: Duration | None = None,
+    sandbox: str | None = None,
+    network: str | None = None,
+    writable_roots: Iterable[StrPath] = (),
+    env: Mapping[str, str | None] | None = None,
+    stdin: Stdin = None,
+    stdin_pipe: bool = False,
+    stdout_max_bytes: Size | None = None,
+    stderr_max_bytes: Size | None = None,
+    kill_after: Duration | None = None,
+    extra_args: Iterable[str] = (),
+) -> Job:
+    """Starts the command as a background job (``--background --json``).
+
+    The options are run()'s; a job has no deadline unless ``timeout`` (or
+    the configuration file) gives one. ``stdin_pipe=True`` keeps its stdin
+    open for Job.write (``--stdin pipe``)."""
+    flags = run_flags(
+        workdir=workdir, timeout=timeout, sandbox=sandbox, network=network,
+        writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
+        stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
+    )  # fmt: skip
+    data = stdin_bytes(stdin)
+    return Job(*_started(_call(_start_argv(command, flags, data, stdin_pipe), data, abort=False)))
+
+
+async def astart(
+    command: Command,
+    *,
+    workdir: StrPath | None = None,
+    timeout: Duration | None = None,
+    sandbox: str | None = None,
+    network: str | None = None,
+    writable_roots: Iterable[StrPath] = (),
+    env: Mapping[str, str | None] | None = None,
+    stdin: Stdin = None,
+    stdin_pipe: bool = False,
+    stdout_max_bytes: Size | None = None,
+    stderr_max_bytes: Size | None = None,
+    kill_after: Duration | None = None,
+    extra_args: Iterable[str] = (),
+) -> AsyncJob:
+    """start() on an asyncio subprocess; the job's methods are coroutines."""
+    flags = run_flags(
+        workdir=workdir, timeout=timeout, sandbox=sandbox, network=network,
+        writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
+        stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
+    )  # fmt: skip
+    data = stdin_bytes(stdin)
+    return AsyncJob(
+        *_started(await _acall(_start_argv(command, flags, data, stdin_pipe), data, abort=False))
+    )
