@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import signal
 import subprocess
@@ -130,7 +131,20 @@ def _as_result(reply: _Reply) -> RunResult:
         raise DshExecError(
             "NO_REPLY", f"dsh-exec printed no result: {value!r}", exit_status=reply[0]
         )
-    return RunResult.from_json(value)
+    return _with_warnings(RunResult.from_json(value), reply[2])
+
+
+_WARNING = "dsh-exec: warning: "
+
+
+def _warnings(stderr: bytes) -> tuple[str, ...]:
+    lines = stderr.decode("utf-8", "replace").splitlines()
+    return tuple(line[len(_WARNING) :] for line in lines if line.startswith(_WARNING))
+
+
+def _with_warnings(result: RunResult, stderr: bytes) -> RunResult:
+    warnings = _warnings(stderr)
+    return dataclasses.replace(result, warnings=warnings) if warnings else result
 
 
 # -- run ------------------------------------------------------------------
@@ -276,13 +290,18 @@ def _start_argv(
     return _run_argv(command, flags, data, "--background")
 
 
-def _started(reply: _Reply) -> tuple[str, int, str]:
+def _started(reply: _Reply) -> tuple[str, int, str, tuple[str, ...]]:
     value = reply_object(*reply)
     if not isinstance(value, dict) or "job_id" not in value:
         raise DshExecError(
             "NO_REPLY", f"dsh-exec --background printed no job: {value!r}", exit_status=reply[0]
         )
-    return str(value["job_id"]), int(value.get("pid", 0)), str(value.get("dir", ""))
+    return (
+        str(value["job_id"]),
+        int(value.get("pid", 0)),
+        str(value.get("dir", "")),
+        _warnings(reply[2]),
+    )
 
 
 def _read_reply(reply: _Reply) -> JobRead:
@@ -360,15 +379,17 @@ def _kill_reply(reply: _Reply) -> bool:
 
 
 class _JobBase:
-    __slots__ = ("id", "pid", "dir")
+    __slots__ = ("id", "pid", "dir", "warnings")
 
-    def __init__(self, job_id: str, pid: int, dir: str) -> None:
+    def __init__(self, job_id: str, pid: int, dir: str, warnings: tuple[str, ...] = ()) -> None:
         self.id = job_id
         """The job's id (``dsh-exec job read ID`` in a shell follows it too)."""
         self.pid = pid
         """The command's pid (its bash; 0 when it never ran)."""
         self.dir = dir
         """The job's state directory."""
+        self.warnings = warnings
+        """What dsh-exec warned of on stderr as it started the job."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self.id!r}, pid={self.pid})"

@@ -27,12 +27,13 @@ __all__ = [
 
 T = TypeVar("T")
 
-# Marks the one field of each class that is not a schema property.
-_EXTRA = {"dsh_exec_extra": True}
+# Marks the fields that are not schema properties: each class's ``extra``,
+# and RunResult.warnings (from dsh-exec's stderr).
+_NOT_IN_SCHEMA = {"dsh_exec_not_in_schema": True}
 
 
 def _extra() -> Any:
-    return field(default_factory=dict, compare=False, repr=False, metadata=_EXTRA)
+    return field(default_factory=dict, compare=False, repr=False, metadata=_NOT_IN_SCHEMA)
 
 
 def _build(
@@ -46,7 +47,7 @@ def _build(
     if not isinstance(data, Mapping):
         raise TypeError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}")
     convert = convert or {}
-    known = {f.name for f in fields(cls) if not f.metadata.get("dsh_exec_extra")}  # type: ignore[arg-type]
+    known = {f.name for f in fields(cls) if not f.metadata.get("dsh_exec_not_in_schema")}  # type: ignore[arg-type]
     kwargs: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     for key, value in data.items():
@@ -290,6 +291,9 @@ class RunResult:
     capped: tuple[str, ...] | None = None
     limits: Limits | None = None
     extra: Mapping[str, Any] = _extra()
+    warnings: tuple[str, ...] = field(default=(), metadata=_NOT_IN_SCHEMA)
+    """What dsh-exec warned of on stderr (``dsh-exec: warning: ...``), one
+    line each, e.g. a writable root it skipped: not part of the JSON."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunResult:

@@ -75,3 +75,16 @@ def test_an_unknown_job_is_a_usage_error() -> None:
             call()
         assert caught.value.code == "USAGE"
         assert caught.value.message == "no such job: jnosuchjob"
+
+
+def test_start_keeps_the_warnings(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    job = dsh_exec.start(
+        "echo done", workdir=tmp_path, sandbox="workspace-write", writable_roots=[missing]
+    )
+    assert job.warnings == (
+        f"writable root {missing} skipped: No such file or directory (os error 2)",
+    )
+    result = job.wait(timeout=10)
+    assert result is not None
+    assert result.stdout.text == "done\n"

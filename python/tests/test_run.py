@@ -196,3 +196,15 @@ def test_an_interrupted_run_aborts_the_tree() -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert processes_with_arg(marker) == set()
+
+
+def test_warnings_on_stderr_are_kept(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    result = dsh_exec.run(
+        "true", workdir=tmp_path, sandbox="workspace-write", writable_roots=[missing]
+    )
+    assert result.exit_code == 0
+    assert result.warnings == (
+        f"writable root {missing} skipped: No such file or directory (os error 2)",
+    )
+    assert dsh_exec.run("true").warnings == ()

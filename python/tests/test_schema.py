@@ -46,7 +46,7 @@ def objects(schema: dict[str, Any]) -> list[tuple[str, set[str]]]:
 
 
 def field_names(cls: type[Any]) -> set[str]:
-    return {f.name for f in dataclasses.fields(cls) if not f.metadata.get("dsh_exec_extra")}
+    return {f.name for f in dataclasses.fields(cls) if not f.metadata.get("dsh_exec_not_in_schema")}
 
 
 @pytest.mark.parametrize("schema_name", ["run-result", "job-read"])
