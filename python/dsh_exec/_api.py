@@ -155,6 +155,7 @@ def run(
     *,
     workdir: StrPath | None = None,
     timeout: Duration | None = None,
+    idle_timeout: Duration | None = None,
     sandbox: str | None = None,
     network: str | None = None,
     writable_roots: Iterable[StrPath] = (),
@@ -169,8 +170,11 @@ def run(
 
     ``command``: a str is one script for ``bash -c``; a sequence of words
     is passed as several words, which dsh-exec shell-quotes and joins.
-    ``timeout`` and ``kill_after``: seconds or a timedelta (whole
-    milliseconds; a timeout of 0 means no deadline), or a duration string.
+    ``timeout``, ``idle_timeout`` and ``kill_after``: seconds or a
+    timedelta (whole milliseconds; a timeout of 0 means no deadline), or a
+    duration string. ``idle_timeout`` ends the run as at the deadline when
+    stdout and stderr both stay silent that long (``timeout_kind`` is then
+    ``"idle"``).
     ``env``: ``-e KEY=VALUE`` each (a None value: ``-e KEY``, passed through).
     ``stdin``: bytes or str fed to the command (``--stdin-file -``); else
     its stdin is closed. ``extra_args``: more dsh-exec options, as given.
@@ -180,7 +184,8 @@ def run(
     dsh-exec's own failures raise DshExecError.
     """
     flags = run_flags(
-        workdir=workdir, timeout=timeout, sandbox=sandbox, network=network,
+        workdir=workdir, timeout=timeout, idle_timeout=idle_timeout, sandbox=sandbox,
+        network=network,
         writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
         stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
     )  # fmt: skip
@@ -193,6 +198,7 @@ async def arun(
     *,
     workdir: StrPath | None = None,
     timeout: Duration | None = None,
+    idle_timeout: Duration | None = None,
     sandbox: str | None = None,
     network: str | None = None,
     writable_roots: Iterable[StrPath] = (),
@@ -209,7 +215,8 @@ async def arun(
     CancelledError; a second cancellation meanwhile makes the SIGKILL
     immediate."""
     flags = run_flags(
-        workdir=workdir, timeout=timeout, sandbox=sandbox, network=network,
+        workdir=workdir, timeout=timeout, idle_timeout=idle_timeout, sandbox=sandbox,
+        network=network,
         writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
         stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
     )  # fmt: skip
@@ -234,6 +241,7 @@ def explain(
     *,
     workdir: StrPath | None = None,
     timeout: Duration | None = None,
+    idle_timeout: Duration | None = None,
     sandbox: str | None = None,
     network: str | None = None,
     writable_roots: Iterable[StrPath] = (),
@@ -247,7 +255,8 @@ def explain(
     ``dsh-exec explain --json`` prints it (schema/explain.schema.json);
     nothing is run."""
     flags = run_flags(
-        workdir=workdir, timeout=timeout, sandbox=sandbox, network=network,
+        workdir=workdir, timeout=timeout, idle_timeout=idle_timeout, sandbox=sandbox,
+        network=network,
         writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
         stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
     )  # fmt: skip
@@ -260,6 +269,7 @@ async def aexplain(
     *,
     workdir: StrPath | None = None,
     timeout: Duration | None = None,
+    idle_timeout: Duration | None = None,
     sandbox: str | None = None,
     network: str | None = None,
     writable_roots: Iterable[StrPath] = (),
@@ -271,7 +281,8 @@ async def aexplain(
 ) -> dict[str, Any]:
     """explain() on an asyncio subprocess."""
     flags = run_flags(
-        workdir=workdir, timeout=timeout, sandbox=sandbox, network=network,
+        workdir=workdir, timeout=timeout, idle_timeout=idle_timeout, sandbox=sandbox,
+        network=network,
         writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
         stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
     )  # fmt: skip
@@ -474,6 +485,7 @@ def start(
     *,
     workdir: StrPath | None = None,
     timeout: Duration | None = None,
+    idle_timeout: Duration | None = None,
     sandbox: str | None = None,
     network: str | None = None,
     writable_roots: Iterable[StrPath] = (),
@@ -491,7 +503,8 @@ def start(
     the configuration file) gives one. ``stdin_pipe=True`` keeps its stdin
     open for Job.write (``--stdin pipe``)."""
     flags = run_flags(
-        workdir=workdir, timeout=timeout, sandbox=sandbox, network=network,
+        workdir=workdir, timeout=timeout, idle_timeout=idle_timeout, sandbox=sandbox,
+        network=network,
         writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
         stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
     )  # fmt: skip
@@ -504,6 +517,7 @@ async def astart(
     *,
     workdir: StrPath | None = None,
     timeout: Duration | None = None,
+    idle_timeout: Duration | None = None,
     sandbox: str | None = None,
     network: str | None = None,
     writable_roots: Iterable[StrPath] = (),
@@ -517,7 +531,8 @@ async def astart(
 ) -> AsyncJob:
     """start() on an asyncio subprocess; the job's methods are coroutines."""
     flags = run_flags(
-        workdir=workdir, timeout=timeout, sandbox=sandbox, network=network,
+        workdir=workdir, timeout=timeout, idle_timeout=idle_timeout, sandbox=sandbox,
+        network=network,
         writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
         stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
     )  # fmt: skip

@@ -91,6 +91,7 @@ def run_flags(
     *,
     workdir: StrPath | None,
     timeout: Duration | None,
+    idle_timeout: Duration | None = None,
     sandbox: str | None,
     network: str | None,
     writable_roots: Iterable[StrPath],
@@ -106,6 +107,8 @@ def run_flags(
         args += ["-C", os.fspath(workdir)]
     if timeout is not None:
         args += ["--timeout", duration("timeout", timeout)]
+    if idle_timeout is not None:
+        args += ["--idle-timeout", duration("idle_timeout", idle_timeout)]
     if kill_after is not None:
         args += ["--kill-after", duration("kill_after", kill_after)]
     if sandbox is not None:

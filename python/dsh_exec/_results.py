@@ -290,6 +290,11 @@ class RunResult:
     aborted_by: str | None = None
     capped: tuple[str, ...] | None = None
     limits: Limits | None = None
+    timeout_kind: str | None = None
+    """When ``timed_out``: ``deadline`` (``timeout``) or ``idle``
+    (``idle_timeout``: no output for that long); None otherwise."""
+    idle_timeout_ms: int | None = None
+    """The idle deadline applied, in milliseconds; None when there was none."""
     extra: Mapping[str, Any] = _extra()
     warnings: tuple[str, ...] = field(default=(), metadata=_NOT_IN_SCHEMA)
     """What dsh-exec warned of on stderr (``dsh-exec: warning: ...``), one

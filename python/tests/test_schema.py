@@ -122,3 +122,32 @@ def test_unknown_keys_are_kept_not_fatal() -> None:
     assert result.sandbox.denials[0].extra == {"new_denial_key": [1]}
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.exit_code = 1  # type: ignore[misc]
+
+
+def test_every_event_kind_has_its_class() -> None:
+    """Each variant of schema/event.schema.json against the class events()
+    yields for it: a new kind, or a property added to one, fails here."""
+    schema = load("event")
+    carried = {
+        # kind: (class, how its properties map to the class's fields)
+        "start": (dsh_exec.StartEvent, None),
+        "stdout": (dsh_exec.OutputEvent, {"text", "encoding"}),
+        "stderr": (dsh_exec.OutputEvent, {"text", "encoding"}),
+        "notice": (dsh_exec.NoticeEvent, None),
+        "denial": (dsh_exec.DenialEvent, None),
+        "limit": (dsh_exec.LimitEvent, None),
+        "exit": (dsh_exec.ExitEvent, None),
+        "error": (dsh_exec.DshExecError, {"code", "message"}),
+    }
+    kinds = {v["properties"]["event"]["const"]: v for v in schema["oneOf"]}
+    assert set(kinds) == set(carried)
+    for kind, variant in kinds.items():
+        properties = set(variant["properties"]) - {"event"}
+        cls, mapped = carried[kind]
+        if kind == "denial":
+            expected = field_names(dsh_exec.Denial)
+        elif mapped is not None:
+            expected = mapped
+        else:
+            expected = field_names(cls)
+        assert properties == expected, f"{kind}: {properties} against {cls.__name__}"
