@@ -49,6 +49,10 @@ def test_leaving_the_loop_early_ends_the_commands_tree() -> None:
     stream = dsh_exec.events(f"echo up; sleep {marker}")
     for event in stream:
         if isinstance(event, dsh_exec.OutputEvent):
+            # bash starts the sleep right after the echo.
+            deadline = time.monotonic() + 5
+            while not processes_with_arg(marker) and time.monotonic() < deadline:
+                time.sleep(0.02)
             assert processes_with_arg(marker)
             break
     stream.close()
