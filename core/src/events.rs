@@ -19,8 +19,8 @@
 //! Memory stays bounded: each stream's chunk in the making holds at most
 //! that stream's budget (`--stdout-max-bytes`, `--stderr-max-bytes`); a
 //! consumer slower than the command loses the oldest of it from the events
-//! only, says so in a `notice`, and the capture and the spill file keep
-//! every byte, as under `--stream`.
+//! only, told by a `dropped` event that counts the bytes, and the capture
+//! and the spill file keep every byte, as under `--stream`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,11 +56,18 @@ pub enum Event {
     Stdout(Chunk),
     /// Output the command wrote on stderr.
     Stderr(Chunk),
-    /// A warning of the preparation, a value a cap lowered, or output the
-    /// events could not carry.
+    /// A warning of the preparation, or a value a cap lowered.
     Notice {
         /// The notice, one line.
         text: String,
+    },
+    /// Output the events could not carry: a consumer slower than the
+    /// command (the result and its spill file still hold it).
+    Dropped {
+        /// `stdout` or `stderr`.
+        stream: String,
+        /// How many bytes, since the previous `dropped` event of the stream.
+        bytes: u64,
     },
     /// A refusal of the sandbox, as the result's `sandbox.denials` has it
     /// (sent when the run has ended).

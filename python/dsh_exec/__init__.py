@@ -12,6 +12,7 @@ from ._binary import find_binary
 from ._cli import Command, DshExecError, Duration, Size
 from ._events import (
     DenialEvent,
+    DroppedEvent,
     Event,
     ExitEvent,
     LimitEvent,
@@ -39,6 +40,7 @@ __all__ = [
     "Command",
     "Denial",
     "DenialEvent",
+    "DroppedEvent",
     "DshExecError",
     "Duration",
     "Event",

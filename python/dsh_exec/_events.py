@@ -37,6 +37,7 @@ __all__ = [
     "OutputEvent",
     "StartEvent",
     "DenialEvent",
+    "DroppedEvent",
     "aevents",
     "events",
 ]
@@ -73,10 +74,19 @@ class OutputEvent:
 
 @dataclass(frozen=True)
 class NoticeEvent:
-    """A warning of the preparation, a value a cap lowered, or output the
-    events could not carry (the result's spill file has it)."""
+    """A warning of the preparation, or a value a cap lowered."""
 
     text: str
+
+
+@dataclass(frozen=True)
+class DroppedEvent:
+    """Output the events could not carry (a consumer slower than the
+    command): ``bytes`` of ``stream`` since its previous DroppedEvent. The
+    result's tail and spill file still hold them."""
+
+    stream: str
+    bytes: int
 
 
 @dataclass(frozen=True)
@@ -102,7 +112,9 @@ class ExitEvent:
     result: RunResult
 
 
-Event = Union[StartEvent, OutputEvent, NoticeEvent, DenialEvent, LimitEvent, ExitEvent]
+Event = Union[
+    StartEvent, OutputEvent, NoticeEvent, DroppedEvent, DenialEvent, LimitEvent, ExitEvent
+]
 
 
 def _event(line: bytes, stderr: bytes) -> Event | None:
@@ -119,6 +131,8 @@ def _event(line: bytes, stderr: bytes) -> Event | None:
         return OutputEvent(kind, data)
     if kind == "notice":
         return NoticeEvent(str(value.get("text", "")))
+    if kind == "dropped":
+        return DroppedEvent(str(value.get("stream", "")), int(value.get("bytes", 0)))
     if kind == "denial":
         return DenialEvent(Denial.from_json({k: v for k, v in value.items() if k != "event"}))
     if kind == "limit":
@@ -159,7 +173,8 @@ def events(
     extra_args: Iterable[str] = (),
 ) -> Iterator[Event]:
     """Runs one command as run() does and yields its events as they happen:
-    StartEvent, NoticeEvents, OutputEvents (at most 20 a second per stream),
+    StartEvent, NoticeEvents, OutputEvents (at most 20 a second per stream;
+    a DroppedEvent counts what a consumer too slow for the command missed),
     DenialEvents and a LimitEvent when the run has ended, and last an
     ExitEvent with the result. The options are run()'s.
 

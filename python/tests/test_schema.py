@@ -134,6 +134,7 @@ def test_every_event_kind_has_its_class() -> None:
         "stdout": (dsh_exec.OutputEvent, {"text", "encoding"}),
         "stderr": (dsh_exec.OutputEvent, {"text", "encoding"}),
         "notice": (dsh_exec.NoticeEvent, None),
+        "dropped": (dsh_exec.DroppedEvent, None),
         "denial": (dsh_exec.DenialEvent, None),
         "limit": (dsh_exec.LimitEvent, None),
         "exit": (dsh_exec.ExitEvent, None),

@@ -290,7 +290,7 @@ impl Live {
     /// a thread of its own gathers each stream's bytes for
     /// [`CHUNK_PERIOD`] at most, and never holds more than `caps` (the
     /// streams' budgets) of a stream: past that, the oldest bytes go from
-    /// the events only, and a `notice` says how many.
+    /// the events only, and a `dropped` event says how many.
     fn events(sink: EventSink, caps: [u64; 2]) -> Result<Live, Error> {
         use std::sync::atomic::Ordering;
         use std::sync::mpsc::RecvTimeoutError;
@@ -339,12 +339,9 @@ impl Live {
                     for side in 0..2 {
                         let name = ["stdout", "stderr"][side];
                         if lost[side] > 0 {
-                            sink(Event::Notice {
-                                text: format!(
-                                    "{} bytes of {name} were not sent as events (the consumer \
-                                     fell behind); the result and its spill file hold them",
-                                    lost[side]
-                                ),
+                            sink(Event::Dropped {
+                                stream: name.into(),
+                                bytes: lost[side],
                             });
                             lost[side] = 0;
                         }
