@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark of the MCP server: a `run` tool call's round trip for `true`
 # (JSON-RPC over the server's stdin and stdout, the server already up)
-# beside a direct `dsh-exec -- true` spawn, and four `sleep 1` calls at
-# once (parallel runs), in one run. Prints a markdown
+# beside a direct `dsh-exec -- true` spawn and a `bash -c true` spawn (what
+# the call would cost with nothing of dsh-exec's around it), and four
+# `sleep 1` calls at once (parallel runs), in one run. Prints a markdown
 # table, figures only.
 #
 #   bash bench/mcp.sh                              # 200 calls and spawns
@@ -61,7 +62,7 @@ request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
 server.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
 server.stdin.flush()
 
-calls, spawns = [], []
+calls, spawns, bashes = [], [], []
 for i in range(RUNS + 10):
     t0 = time.perf_counter_ns()
     r = request("tools/call", {"name": "run", "arguments": {"command": "true"}})
@@ -71,9 +72,13 @@ for i in range(RUNS + 10):
     subprocess.run([BIN, "--", "true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                    env=env, check=True)
     t3 = time.perf_counter_ns()
+    subprocess.run(["bash", "-c", "true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   env=env, check=True)
+    t4 = time.perf_counter_ns()
     if i >= 10:
         calls.append((t1 - t0) / 1e6)
         spawns.append((t3 - t2) / 1e6)
+        bashes.append((t4 - t3) / 1e6)
 # Parallel runs: four `sleep 1` calls sent at once, from the first request
 # to the last response (one at a time would take 4 s; the target
 # is under 1.5 s).
@@ -104,8 +109,10 @@ def p90(xs):
 mc, ms = statistics.median(calls), statistics.median(spawns)
 print("| Measure | Runs | Median | p90 | Difference |")
 print("|---|---:|---:|---:|---|")
-print(f"| `run` tool call for `true` (server up) | {RUNS} | {mc:.2f} ms | {p90(calls):.2f} ms | {mc - ms:+.2f} ms vs a spawn |")
+mb = statistics.median(bashes)
+print(f"| `run` tool call for `true` (server up) | {RUNS} | {mc:.2f} ms | {p90(calls):.2f} ms | {mc - ms:+.2f} ms vs a spawn, {mc - mb:+.2f} ms vs bash (target <= +0.5 ms) |")
 print(f"| `dsh-exec -- true` spawn | {RUNS} | {ms:.2f} ms | {p90(spawns):.2f} ms | |")
+print(f"| `bash -c true` spawn | {RUNS} | {mb:.2f} ms | {p90(bashes):.2f} ms | |")
 mp = statistics.median(parallel)
 print(f"| 4 `run` calls of `sleep 1` at once, wall | {PAR_RUNS} | {mp:.2f} s | {max(parallel):.2f} s (max) | target < 1.5 s |")
 PY

@@ -515,7 +515,8 @@ fn the_official_python_sdk_drives_the_server() {
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     assert_eq!(
         stdout(&out),
-        "tools: kill,list,read,run,start,wait,write_stdin\nrun: [exit code: 3]\npty: 42\n"
+        "tools: kill,list,read,run,start,wait,write_stdin\nrun: [exit code: 3]\npty: 42\n\
+         parallel: 4 runs\ncancel one: the other ran on\n"
     );
 }
 
@@ -1161,4 +1162,33 @@ fn a_calls_idle_timeout_is_no_longer_than_the_servers() {
     assert_eq!(r["structuredContent"]["idle_timeout_ms"], 100, "{r}");
     let r = m.call("run", json!({"command": "true", "idle_timeout_ms": 0}));
     assert_eq!(r["isError"], true, "{r}");
+}
+
+#[test]
+fn a_hundred_calls_at_once_run_at_most_max_parallel_at_a_time_and_all_answer() {
+    let ws = tempfile::tempdir().unwrap();
+    let log = ws.path().join("log");
+    let mut m = Mcp::start(&["--max-parallel", "3", "-C", ws.path().to_str().unwrap()]);
+    // Each run writes `+` when it starts and `-` when it ends (appends of
+    // one byte: never interleaved).
+    let command = format!(
+        "printf + >> {log}; sleep 0.05; printf - >> {log}",
+        log = log.display()
+    );
+    let commands: Vec<&str> = (0..100).map(|_| command.as_str()).collect();
+    let results = run_all(&mut m, &commands);
+    assert_eq!(results.len(), 100);
+    for r in &results {
+        assert_eq!(text(r), "[exit code: 0]\n", "{r}");
+    }
+    let marks = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(marks.len(), 200);
+    let (mut running, mut most) = (0i32, 0i32);
+    for c in marks.chars() {
+        running += if c == '+' { 1 } else { -1 };
+        most = most.max(running);
+    }
+    assert_eq!(running, 0);
+    assert!(most <= 3, "{most} at once: {marks}");
+    assert!(most >= 2, "never in parallel: {marks}");
 }
