@@ -72,6 +72,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if t.is_empty() {
         return Err("empty duration (expected e.g. 500ms, 30s, 2m, 1h30m)".into());
     }
+    if t.starts_with('-') {
+        return Err(format!(
+            "invalid duration '{t}': a duration cannot be negative (0 or none: no limit)"
+        ));
+    }
     let d = if t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         let secs: f64 = t
             .parse()

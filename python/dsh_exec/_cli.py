@@ -78,6 +78,10 @@ def command_words(command: Command) -> list[str]:
         return [command]
     if isinstance(command, (bytes, bytearray)):
         raise TypeError("command: expected a str or a sequence of str, got bytes")
+    if not isinstance(command, Sequence):
+        raise TypeError(
+            f"command: expected a str or a sequence of str, got {type(command).__name__}"
+        )
     words = list(command)
     for word in words:
         if not isinstance(word, str):
@@ -101,7 +105,19 @@ def run_flags(
     kill_after: Duration | None,
     extra_args: Iterable[str],
 ) -> list[str]:
-    """The options of a run, explain or background start, in flag form."""
+    """The options of a run, explain or background start, in flag form.
+    Raises TypeError (naming the argument) for a value of the wrong type,
+    before anything runs."""
+    for name, value in (("sandbox", sandbox), ("network", network)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name}: expected a str, got {type(value).__name__}")
+    if env is not None and not isinstance(env, Mapping):
+        raise TypeError(f"env: expected a mapping of names to values, got {type(env).__name__}")
+    sizes = (("stdout_max_bytes", stdout_max_bytes), ("stderr_max_bytes", stderr_max_bytes))
+    for name, size in sizes:
+        if size is not None and (isinstance(size, bool) or not isinstance(size, (int, str))):
+            kind = type(size).__name__
+            raise TypeError(f"{name}: expected bytes (int) or a size string, got {kind}")
     args: list[str] = []
     if workdir is not None:
         args += ["-C", os.fspath(workdir)]
@@ -139,7 +155,10 @@ def stdin_bytes(stdin: bytes | str | None) -> bytes | None:
         return None
     if isinstance(stdin, str):
         return stdin.encode()
-    return bytes(stdin)
+    if isinstance(stdin, (bytes, bytearray, memoryview)):
+        return bytes(stdin)
+    # bytes(123) would be 123 NUL bytes: refuse anything but bytes and text.
+    raise TypeError(f"stdin: expected bytes or str, got {type(stdin).__name__}")
 
 
 def _decode(data: bytes) -> str:

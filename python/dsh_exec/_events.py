@@ -29,6 +29,8 @@ from ._cli import (
 )
 from ._results import Denial, RunResult
 
+Stdin = Union[bytes, str, None]
+
 __all__ = [
     "Event",
     "ExitEvent",
@@ -166,7 +168,7 @@ def events(
     network: str | None = None,
     writable_roots: Iterable[StrPath] = (),
     env: Mapping[str, str | None] | None = None,
-    stdin: bytes | str | None = None,
+    stdin: Stdin = None,
     stdout_max_bytes: Size | None = None,
     stderr_max_bytes: Size | None = None,
     kill_after: Duration | None = None,
@@ -232,7 +234,7 @@ async def aevents(
     network: str | None = None,
     writable_roots: Iterable[StrPath] = (),
     env: Mapping[str, str | None] | None = None,
-    stdin: bytes | str | None = None,
+    stdin: Stdin = None,
     stdout_max_bytes: Size | None = None,
     stderr_max_bytes: Size | None = None,
     kill_after: Duration | None = None,

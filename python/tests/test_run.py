@@ -208,3 +208,29 @@ def test_warnings_on_stderr_are_kept(tmp_path: Path) -> None:
         f"writable root {missing} skipped: No such file or directory (os error 2)",
     )
     assert dsh_exec.run("true").warnings == ()
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"stdin": 123}, "stdin: expected bytes or str, got int"),
+        ({"stdin": True}, "stdin: expected bytes or str, got bool"),
+        ({"sandbox": 5}, "sandbox: expected a str, got int"),
+        ({"network": ["deny"]}, "network: expected a str, got list"),
+        ({"env": ["A=1"]}, "env: expected a mapping of names to values, got list"),
+        (
+            {"stdout_max_bytes": 1.5},
+            "stdout_max_bytes: expected bytes (int) or a size string, got float",
+        ),
+    ],
+)
+def test_a_wrong_type_is_a_type_error_naming_the_argument(kwargs, message) -> None:
+    with pytest.raises(TypeError) as caught:
+        dsh_exec.run("true", **kwargs)
+    assert str(caught.value) == message
+
+
+def test_no_command_is_a_type_error() -> None:
+    with pytest.raises(TypeError) as caught:
+        dsh_exec.run(None)  # type: ignore[arg-type]
+    assert str(caught.value) == "command: expected a str or a sequence of str, got NoneType"

@@ -29,6 +29,11 @@ fn a_file_as_workdir_is_an_infrastructure_error() {
 fn bad_durations_and_sizes_are_usage_errors() {
     assert_refused(&["--timeout", "abc"], 125, "--timeout");
     assert_refused(&["--timeout", "-1"], 125, "--timeout");
+    assert_refused(
+        &["--idle-timeout", "-1"],
+        125,
+        "invalid duration '-1': a duration cannot be negative (0 or none: no limit)",
+    );
     assert_refused(&["--timeout", ""], 125, "--timeout");
     assert_refused(&["--kill-after", "5 parsecs"], 125, "--kill-after");
     assert_refused(&["--stdout-max-bytes", "-1"], 125, "--stdout-max-bytes");
