@@ -448,7 +448,10 @@ class Job(_JobBase):
 
     def kill(self) -> bool:
         """Kills the job's whole tree (SIGTERM, grace, SIGKILL); False when
-        it had already ended."""
+        it had already ended. Run as root, a job's shell is the init of its
+        own PID namespace and ignores SIGTERM, so this takes the grace
+        period (``kill_after``, 2 s by default) unless the command handles
+        SIGTERM itself (docs/jobs.md)."""
         return _kill_reply(_call([find_binary(), "job", "kill", "--", self.id], None, abort=False))
 
 
