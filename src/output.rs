@@ -182,12 +182,34 @@ pub(crate) static EVENTS: std::sync::atomic::AtomicBool = std::sync::atomic::Ato
 
 /// Writes `event` as one line on stdout (`--events`), with stdout's lock
 /// held for the whole line; a closed stdout loses it (the run goes on).
+/// A stdout left non-blocking by whoever started `dsh-exec` is waited on
+/// (poll(2) for POLLOUT) when full, so that no line is ever cut.
 pub(crate) fn print_event(event: &dsh_exec_core::events::Event) {
-    use std::io::Write;
-    if let Ok(mut line) = serde_json::to_vec(event) {
-        line.push(b'\n');
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(&line).and_then(|()| out.flush());
+    use std::os::fd::AsFd;
+    let Ok(mut line) = serde_json::to_vec(event) else {
+        return;
+    };
+    line.push(b'\n');
+    // The lock keeps lines whole between threads; the bytes go straight to
+    // the descriptor (nothing else writes to stdout under --events, so
+    // std's buffer is empty).
+    let out = std::io::stdout().lock();
+    let fd = out.as_fd();
+    let mut rest = &line[..];
+    while !rest.is_empty() {
+        match nix::unistd::write(fd, rest) {
+            Ok(0) => return,
+            Ok(n) => rest = &rest[n..],
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(nix::errno::Errno::EAGAIN) => {
+                let mut fds = [nix::poll::PollFd::new(fd, nix::poll::PollFlags::POLLOUT)];
+                match nix::poll::poll(&mut fds, nix::poll::PollTimeout::NONE) {
+                    Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                    Err(_) => return,
+                }
+            }
+            Err(_) => return,
+        }
     }
 }
 

@@ -220,3 +220,33 @@ fn output_files_give_way_to_pipes_under_an_idle_timeout() {
         stdout(&out)
     );
 }
+
+#[test]
+fn output_written_while_dsh_exec_was_stopped_counts_before_the_idle_deadline() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    // The command writes every 100 ms; dsh-exec is stopped for 2.5 s
+    // (longer than the idle deadline): on SIGCONT, the lines waiting in
+    // the pipe are read before the idle deadline is judged.
+    let child = dsh()
+        .args([
+            "--json",
+            "--idle-timeout",
+            "1s",
+            "--",
+            "for i in $(seq 1 30); do echo $i; sleep 0.1; done",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = Pid::from_raw(child.id() as i32);
+    std::thread::sleep(Duration::from_millis(500));
+    kill(pid, Signal::SIGSTOP).unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    kill(pid, Signal::SIGCONT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["timed_out"], false, "{v}");
+    let expected: String = (1..=30).map(|i| format!("{i}\n")).collect();
+    assert_eq!(v["stdout"]["text"], expected);
+}

@@ -132,6 +132,13 @@ impl Phases {
         }
     }
 
+    /// Whether a phase end at `now` could be the idle deadline's (the run
+    /// goes on and its deadline, if any, has not passed): output already
+    /// waiting in the pipes must be read before it is judged.
+    pub(crate) fn idle_may_end(&self, now: Instant) -> bool {
+        self.phase == Phase::Running && self.idle.is_some() && self.deadline.is_none_or(|d| now < d)
+    }
+
     /// When the idle deadline passes, unless output comes first.
     fn idle_end(&self) -> Option<Instant> {
         self.idle.map(|(d, last)| last + d)

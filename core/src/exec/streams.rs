@@ -36,6 +36,11 @@ const DEFAULT_PIPE_CAPACITY: usize = 64 * 1024;
 /// most 16 MiB.
 const LIVE_QUEUE: usize = 64;
 
+/// One read handed to the live copy's thread: (to this process's stderr,
+/// from the command's stderr, bytes of the same stream the queue dropped
+/// just before these, the bytes).
+type LiveChunk = (bool, bool, u64, Vec<u8>);
+
 /// The live copy of the output for `--stream`, written by a thread of its
 /// own: a reader that is slow (or stalled: `dsh-exec --stream ... | sleep`)
 /// never holds up the supervision loop, its deadline or its aborts. Past
@@ -43,7 +48,7 @@ const LIVE_QUEUE: usize = 64;
 /// (the capture and the spill file keep every byte) and counted. A write
 /// error (a closed stdout) ends the copy to that target, never the run.
 struct Live {
-    tx: Option<std::sync::mpsc::SyncSender<(bool, bool, Vec<u8>)>>,
+    tx: Option<std::sync::mpsc::SyncSender<LiveChunk>>,
     /// Told when the writer has written everything queued.
     done: Option<std::sync::mpsc::Receiver<()>>,
     target: Option<LiveOutput>,
@@ -62,6 +67,17 @@ struct Live {
     /// The copy goes to an [`EventSink`] as chunk events (`--events`), not
     /// to this process's stdout and stderr.
     events: bool,
+    /// Bytes of (stdout, stderr) the queue dropped since its last chunk:
+    /// handed over with the next one, so that the events thread never
+    /// joins bytes across a gap and says how many are missing there.
+    gap: [u64; 2],
+    /// The gaps left at the end, for the events thread once the queue is
+    /// closed.
+    tail_gap: std::sync::Arc<[std::sync::atomic::AtomicU64; 2]>,
+    /// Held by the events thread while it sends an event, and by the end of
+    /// the run once it stops waiting for that thread: after it, the thread
+    /// sends nothing more, so the closing events (`exit` last) come last.
+    sending: std::sync::Arc<std::sync::Mutex<()>>,
 }
 
 /// What the live copy wrote last, per target.
@@ -194,6 +210,9 @@ impl Live {
             abandoned: Default::default(),
             ends: Default::default(),
             events: false,
+            gap: [0, 0],
+            tail_gap: Default::default(),
+            sending: Default::default(),
         };
         if let Some(target) = target {
             use std::io::IsTerminal;
@@ -217,7 +236,7 @@ impl Live {
                     .filter(|_| to_terminal(to_stderr))
                     .map(Neutraliser::new)
             });
-            let (tx, rx) = std::sync::mpsc::sync_channel::<(bool, bool, Vec<u8>)>(LIVE_QUEUE);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<LiveChunk>(LIVE_QUEUE);
             let (done_tx, done_rx) = std::sync::mpsc::channel();
             let written = live.written.clone();
             let abandoned = live.abandoned.clone();
@@ -255,7 +274,7 @@ impl Live {
                         }
                         ok
                     };
-                    for (to_stderr, from_stderr, bytes) in rx {
+                    for (to_stderr, from_stderr, _, bytes) in rx {
                         let side = usize::from(from_stderr);
                         targets[side] = to_stderr;
                         let shown = match &mut neutralisers[side] {
@@ -297,26 +316,84 @@ impl Live {
         let mut live = Live::new(None, OnTerminal::Exact)?;
         live.target = Some(LiveOutput::Mirrored);
         live.events = true;
-        let (tx, rx) = std::sync::mpsc::sync_channel::<(bool, bool, Vec<u8>)>(LIVE_QUEUE);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<LiveChunk>(LIVE_QUEUE);
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         let written = live.written.clone();
         let abandoned = live.abandoned.clone();
+        let tail_gap = live.tail_gap.clone();
+        let sending = live.sending.clone();
         let caps = caps.map(|c| usize::try_from(c).unwrap_or(usize::MAX).max(4));
+        // Sends one event unless the end of the run has stopped waiting for
+        // this thread (then nothing more: the closing events are last).
+        let emit = move |event: Event| -> bool {
+            let Ok(_held) = sending.lock() else {
+                return false;
+            };
+            if abandoned.load(Ordering::SeqCst) {
+                return false;
+            }
+            sink(event);
+            true
+        };
         std::thread::Builder::new()
             .name("events".into())
             .spawn(move || {
                 let mut held: [Vec<u8>; 2] = Default::default();
                 let mut lost = [0u64; 2];
                 let mut next = std::time::Instant::now();
-                loop {
+                // Sends what `side` holds (all of it when `whole`, else up
+                // to a character cut at its end), after a `dropped` event
+                // for the bytes lost before it; false once stopped.
+                let send = |side: usize,
+                            held: &mut [Vec<u8>; 2],
+                            lost: &mut [u64; 2],
+                            whole: bool|
+                 -> bool {
+                    let name = ["stdout", "stderr"][side];
+                    if lost[side] > 0 {
+                        let bytes = std::mem::take(&mut lost[side]);
+                        if !emit(Event::Dropped {
+                            stream: name.into(),
+                            bytes,
+                        }) {
+                            return false;
+                        }
+                    }
+                    let partial = hold_back_partial(&mut held[side], whole);
+                    let bytes = std::mem::replace(&mut held[side], partial);
+                    if bytes.is_empty() {
+                        return true;
+                    }
+                    let n = bytes.len() as u64;
+                    let chunk = Chunk::of(&bytes);
+                    let sent = emit(if side == 0 {
+                        Event::Stdout(chunk)
+                    } else {
+                        Event::Stderr(chunk)
+                    });
+                    if sent {
+                        written[side].fetch_add(n, Ordering::Relaxed);
+                    }
+                    sent
+                };
+                'run: loop {
                     let wait = if held.iter().any(|h| !h.is_empty()) || lost != [0, 0] {
                         next.saturating_duration_since(std::time::Instant::now())
                     } else {
                         std::time::Duration::from_secs(3600)
                     };
                     let ended = match rx.recv_timeout(wait) {
-                        Ok((_, from_stderr, bytes)) => {
+                        Ok((_, from_stderr, gap, bytes)) => {
                             let side = usize::from(from_stderr);
+                            if gap > 0 {
+                                // Never join bytes across what the queue
+                                // dropped: what is held goes out now, then
+                                // the count of the missing bytes.
+                                if !send(side, &mut held, &mut lost, true) {
+                                    break 'run;
+                                }
+                                lost[side] += gap;
+                            }
                             let h = &mut held[side];
                             h.extend_from_slice(&bytes);
                             if h.len() > caps[side] {
@@ -333,31 +410,18 @@ impl Live {
                     if !ended && std::time::Instant::now() < next {
                         continue;
                     }
-                    if abandoned.load(Ordering::SeqCst) {
-                        break;
-                    }
                     for side in 0..2 {
-                        let name = ["stdout", "stderr"][side];
-                        if lost[side] > 0 {
-                            sink(Event::Dropped {
-                                stream: name.into(),
-                                bytes: lost[side],
-                            });
-                            lost[side] = 0;
+                        if !send(side, &mut held, &mut lost, ended) {
+                            break 'run;
                         }
-                        let partial = hold_back_partial(&mut held[side], ended);
-                        let bytes = std::mem::replace(&mut held[side], partial);
-                        if bytes.is_empty() {
-                            continue;
+                        if ended {
+                            // What the queue dropped after its last chunk
+                            // comes after all that was held.
+                            lost[side] += tail_gap[side].load(Ordering::SeqCst);
+                            if !send(side, &mut held, &mut lost, true) {
+                                break 'run;
+                            }
                         }
-                        let n = bytes.len() as u64;
-                        let chunk = Chunk::of(&bytes);
-                        sink(if side == 0 {
-                            Event::Stdout(chunk)
-                        } else {
-                            Event::Stderr(chunk)
-                        });
-                        written[side].fetch_add(n, Ordering::Relaxed);
                     }
                     next = std::time::Instant::now() + CHUNK_PERIOD;
                     if ended {
@@ -383,9 +447,15 @@ impl Live {
         };
         let Some(tx) = &self.tx else { return };
         let side = usize::from(from_stderr);
-        match tx.try_send((to_stderr, from_stderr, bytes.to_vec())) {
-            Ok(()) => self.queued[side] += bytes.len() as u64,
-            Err(_) => self.dropped[side] += bytes.len() as u64,
+        match tx.try_send((to_stderr, from_stderr, self.gap[side], bytes.to_vec())) {
+            Ok(()) => {
+                self.queued[side] += bytes.len() as u64;
+                self.gap[side] = 0;
+            }
+            Err(_) => {
+                self.dropped[side] += bytes.len() as u64;
+                self.gap[side] += bytes.len() as u64;
+            }
         }
     }
 
@@ -425,6 +495,9 @@ impl Live {
 
     fn finish(&mut self) -> [u64; 2] {
         use std::sync::atomic::Ordering;
+        for (side, gap) in self.gap.iter().enumerate() {
+            self.tail_gap[side].store(*gap, Ordering::SeqCst);
+        }
         drop(self.tx.take());
         if let Some(done) = self.done.take()
             && done.recv_timeout(LIVE_FLUSH).is_err()
@@ -433,6 +506,10 @@ impl Live {
             // the result (both hold the stream's lock) but is counted as
             // not shown: waiting for it could wait forever.
             self.abandoned.store(true, Ordering::SeqCst);
+            if self.events {
+                // The event being sent goes first; none follows it.
+                drop(self.sending.lock());
+            }
         }
         let mut dropped = self.dropped;
         for (side, d) in dropped.iter_mut().enumerate() {
@@ -748,6 +825,19 @@ impl Streams {
             r = out.read() => out.took(r, live, spill_dir, false),
             r = err.read() => err.took(r, live, spill_dir, true),
         }
+    }
+
+    /// Whether a pipe has bytes waiting to be read now, asked of the kernel
+    /// (poll(2) with no wait), not of the runtime, whose readiness may lag
+    /// behind after this process was stopped.
+    pub(crate) fn output_waiting(&self) -> bool {
+        let mut fds: Vec<nix::poll::PollFd> = [&self.out, &self.err]
+            .iter()
+            .filter_map(|s| s.pipe.as_ref())
+            .map(|p| nix::poll::PollFd::new(p.as_fd(), nix::poll::PollFlags::POLLIN))
+            .collect();
+        !fds.is_empty()
+            && nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO).is_ok_and(|n| n > 0)
     }
 
     /// True when both pipes are closed (or their reading was cut off), and

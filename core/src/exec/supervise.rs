@@ -319,6 +319,15 @@ impl Execution {
                 _ = self.streams.read_some() => {}
                 _ = self.sigchld.recv() => self.poll_exit()?,
                 _ = sleep_opt(wake.phase_end) => {
+                    // Bytes the command wrote while this process was stopped
+                    // or starved wait in the pipes: they count before the
+                    // idle deadline is judged (one read; the loop then
+                    // computes the idle deadline again).
+                    if self.phases.idle_may_end(Instant::now()) && self.streams.output_waiting() {
+                        self.streams.read_some().await;
+                        self.advance();
+                        continue;
+                    }
                     if self.phases.phase_ended(Instant::now(), &mut self.procs) == Effect::StopReading {
                         self.streams.stop_reading();
                     }
