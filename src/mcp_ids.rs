@@ -50,16 +50,23 @@ pub(crate) struct UniqueIds<T> {
     /// `receive` in progress whenever another event comes first: the next
     /// `receive` finishes writing it before it reads on.
     refusal: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    /// Cancelled when the client's input ends (end-of-file), at once: rmcp
+    /// itself lets the calls in flight run up to 5 s more before its
+    /// session ends.
+    ended: tokio_util::sync::CancellationToken,
 }
 
 impl<T: Transport<RoleServer>> UniqueIds<T> {
-    pub(crate) fn new(inner: T) -> Self {
+    /// `inner` with its ids made unique; `ended` is cancelled when the
+    /// client's input ends.
+    pub(crate) fn new(inner: T, ended: tokio_util::sync::CancellationToken) -> Self {
         UniqueIds {
             inner,
             ours: HashMap::new(),
             theirs: HashMap::new(),
             last: 0,
             refusal: None,
+            ended,
         }
     }
 
@@ -151,7 +158,10 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for UniqueIds<T> {
                 refusal.await;
                 self.refusal = None;
             }
-            let message = self.inner.receive().await?;
+            let Some(message) = self.inner.receive().await else {
+                self.ended.cancel();
+                return None;
+            };
             if let Some(message) = self.incoming(message) {
                 return Some(message);
             }

@@ -151,6 +151,19 @@ def _event(line: bytes, stderr: bytes) -> Event | None:
     return None
 
 
+async def _lines(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
+    """The lines of ``stream``, however long (StreamReader.readline stops
+    at its buffer limit; an ``exit`` event carries the whole result)."""
+    held = bytearray()
+    while chunk := await stream.read(1 << 20):
+        held += chunk
+        while (end := held.find(b"\n")) >= 0:
+            yield bytes(held[: end + 1])
+            del held[: end + 1]
+    if held:
+        yield bytes(held)
+
+
 def _argv(command: Command, flags: list[str], data: bytes | None) -> list[str]:
     argv = [find_binary(), "--events", *flags]
     if data is not None:
@@ -200,9 +213,13 @@ def events(
     ended = False
     try:
         if proc.stdin is not None and data is not None:
-            # dsh-exec reads all of --stdin-file - before the command starts.
-            proc.stdin.write(data)
-            proc.stdin.close()
+            # dsh-exec reads all of --stdin-file - before the command starts;
+            # one that failed first (a bad workdir) says why on stdout.
+            try:
+                proc.stdin.write(data)
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
         assert proc.stdout is not None
         for line in proc.stdout:
             event = _event(line, b"")
@@ -254,16 +271,18 @@ async def aevents(
         stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        limit=64 << 20,
     )
     ended = False
     try:
         if proc.stdin is not None and data is not None:
-            proc.stdin.write(data)
-            await proc.stdin.drain()
-            proc.stdin.close()
+            try:
+                proc.stdin.write(data)
+                await proc.stdin.drain()
+                proc.stdin.close()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
         assert proc.stdout is not None
-        while line := await proc.stdout.readline():
+        async for line in _lines(proc.stdout):
             event = _event(line, b"")
             if event is None:
                 continue

@@ -81,3 +81,33 @@ def test_run_with_an_idle_timeout() -> None:
     result = dsh_exec.run("sleep 30", idle_timeout=0.2)
     assert (result.timed_out, result.timeout_kind, result.idle_timeout_ms) == (True, "idle", 200)
     assert dsh_exec.run("true").timeout_kind is None
+
+
+def test_aevents_takes_an_exit_event_larger_than_asyncio_s_line_limit() -> None:
+    # The exit event's line holds the 2 MB tail: far past StreamReader's
+    # 64 KiB line limit.
+    async def main() -> list[dsh_exec.Event]:
+        command = "head -c 2000000 /dev/zero | tr '\\0' a"
+        return [e async for e in dsh_exec.aevents(command, stdout_max_bytes="2M")]
+
+    got = asyncio.run(main())
+    end = got[-1]
+    assert isinstance(end, dsh_exec.ExitEvent)
+    assert end.result.stdout.text == "a" * 2_000_000
+
+
+def test_a_failure_with_stdin_given_is_dsh_exec_s_error_not_a_broken_pipe() -> None:
+    import pytest
+
+    with pytest.raises(dsh_exec.DshExecError) as caught:
+        list(dsh_exec.events("cat", stdin=b"x" * 10_000_000, workdir="/nonexistent/dir"))
+    assert caught.value.code == "WORKDIR_UNUSABLE"
+
+    async def main() -> None:
+        stdin = b"x" * 10_000_000
+        async for _ in dsh_exec.aevents("cat", stdin=stdin, workdir="/nonexistent/dir"):
+            pass
+
+    with pytest.raises(dsh_exec.DshExecError) as caught:
+        asyncio.run(main())
+    assert caught.value.code == "WORKDIR_UNUSABLE"

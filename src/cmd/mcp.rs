@@ -93,6 +93,9 @@ struct Server {
     runs: Mutex<Vec<PathBuf>>,
     /// `--keep-jobs`: the jobs outlive the server.
     keep_jobs: bool,
+    /// Cancelled when the client's input ends: runs in flight are ended as
+    /// by a cancellation, and no call starts anything any more.
+    ended: tokio_util::sync::CancellationToken,
 }
 
 /// A `run` call's job while the call is in flight. Dropped with its job
@@ -381,10 +384,14 @@ impl Server {
                             notify(ctx, progress.as_ref(), 0, message).await;
                         }
                         () = ctx.ct.cancelled() => return tool_error("cancelled before it started"),
+                        () = self.ended.cancelled() => return tool_error("the session ended"),
                     }
                 }
             }
         };
+        if self.ended.is_cancelled() {
+            return tool_error("the session ended");
+        }
         let started = Instant::now();
         let launched = match super::job::launch_spec(&spec, true) {
             Ok(l) => l,
@@ -415,6 +422,11 @@ impl Server {
                 // dsh-exec (SIGTERM, then SIGKILL after the grace period),
                 // by its supervisor; the call answers once it has ended.
                 () = ctx.ct.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    jobs::kill(&run.dir);
+                }
+                // The client is gone: as a cancellation.
+                () = self.ended.cancelled(), if !cancelled => {
                     cancelled = true;
                     jobs::kill(&run.dir);
                 }
@@ -467,6 +479,9 @@ impl Server {
             Ok(s) => s,
             Err(e) => return tool_error(e),
         };
+        if self.ended.is_cancelled() {
+            return tool_error("the session ended");
+        }
         // Counted and listed with no await in between: the runtime has one
         // thread, so no other call's `start` comes between the two.
         let running = self.jobs.lock().map_or(0, |jobs| {
@@ -908,6 +923,7 @@ pub(crate) fn mcp(args: McpArgs) -> std::process::ExitCode {
         jobs: Mutex::new(Vec::new()),
         runs: Mutex::new(Vec::new()),
         keep_jobs,
+        ended: tokio_util::sync::CancellationToken::new(),
     });
     let runtime = match super::run::runtime() {
         Ok(r) => r,
@@ -924,6 +940,7 @@ pub(crate) fn mcp(args: McpArgs) -> std::process::ExitCode {
         let (stdin, stdout) = rmcp::transport::stdio();
         let transport = crate::mcp_ids::UniqueIds::new(
             rmcp::transport::async_rw::AsyncRwTransport::new_server(stdin, stdout),
+            server.ended.clone(),
         );
         let service = Handler(server.clone()).serve(transport).await?;
         tokio::select! {

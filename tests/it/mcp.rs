@@ -1192,3 +1192,37 @@ fn a_hundred_calls_at_once_run_at_most_max_parallel_at_a_time_and_all_answer() {
     assert!(most <= 3, "{most} at once: {marks}");
     assert!(most >= 2, "never in parallel: {marks}");
 }
+
+#[test]
+fn closing_stdin_ends_the_runs_in_flight_at_once_and_starts_no_queued_one() {
+    let ws = tempfile::tempdir().unwrap();
+    let marker = "31.0062";
+    let mut m = Mcp::start(&["--max-parallel", "1", "-C", ws.path().to_str().unwrap()]);
+    m.send_request(
+        "tools/call",
+        json!({"name": "run", "arguments": {"command": format!("sleep {marker}")}}),
+    );
+    let queued = ws.path().join("queued-ran");
+    m.send_request(
+        "tools/call",
+        json!({"name": "run", "arguments": {"command": format!("touch {}", queued.display())}}),
+    );
+    let up = poll_until(Duration::from_secs(10), || {
+        (!processes_with(marker).is_empty()).then_some(())
+    });
+    assert!(up.is_some(), "the run did not start");
+    let closed = Instant::now();
+    let status = m.close();
+    assert!(status.success());
+    // Not rmcp's 5 s wait for the calls in flight.
+    assert!(
+        closed.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        closed.elapsed()
+    );
+    assert_eq!(processes_with(marker), Vec::<i32>::new());
+    assert!(
+        !queued.exists(),
+        "a queued run started after the client left"
+    );
+}
