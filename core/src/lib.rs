@@ -56,7 +56,8 @@ pub use capture::{CollectedOutput, Delta, Keep, Pruned, prune_spill_dirs};
 pub use error::{Error, ErrorCode};
 pub use exec::{
     AbortSignals, AbortSource, DRAIN, Execution, FINAL_READ, NoAbort, Prepared, Started,
-    StdinRefusal, init_process, prepare, run, start, stdin_holds_data, wipe_scrubbed_environ,
+    StdinRefusal, init_process, prepare, release_abort_signals, run, start, stdin_holds_data,
+    wipe_scrubbed_environ,
 };
 pub use request::{Ambient, Request, UsageError, resolve};
 pub use result::RunResult;

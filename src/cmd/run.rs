@@ -62,7 +62,14 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
                 source,
             })?;
             match start(&spec, prepared, started)? {
-                Started::Running(execution) => execution.wait(&mut aborts).await,
+                Started::Running(mut execution) => {
+                    execution.run_until(None, &mut aborts).await?;
+                    // The tree is gone; what is left is writing the
+                    // result, which a reader that stopped reading could
+                    // hold: an abort signal ends dsh-exec from here on.
+                    dsh_exec_core::release_abort_signals();
+                    Ok(execution.finish())
+                }
                 Started::NotRun(result) => Ok(*result),
             }
         })

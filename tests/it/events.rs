@@ -351,3 +351,31 @@ fn a_non_blocking_stdout_still_gets_whole_lines_and_the_exit_event() {
     );
     stitch(&events, "stderr", &seq(300_000));
 }
+
+#[test]
+fn sigterm_ends_dsh_exec_stuck_writing_to_a_consumer_that_stopped_reading() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    // The command ends at its deadline; dsh-exec then only writes events
+    // to a pipe nobody reads. SIGTERM must still end it.
+    let mut child = dsh()
+        .args(["--events", "--timeout", "1s", "--", "yes"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "it did not wait to write"
+    );
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    let ended = poll_until(std::time::Duration::from_secs(3), || {
+        child.try_wait().unwrap()
+    });
+    let status = ended.expect("SIGTERM did not end dsh-exec");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(15)
+    );
+}

@@ -61,6 +61,25 @@ pub fn init_process() {
     let _ = crate::proctree::become_subreaper();
 }
 
+/// Gives the signals that abort a run back their default action (end the
+/// process), for a caller whose run has ended (its tree is gone) and who
+/// only writes its result now: a reader that stopped reading can then
+/// still be answered by SIGINT, SIGTERM or SIGHUP, which the runtime's
+/// handlers would otherwise take and nothing would act on. Process-wide:
+/// for the command line, not for a library caller that goes on.
+pub fn release_abort_signals() {
+    use nix::sys::signal::Signal;
+    crate::sys::default_dispositions(&[
+        Signal::SIGINT,
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+        Signal::SIGUSR1,
+        Signal::SIGUSR2,
+        Signal::SIGALRM,
+    ]);
+}
+
 /// Overwrites, in this process's initial environment block, the values of
 /// the variables named in `names` (those the scrub withheld from the
 /// command) with NUL bytes; returns how many it overwrote.

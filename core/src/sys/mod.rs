@@ -83,6 +83,16 @@ pub(crate) fn default_sigchld() {
     let _ = unsafe { signal(Signal::SIGCHLD, SigHandler::SigDfl) };
 }
 
+/// Restores the default disposition (sigaction(2), `SIG_DFL`: end the
+/// process) of `signals`.
+pub(crate) fn default_dispositions(signals: &[nix::sys::signal::Signal]) {
+    use nix::sys::signal::{SigHandler, signal};
+    for sig in signals {
+        // SAFETY: the default disposition installs no handler code.
+        let _ = unsafe { signal(*sig, SigHandler::SigDfl) };
+    }
+}
+
 /// Sets a terminal's window size (ioctl_tty(2) `TIOCSWINSZ`); false when
 /// the descriptor is no terminal or is gone.
 pub(crate) fn set_window_size(tty: &impl AsFd, rows: u16, cols: u16) -> bool {
