@@ -19,6 +19,35 @@ fn events(args: &[&str]) -> (Vec<Value>, i32) {
     (events, out.status)
 }
 
+/// Runs `command` (a `Command` for `dsh-exec --events ...`, or anything
+/// that prints lines of events) with nobody reading its stdout for
+/// `stall`, then reads it all: (the events, exit status).
+fn read_after(
+    mut command: std::process::Command,
+    stall: std::time::Duration,
+) -> (Vec<Value>, std::process::ExitStatus) {
+    use std::io::Read;
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(stall);
+    let mut text = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    let status = child.wait().unwrap();
+    let events = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:.80}")))
+        .collect();
+    (events, status)
+}
+
 /// The kinds of `events`, in order.
 fn kinds(events: &[Value]) -> Vec<&str> {
     events
@@ -136,29 +165,13 @@ fn output_past_the_budget_spills_and_the_events_stay_bounded() {
 
 #[test]
 fn a_slow_consumer_gets_every_gap_told_where_it_is() {
-    use std::io::Read;
     // The consumer starts reading after 0.5 s: the queue to the events
     // thread overflows while it is blocked, and those gaps are told too.
     for _ in 0..3 {
-        let mut child = dsh()
-            .args(["--events", "--", "seq 1 2000000; seq 1 300000 >&2"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        let mut text = String::new();
-        child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut text)
-            .unwrap();
-        assert!(child.wait().unwrap().success());
-        let ev: Vec<Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let mut c = dsh();
+        c.args(["--events", "--", "seq 1 2000000; seq 1 300000 >&2"]);
+        let (ev, status) = read_after(c, std::time::Duration::from_millis(500));
+        assert!(status.success());
         assert_eq!(ev.last().unwrap()["event"], "exit");
         let result = &ev.last().unwrap()["result"];
         let (_, out_dropped) = stitch(&ev, "stdout", &seq(2_000_000));
@@ -257,37 +270,20 @@ fn each_denial_of_the_result_is_an_event_before_exit() {
 
 #[test]
 fn a_consumer_that_stalls_costs_the_events_not_the_run() {
-    use std::io::Read;
     // Nobody reads the events for 3 s while 200 MB go by under a 64 KiB
     // budget, then 3 MB on stderr: the run still ends, its exit event
     // comes last (after the end stopped waiting for the events), and every
     // byte is in the spill file.
-    let mut child = dsh()
-        .args([
-            "--events",
-            "--stdout-max-bytes",
-            "64K",
-            "--",
-            "head -c 200000000 /dev/zero; head -c 3000000 /dev/zero | tr '\\0' b >&2",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(3));
-    let mut text = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut text)
-        .unwrap();
-    let status = child.wait().unwrap();
+    let mut c = dsh();
+    c.args([
+        "--events",
+        "--stdout-max-bytes",
+        "64K",
+        "--",
+        "head -c 200000000 /dev/zero; head -c 3000000 /dev/zero | tr '\\0' b >&2",
+    ]);
+    let (events, status) = read_after(c, std::time::Duration::from_secs(3));
     assert_eq!(status.code(), Some(0));
-    let events: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     let last = events.last().unwrap();
     assert_eq!(last["event"], "exit");
     let stdout = &last["result"]["stdout"];
@@ -314,7 +310,6 @@ fn a_consumer_that_stalls_costs_the_events_not_the_run() {
 
 #[test]
 fn a_non_blocking_stdout_still_gets_whole_lines_and_the_exit_event() {
-    use std::io::Read;
     // Whoever starts dsh-exec may leave its stdout non-blocking (a Node.js
     // parent does): a full pipe then answers EAGAIN, which must not cut a
     // line or lose the rest.
@@ -323,25 +318,10 @@ fn a_non_blocking_stdout_still_gets_whole_lines_and_the_exit_event() {
          'seq 1 300000; sleep 0.3; seq 1 300000 >&2; echo end'])",
         bin = bin().to_str().unwrap()
     );
-    let mut child = std::process::Command::new("python3")
-        .args(["-c", &launcher])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(1));
-    let mut text = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut text)
-        .unwrap();
-    assert!(child.wait().unwrap().success());
-    let events: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:.80}")))
-        .collect();
+    let mut c = std::process::Command::new("python3");
+    c.args(["-c", &launcher]);
+    let (events, status) = read_after(c, std::time::Duration::from_secs(1));
+    assert!(status.success());
     let last = events.last().unwrap();
     assert_eq!(last["event"], "exit");
     stitch(
