@@ -118,6 +118,8 @@ def run_flags(
         if size is not None and (isinstance(size, bool) or not isinstance(size, (int, str))):
             kind = type(size).__name__
             raise TypeError(f"{name}: expected bytes (int) or a size string, got {kind}")
+    if workdir is not None and not isinstance(workdir, (str, os.PathLike)):
+        raise TypeError(f"workdir: expected a path, got {type(workdir).__name__}")
     args: list[str] = []
     if workdir is not None:
         args += ["-C", os.fspath(workdir)]

@@ -216,6 +216,7 @@ def test_warnings_on_stderr_are_kept(tmp_path: Path) -> None:
         ({"stdin": 123}, "stdin: expected bytes or str, got int"),
         ({"stdin": True}, "stdin: expected bytes or str, got bool"),
         ({"sandbox": 5}, "sandbox: expected a str, got int"),
+        ({"workdir": 5}, "workdir: expected a path, got int"),
         ({"network": ["deny"]}, "network: expected a str, got list"),
         ({"env": ["A=1"]}, "env: expected a mapping of names to values, got list"),
         (

@@ -66,8 +66,13 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
                     execution.run_until(None, &mut aborts).await?;
                     // The tree is gone; what is left is writing the
                     // result, which a reader that stopped reading could
-                    // hold: an abort signal ends dsh-exec from here on.
-                    dsh_exec_core::release_abort_signals();
+                    // hold: an abort signal ends dsh-exec from there on.
+                    // Under --events the end of the run already writes
+                    // (the closing events, after waiting up to 2 s for the
+                    // chunks to be taken), so from here.
+                    if events {
+                        dsh_exec_core::release_abort_signals();
+                    }
                     Ok(execution.finish())
                 }
                 Started::NotRun(result) => Ok(*result),
@@ -78,6 +83,7 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return infrastructure_error(&e, json),
     };
+    dsh_exec_core::release_abort_signals();
     if spec.interactive {
         // The command had the terminal, so nothing read its output: what
         // the sandbox refused (and the flag that would allow it) is told on
