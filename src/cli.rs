@@ -217,6 +217,32 @@ pub enum Sub {
         #[arg(long, value_name = "DIR")]
         spill_dir: Option<PathBuf>,
     },
+    /// Apply a transaction's changes (from a run with --transaction) to the real roots; a path changed meanwhile in the real tree, or protected, is refused and named (exit 1 when any was).
+    Commit {
+        /// The transaction id the run printed.
+        id: String,
+        /// Apply nothing when any path would be refused.
+        #[arg(long)]
+        atomic: bool,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Throw a transaction's changes away; the real roots stay as they are.
+    Discard {
+        /// The transaction id.
+        id: String,
+    },
+    /// Show a transaction's changes: a unified diff of text files, a line for each other change.
+    Diff {
+        /// The transaction id.
+        id: String,
+        /// Only changes under these paths.
+        paths: Vec<PathBuf>,
+    },
+    /// List the pending transactions.
+    #[command(subcommand, disable_help_subcommand = true)]
+    Transaction(TransactionCmd),
     /// Read a rendered result (or a --json one) and print its status as JSON: exit_code, signal, and timed_out and aborted from the notices above the marker (exit 1 when the last line is no marker).
     ParseStatus {
         /// The rendered result; standard input when absent or '-'.
@@ -239,6 +265,17 @@ pub struct McpArgs {
     #[command(flatten)]
     /// The policy every call runs under (a call may narrow it).
     pub run: RunArgs,
+}
+
+/// `dsh-exec transaction ...`: this user's pending transactions.
+#[derive(Debug, Subcommand)]
+pub enum TransactionCmd {
+    /// List the pending transactions: id, when, changes, working directory, command.
+    List {
+        /// Print one JSON array.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `dsh-exec job ...`: the background jobs of this user.
@@ -569,6 +606,12 @@ pub struct RunArgs {
     /// Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept).
     #[arg(long)]
     pub allow_caches: bool,
+    /// Run the workspace root and every --writable-root on an overlay: the command's writes land in a private upper layer, the result lists every change, and `dsh-exec commit ID` or `dsh-exec discard ID` decides (implies --sandbox workspace-write; needs root).
+    #[arg(long)]
+    pub transaction: bool,
+    /// What happens to the transaction when the run ends: commit, discard, or keep it pending [default: keep].
+    #[arg(long, value_name = "WHAT")]
+    pub on_exit: Option<dsh_exec_core::sandbox::overlay::OnExit>,
     /// A Unix socket outside the writable roots that a confined command may connect to (repeatable).
     #[arg(long = "allow-unix-socket", value_name = "PATH")]
     pub allow_unix_sockets: Vec<PathBuf>,
@@ -668,6 +711,8 @@ impl RunArgs {
             allow_read: self.allow_read,
             no_temp_write: self.no_temp_write,
             allow_caches: self.allow_caches,
+            transaction: self.transaction,
+            on_exit: self.on_exit,
             interactive: self.interactive,
             // Decided by the binary from --color (resolve_args).
             terminal_colours: None,

@@ -34,6 +34,10 @@ fn main() -> ExitCode {
         Some(Sub::Explain(args)) => cmd::explain::explain(*args),
         Some(Sub::Mcp(args)) => cmd::mcp::mcp(*args),
         Some(Sub::ParseStatus { file }) => cmd::parse_status::parse_status(file),
+        Some(Sub::Commit { id, atomic, json }) => cmd::transaction::commit(&id, atomic, json),
+        Some(Sub::Discard { id }) => cmd::transaction::discard(&id),
+        Some(Sub::Diff { id, paths }) => cmd::transaction::diff(&id, &paths),
+        Some(Sub::Transaction(cli::TransactionCmd::List { json })) => cmd::transaction::list(json),
         Some(Sub::Job(job)) => cmd::job::job(job),
         Some(Sub::Prune {
             spill,
@@ -62,7 +66,17 @@ fn stdin_hint() {
 /// argument; unless a `--` right before it said so, a note on stderr says
 /// what happened.
 fn subcommand_hint(argv: &[std::ffi::OsString], command: &[String]) {
-    const SUBCOMMANDS: [&str; 5] = ["explain", "job", "mcp", "parse-status", "prune"];
+    const SUBCOMMANDS: [&str; 9] = [
+        "explain",
+        "job",
+        "mcp",
+        "parse-status",
+        "prune",
+        "commit",
+        "discard",
+        "diff",
+        "transaction",
+    ];
     let Some(first) = command.first() else { return };
     // `dsh-exec -- explain` means the command; `dsh-exec --json explain --
     // true` is the mistake (the `--` comes after the word).

@@ -217,6 +217,15 @@ pub enum Error {
         /// The failure, as the supervisor's error displayed it.
         message: String,
     },
+    /// A transaction (`commit`, `discard`, `diff`) is unknown, already
+    /// decided, or could not be read or applied.
+    #[error("transaction {id}: {reason}")]
+    Transaction {
+        /// The transaction id as given.
+        id: String,
+        /// What went wrong, e.g. `no such transaction`.
+        reason: String,
+    },
     /// A background job's supervisor is gone without writing a result: its
     /// outcome is unknown.
     #[error("job {id} is lost: its supervisor is gone")]
@@ -252,6 +261,8 @@ pub enum ErrorCode {
     RuntimeFailed,
     /// [`Error::SupervisionFailed`], [`Error::JobLost`].
     SupervisionFailed,
+    /// [`Error::Transaction`].
+    TransactionFailed,
 }
 
 impl ErrorCode {
@@ -269,6 +280,7 @@ impl ErrorCode {
             ErrorCode::SpawnFailed => "SPAWN_FAILED",
             ErrorCode::RuntimeFailed => "RUNTIME_FAILED",
             ErrorCode::SupervisionFailed => "SUPERVISION_FAILED",
+            ErrorCode::TransactionFailed => "TRANSACTION_FAILED",
         }
     }
 }
@@ -294,6 +306,7 @@ impl Error {
             Error::SpawnFailed(_) | Error::SupervisorNotStarted { .. } => ErrorCode::SpawnFailed,
             Error::Runtime { .. } => ErrorCode::RuntimeFailed,
             Error::SupervisionFailed { .. } | Error::JobLost { .. } => ErrorCode::SupervisionFailed,
+            Error::Transaction { .. } => ErrorCode::TransactionFailed,
             Error::InJob { code, .. } => *code,
         }
     }

@@ -50,6 +50,7 @@ pub mod signal;
 pub mod spec;
 #[allow(unsafe_code)]
 mod sys;
+pub mod transaction;
 pub mod units;
 
 pub use capture::{CollectedOutput, Delta, Keep, Pruned, prune_spill_dirs};

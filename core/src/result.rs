@@ -95,6 +95,11 @@ pub struct RunResult {
     /// The limits set and how each was enforced; absent when none was set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<crate::limits::LimitFacts>,
+    /// The run's transaction (`--transaction`): its id, where it stands,
+    /// and every change the command made under the overlaid roots; absent
+    /// without a transaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transaction: Option<crate::transaction::TransactionFacts>,
 }
 
 /// The JSON Schema (draft 2020-12) of the `--json` result, generated from
@@ -112,8 +117,9 @@ pub fn json_schema() -> serde_json::Value {
 
 /// The fields of [`RunResult`] and its parts that are absent when empty
 /// (see [`json_schema`]).
-const SOMETIMES: [&str; 19] = [
+const SOMETIMES: [&str; 20] = [
     "limits",
+    "transaction",
     "timeout_kind",
     "idle_timeout_ms",
     "denials_source",

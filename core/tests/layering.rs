@@ -27,6 +27,7 @@ const ORDER: &[&str] = &[
     "limits",
     "net",
     "sandbox",
+    "transaction",
     "spec",
     "result",
     "request",

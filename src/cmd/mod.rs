@@ -8,6 +8,7 @@ pub(crate) mod parse_status;
 pub(crate) mod prune;
 pub(crate) mod run;
 pub(crate) mod supervise;
+pub(crate) mod transaction;
 
 use std::process::ExitCode;
 

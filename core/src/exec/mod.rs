@@ -131,6 +131,7 @@ fn not_run(spec: &Spec, started: Instant, stderr_note: &str) -> RunResult {
         resources: None,
         limit_exceeded: None,
         limits: None,
+        transaction: None,
     }
 }
 
@@ -421,6 +422,28 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
                 .sandbox
                 .as_mut()
                 .map(|s| std::mem::take(&mut s.after_run)),
+            transaction: prepared
+                .sandbox
+                .as_mut()
+                .and_then(|s| {
+                    let overlays = s.overlays.take()?;
+                    let p = &s.protection;
+                    let protected: Vec<std::path::PathBuf> = p
+                        .paths()
+                        .into_iter()
+                        .map(std::path::Path::to_path_buf)
+                        .chain(p.absent.iter().cloned())
+                        .chain(
+                            p.agent_files
+                                .iter()
+                                .filter(|f| !p.lifted.contains(f))
+                                .cloned(),
+                        )
+                        .collect();
+                    Some((overlays, protected))
+                })
+                .zip(spec.sandbox.as_ref().and_then(|p| p.transaction.as_ref()))
+                .map(|((o, protected), t)| (o, t.on_exit.value, protected)),
         },
         procs,
         phases: Phases::new(deadline, spec.kill_after.value)

@@ -255,6 +255,22 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         .as_ref()
         .map(|policy| sandbox::prepare(policy, run))
         .transpose()?;
+    // Inside a transaction's overlay the child finds the working directory
+    // as the overlay shows it: the same directory, another (device, inode).
+    let workdir_id = match sandbox.as_ref().and_then(|s| s.overlays.as_ref()) {
+        Some(o) => {
+            let real = std::fs::canonicalize(workdir).map_err(|e| unusable(PathProblem::Io(e)))?;
+            match o.layer_of(&real) {
+                Some(_) => o.id_seen(&real).ok_or_else(|| {
+                    unusable(PathProblem::Io(io::Error::other(
+                        "not found through the transaction's overlay",
+                    )))
+                })?,
+                None => workdir_id,
+            }
+        }
+        None => workdir_id,
+    };
     if let Some(scratch) = sandbox.as_ref().and_then(|s| s.roots.scratch.as_ref()) {
         point_temp_at(&mut env, scratch);
     } else if let Some(temp) = sandbox.as_ref().and_then(|s| s.roots.temp_dir.as_ref())

@@ -49,6 +49,13 @@ pub(crate) struct Report {
     pub(crate) after_run: Option<AfterRun>,
     /// What judging the output's refusals needs.
     pub(crate) denial_context: Option<denial::Context>,
+    /// The run's transaction (`--transaction`): its layers, what happens
+    /// at its end, and the paths `commit` never writes.
+    pub(crate) transaction: Option<(
+        crate::sandbox::overlay::Overlays,
+        crate::sandbox::overlay::OnExit,
+        Vec<PathBuf>,
+    )>,
 }
 
 /// Whether the gate refused a metadata change (chmod, chown, times,
@@ -393,6 +400,16 @@ impl Execution {
             .as_ref()
             .map(AfterRun::undo)
             .unwrap_or_default();
+        // The tree is gone too: the layers hold everything it changed.
+        let transaction = report.transaction.map(|(overlays, on_exit, protected)| {
+            crate::transaction::finish(
+                overlays,
+                on_exit,
+                &report.command,
+                &report.workdir,
+                protected,
+            )
+        });
         let failed = exit_code != Some(0);
         let sandbox = report.sandbox.map(|mut facts| {
             let mut denials: Vec<DenialFact> = gate_denials
@@ -457,6 +474,7 @@ impl Execution {
             resources: Some(resources),
             limit_exceeded,
             limits,
+            transaction,
         };
         if let Some(sink) = &self.events {
             crate::events::closing(&result)

@@ -23,6 +23,7 @@
 //! [file size limit reached (SIZE): a write was refused]            (limit_exceeded: file_size)
 //! [timed out after D]                                              (when timed out)
 //! [aborted by SIGNAME]                                             (when aborted)
+//! [changes: N created, N modified, N deleted (transaction T: ...)] (--transaction)
 //! [exit code: N] | [killed by signal: SIGNAME]                     (always, last)
 //! ```
 
@@ -121,7 +122,34 @@ fn notice_lines(result: &RunResult, sandbox: bool) -> Vec<String> {
     if let Some(sig) = &result.aborted_by {
         lines.push(format!("[aborted by {sig}]"));
     }
+    if let Some(t) = &result.transaction {
+        lines.push(transaction_line(t));
+    }
     lines
+}
+
+/// `[changes: 3 created, 1 modified, 2 deleted (transaction T: dsh-exec
+/// commit T | discard T)]`, or what `--on-exit` did.
+fn transaction_line(t: &crate::transaction::TransactionFacts) -> String {
+    use crate::transaction::State;
+    let id = &t.id;
+    let counts = format!(
+        "{} created, {} modified, {} deleted",
+        t.created, t.modified, t.deleted
+    );
+    let tail = match (t.state, &t.commit, &t.error) {
+        (_, _, Some(e)) if t.state == State::Pending => {
+            format!("transaction {id} pending: {}", escape_controls(e))
+        }
+        (State::Pending, _, _) => format!("transaction {id}: dsh-exec commit {id} | discard {id}"),
+        (State::Discarded, _, _) => format!("transaction {id} discarded"),
+        (State::Committed, Some(c), _) if !c.refused.is_empty() => format!(
+            "transaction {id} committed; {} refused, --json lists them",
+            c.refused.len()
+        ),
+        (State::Committed, _, _) => format!("transaction {id} committed"),
+    };
+    format!("[changes: {counts} ({tail})]")
 }
 
 /// How many denials the text names; the rest are counted.
@@ -329,6 +357,7 @@ fn shape_of(line: &str) -> bool {
             "stopped by the CPU time limit",
             "process limit reached",
             "file size limit reached",
+            "changes: ",
             "stdout truncated: ",
             "stderr truncated: ",
             "detached as job ",
@@ -663,6 +692,7 @@ mod tests {
             resources: None,
             limit_exceeded: None,
             limits: None,
+            transaction: None,
         }
     }
 

@@ -28,6 +28,8 @@
 //! protect = ["/srv/cache/trusted"]
 //! allow_write = [".vscode"]  # added to --allow-write
 //! allow_caches = true        # as --allow-caches
+//! transaction = true         # as --transaction
+//! on_exit = "keep"           # as --on-exit commit|discard|keep
 //! deny_read = ["~/.config/op"] # added to --deny-read
 //! allow_read = ["~/.npmrc"]    # added to --allow-read
 //! read_roots = ["~/src"]       # as --read-root (flags replace it)
@@ -138,6 +140,12 @@ pub struct Defaults {
     /// (`--allow-caches`); `--allow-caches` on the command line adds to it.
     #[serde(default)]
     pub allow_caches: Option<bool>,
+    /// Run every command as a transaction (`--transaction`).
+    #[serde(default)]
+    pub transaction: Option<bool>,
+    /// What happens to a transaction when its run ends (`--on-exit`).
+    #[serde(default, deserialize_with = "parsed")]
+    pub on_exit: Option<crate::sandbox::overlay::OnExit>,
     /// More paths unreadable in the confining modes (added to
     /// `--deny-read`); `~/` is the home.
     #[serde(default)]

@@ -44,6 +44,11 @@ pub struct Request {
     /// `--idle-timeout`: end the run when stdout and stderr stay silent
     /// this long; `Some(None)` asks for none.
     pub idle_timeout: Option<Option<Duration>>,
+    /// `--transaction`: run the named writable roots on overlays and
+    /// report the changes (implies `--sandbox workspace-write`).
+    pub transaction: bool,
+    /// `--on-exit`: what happens to the transaction when the run ends.
+    pub on_exit: Option<crate::sandbox::overlay::OnExit>,
     /// Tail budget of stdout, in bytes.
     pub stdout_max_bytes: Option<u64>,
     /// Tail budget of stderr, in bytes.
@@ -410,6 +415,19 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
             )));
         }
     }
+    // A transaction overlays writable roots: workspace-write's.
+    if let Some(p) = sandbox.as_ref().filter(|p| p.transaction.is_some())
+        && p.mode.value != Mode::WorkspaceWrite
+    {
+        return Err(UsageError(format!(
+            "--transaction needs --sandbox workspace-write (the writable roots it runs on \
+             overlays), not {}",
+            p.mode.value
+        )));
+    }
+    if req.on_exit.is_some() && sandbox.as_ref().is_none_or(|p| p.transaction.is_none()) {
+        return Err(UsageError("--on-exit needs --transaction".into()));
+    }
     // --allow-write lifts protected files, which only writable roots hold.
     if !req.allow_write.is_empty()
         && !sandbox
@@ -622,7 +640,16 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
     // The configuration file's `network`; `allow` alone asks for nothing
     // an unconfined run does not have already.
     let config_network = req.config.as_ref().and_then(|c| c.defaults.network);
+    let config_transaction = req.config.as_ref().and_then(|c| c.defaults.transaction);
+    let transaction = if req.transaction {
+        Some(crate::origin::Origin::Flag)
+    } else if config_transaction == Some(true) {
+        Some(crate::origin::Origin::Config)
+    } else {
+        None
+    };
     if req.sandbox.is_none()
+        && transaction.is_none()
         && config_mode.is_none()
         && req.network.is_none()
         && config_allow.is_empty()
@@ -630,7 +657,15 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
     {
         return None;
     }
-    let mode = Sourced::pick(req.sandbox, config_mode, || Mode::FullAccess);
+    // A transaction's writes must all land in its layers: it confines as
+    // workspace-write unless a mode was named.
+    let mode = Sourced::pick(req.sandbox, config_mode, || {
+        if transaction.is_some() {
+            Mode::WorkspaceWrite
+        } else {
+            Mode::FullAccess
+        }
+    });
     // A flag's policy, else the configuration file's (its allow-list or its
     // `network`), else the mode's default: `loopback` in the confining
     // modes, `allow` in full-access.
@@ -778,6 +813,14 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
             .map(|p| absolute(&ambient.cwd, p)),
         state_dir: ambient.state_dir.clone(),
         scratch_parent: scratch.then(|| absolute(&ambient.cwd, ambient.temp_dir.clone())),
+        transaction: transaction.map(|origin| crate::sandbox::overlay::TransactionPolicy {
+            origin,
+            on_exit: Sourced::pick(
+                req.on_exit,
+                req.config.as_ref().and_then(|c| c.defaults.on_exit),
+                || crate::sandbox::overlay::OnExit::Keep,
+            ),
+        }),
     })
 }
 
@@ -1141,6 +1184,8 @@ mod tests {
             allow_read: vec![],
             no_temp_write: false,
             allow_caches: false,
+            transaction: false,
+            on_exit: None,
             interactive: false,
             stream: None,
             terminal_colours: Some(false),

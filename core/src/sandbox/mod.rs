@@ -66,6 +66,9 @@ macro_rules! named_values {
     };
 }
 
+// After the macro, which it uses.
+pub mod overlay;
+
 /// How far the command may change files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -264,6 +267,10 @@ pub struct Policy {
     /// `$TMPDIR`, removed after it.
     #[serde(default, with = "crate::serde_paths::exact_opt_path")]
     pub scratch_parent: Option<PathBuf>,
+    /// `--transaction`: the named writable roots run on overlays
+    /// (`overlay`); `None`: no transaction.
+    #[serde(default)]
+    pub transaction: Option<overlay::TransactionPolicy>,
 }
 
 impl Policy {
@@ -305,6 +312,10 @@ pub struct Root {
     pub path: PathBuf,
     /// The directory, as opened; the Landlock rule is granted through it.
     pub(crate) fd: OwnedFd,
+    /// Named by the caller (the workspace root or a `--writable-root`),
+    /// not a scratch root (temp dir, caches, `/dev/shm`): a transaction
+    /// overlays these.
+    pub named: bool,
 }
 
 /// The writable roots of a policy, opened ([`open_roots`]).
@@ -387,7 +398,11 @@ fn open_dir(path: &Path, follow: bool) -> Result<Root, PathProblem> {
         })?
     };
     let real = crate::sys::fd_path(&fd).map_err(PathProblem::Io)?;
-    Ok(Root { path: real, fd })
+    Ok(Root {
+        path: real,
+        fd,
+        named: false,
+    })
 }
 
 /// `path` opened as a directory with `O_PATH`, following no symlink on the
@@ -743,7 +758,8 @@ pub fn open_roots(policy: &Policy) -> Roots {
             _ => Ok(root),
         };
         match open_dir(path, follow).and_then(pinned) {
-            Ok(root) => {
+            Ok(mut root) => {
+                root.named = true;
                 if roots.writable.iter().any(|r| r.path == root.path) {
                     continue;
                 }
@@ -968,6 +984,9 @@ pub struct Prepared {
     /// needs besides the roots.
     pub(crate) network: Network,
     pub(crate) confining: bool,
+    /// The transaction's layers (`--transaction`), mounted detached until
+    /// the child attaches them.
+    pub overlays: Option<overlay::Overlays>,
 }
 
 impl Prepared {
@@ -1328,6 +1347,7 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
             after_run,
             network: policy.network.value,
             confining,
+            overlays: None,
         });
     }
     // The terminal the command may use: its own under -i, else only the
@@ -1489,7 +1509,67 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
             )),
         ));
     }
+    // A transaction: the named roots on overlays. The command sees the
+    // overlays' inodes, not the roots': its Landlock grant is the overlay
+    // mount's (a rule on the root would sit on the mount point, which a
+    // path walk inside the overlay never meets: landlock.rst, and
+    // security/landlock/fs.c skipping hidden mount points). Protected
+    // paths inside an overlay are not bound over (their files are the
+    // lower layer's; `commit` refuses changes to them instead); a read
+    // deny entry inside one cannot be hidden there, so the run does not
+    // start.
+    let overlays = match &policy.transaction {
+        Some(_) => {
+            let o = overlay::make(policy, &roots, read_only_tree)?;
+            if let Some(d) = hidden
+                .iter()
+                .find(|d| o.layers.iter().any(|l| d.starts_with(&l.root)))
+            {
+                return Err(unavailable(format!(
+                    "--transaction: {} is on the read deny list and inside an overlaid root, \
+                     where it cannot be hidden; keep it out of the writable roots, or \
+                     --allow-read it",
+                    d.display()
+                )));
+            }
+            if let Some(ruleset) = &ruleset {
+                use std::os::fd::AsFd;
+                for (layer, mount) in o.layers.iter().zip(&o.mounts) {
+                    crate::sys::landlock::add_path_beneath(
+                        ruleset.as_fd(),
+                        mount.as_fd(),
+                        landlock::writable_access(abi),
+                    )
+                    .map_err(|source| {
+                        Error::SandboxUnavailable(crate::error::SandboxProblem::SplitPath {
+                            path: layer.root.clone(),
+                            source,
+                        })
+                    })?;
+                }
+            }
+            Some(o)
+        }
+        None => None,
+    };
+    let in_overlay = |p: &Path| {
+        overlays
+            .as_ref()
+            .is_some_and(|o| o.layers.iter().any(|l| p.starts_with(&l.root)))
+    };
     let mounts = (privileged && (confining || run.pid_namespace)).then(|| MountPlan {
+        overlays: overlays
+            .iter()
+            .flat_map(|o| o.layers.iter().zip(&o.mounts))
+            .filter_map(|(l, m)| {
+                use std::os::fd::AsRawFd;
+                let path = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(
+                    l.root.as_os_str(),
+                ))
+                .ok()?;
+                Some((path, l.root_id.0, l.root_id.1, m.as_raw_fd()))
+            })
+            .collect(),
         hides: hidden
             .iter()
             .filter_map(|d| {
@@ -1501,6 +1581,7 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
             .collect(),
         binds: with_anchors(&protection.mounts, &hidden, &roots)
             .iter()
+            .filter(|(p, _)| !in_overlay(p))
             .filter_map(|(p, ro)| {
                 std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str()))
                     .ok()
@@ -1555,6 +1636,7 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         after_run,
         network: policy.network.value,
         confining,
+        overlays,
     })
 }
 

@@ -89,6 +89,7 @@ pub(crate) enum Step {
     RlimitCpu,
     ControllingTty,
     WorkdirChanged,
+    Overlay,
 }
 
 impl Step {
@@ -127,6 +128,7 @@ impl Step {
             30 => Step::RlimitCpu,
             31 => Step::ControllingTty,
             32 => Step::WorkdirChanged,
+            33 => Step::Overlay,
             _ => Step::None,
         }
     }
@@ -167,6 +169,7 @@ impl Step {
             Step::JoinCgroup => "joining the run's cgroup (write to cgroup.procs or tasks)",
             Step::RlimitCpu => "setrlimit(RLIMIT_CPU)",
             Step::ControllingTty => "ioctl(TIOCSCTTY) of the pseudo-terminal",
+            Step::Overlay => "move_mount of a transaction's overlay over its writable root",
             Step::WorkdirChanged => {
                 "chdir: the working directory is no longer the one checked (replaced meanwhile)"
             }
@@ -195,7 +198,8 @@ impl Step {
             | Step::WritableRoot
             | Step::ReadOnlyTree
             | Step::Terminal
-            | Step::ShmMount => true,
+            | Step::ShmMount
+            | Step::Overlay => true,
             Step::None
             | Step::Setsid
             | Step::Pdeathsig
@@ -265,6 +269,17 @@ pub(crate) struct ChildRoot {
     pub(crate) ino: u64,
 }
 
+/// A transaction's overlay (`sys::overlay::mount`, detached in the
+/// parent): the writable root's real path, the (device, inode) the
+/// parent's descriptor of it had, and the mount's descriptor, attached
+/// over the root after the read-only tree is made.
+pub(crate) struct ChildOverlay {
+    pub(crate) path: *const c_char,
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+    pub(crate) mount_fd: c_int,
+}
+
 /// The child's mount namespace plan (all false / empty: no namespace).
 pub(crate) struct ChildMounts {
     pub(crate) enabled: bool,
@@ -273,6 +288,10 @@ pub(crate) struct ChildMounts {
     pub(crate) read_only_tree: bool,
     pub(crate) roots: *const ChildRoot,
     pub(crate) root_count: usize,
+    /// Transactions' overlays, outermost first, attached over their roots
+    /// after the read-only tree ([`attach_overlays`]).
+    pub(crate) overlays: *const ChildOverlay,
+    pub(crate) overlay_count: usize,
     /// Under `-i` with a read-only tree: the terminal's path, its device
     /// number, and which of 0, 1, 2 are it (bits), re-opened in the
     /// namespace ([`reopen_terminal`]); null: nothing to re-open.
@@ -993,6 +1012,62 @@ unsafe fn read_only_tree(m: &ChildMounts) -> Result<(), Step> {
     result
 }
 
+/// Each transaction's overlay attached over its writable root: the root
+/// re-opened here as in [`read_only_tree`] (no symlink followed, the very
+/// directory the parent opened, else ESTALE), then move_mount(2) of the
+/// parent's detached mount onto it. Outermost first, so an inner root's
+/// path is reached through the overlay of an outer one only when the
+/// parent made it so. The parent's mount descriptors are not closed here
+/// (with a gate the descriptor table is the parent's).
+///
+/// What it relies on from the kernel: move_mount(2) attaches a detached
+/// mount (one fsmount(2) made) into the caller's mount namespace; a mount
+/// over a directory hides what is beneath it from every path walk in the
+/// namespace, so the command reaches the root's files only through the
+/// overlay, whose writes land in the upper layer (overlayfs.rst).
+///
+/// # Safety
+/// Only in the child, in its new mount namespace, between clone and
+/// execve.
+unsafe fn attach_overlays(m: &ChildMounts) -> Result<(), Step> {
+    for i in 0..m.overlay_count {
+        // SAFETY: the parent's array of `overlay_count` entries, C strings
+        // and structs on this stack; the descriptor opened here is closed
+        // before the next one.
+        unsafe {
+            let o = &*m.overlays.add(i);
+            let how = OpenHow {
+                flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+                mode: 0,
+                resolve: RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+            };
+            let size = std::mem::size_of::<OpenHow>();
+            let fd = libc::syscall(libc::SYS_openat2, libc::AT_FDCWD, o.path, &how, size);
+            if fd < 0 {
+                return Err(Step::Overlay);
+            }
+            let fd = fd as c_int;
+            let mut st: libc::stat = std::mem::zeroed();
+            let same = libc::fstat(fd, &mut st) == 0 && st.st_dev == o.dev && st.st_ino == o.ino;
+            let flags = MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH;
+            let empty = c"".as_ptr();
+            let rc = if same {
+                libc::syscall(libc::SYS_move_mount, o.mount_fd, empty, fd, empty, flags)
+            } else {
+                *libc::__errno_location() = libc::ESTALE;
+                -1
+            };
+            let errno = *libc::__errno_location();
+            libc::close(fd);
+            if rc == -1 {
+                *libc::__errno_location() = errno;
+                return Err(Step::Overlay);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Under `-i` with a read-only tree: `/dev/pts` shows the command's own
 /// terminal only, so that it can neither read nor write another terminal
 /// of the user's (reads are allowed everywhere else): a small tmpfs over
@@ -1094,6 +1169,7 @@ unsafe fn enter_mount_namespace(c: &ChildConfine) -> Result<(), Step> {
         }
         if m.read_only_tree {
             read_only_tree(m)?;
+            attach_overlays(m)?;
         }
         for i in 0..m.bind_count {
             let b = &*m.binds.add(i);

@@ -319,3 +319,150 @@ pub(crate) fn change_inode(
     }
     Ok(0)
 }
+
+/// The time now on the real-time clock (clock_gettime(2),
+/// `CLOCK_REALTIME`): seconds and nanoseconds since the Unix epoch, the
+/// clock file timestamps are taken from.
+pub(crate) fn realtime_now() -> (i64, i64) {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    (ts.tv_sec, ts.tv_nsec)
+}
+
+/// The directory an `O_PATH` descriptor names, opened again for reading
+/// (`/proc/self/fd/N`, which resolves to the open file itself: proc(5)),
+/// for calls that refuse `O_PATH` descriptors.
+pub(crate) fn reopen_dir(fd: &impl AsRawFd) -> io::Result<OwnedFd> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(path)?;
+    Ok(OwnedFd::from(file))
+}
+
+/// Every extended attribute of the file `fd` is open on (flistxattr(2),
+/// fgetxattr(2)): (name, value) pairs, in the kernel's order. A file
+/// system without xattrs gives none.
+pub(crate) fn xattrs(fd: &impl AsRawFd) -> Vec<(CString, Vec<u8>)> {
+    let fd = fd.as_raw_fd();
+    let mut names = vec![0u8; 4096];
+    // SAFETY: flistxattr writes at most `names.len()` bytes into our buffer.
+    let n = unsafe { libc::flistxattr(fd, names.as_mut_ptr().cast(), names.len()) };
+    if n <= 0 {
+        return Vec::new();
+    }
+    names.truncate(n as usize);
+    let mut out = Vec::new();
+    for name in names.split(|b| *b == 0).filter(|n| !n.is_empty()) {
+        let Ok(name) = CString::new(name) else {
+            continue;
+        };
+        let mut value = vec![0u8; 64 * 1024];
+        // SAFETY: fgetxattr writes at most `value.len()` bytes into our buffer.
+        let n =
+            unsafe { libc::fgetxattr(fd, name.as_ptr(), value.as_mut_ptr().cast(), value.len()) };
+        if n >= 0 {
+            value.truncate(n as usize);
+            out.push((name, value));
+        }
+    }
+    out
+}
+
+/// Sets the extended attribute `name` to `value` on the file `fd` is open
+/// on (fsetxattr(2), flags 0: created or replaced).
+pub(crate) fn set_xattr(fd: &impl AsRawFd, name: &CStr, value: &[u8]) -> io::Result<()> {
+    // SAFETY: fsetxattr reads our C string and buffer.
+    let rc = unsafe {
+        libc::fsetxattr(
+            fd.as_raw_fd(),
+            name.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sets the access and modification times of the file `fd` is open on
+/// (futimens(2); an `O_PATH` descriptor through utimensat(2) with
+/// `AT_EMPTY_PATH`): (seconds, nanoseconds) each.
+pub(crate) fn set_times(fd: &impl AsRawFd, atime: (i64, i64), mtime: (i64, i64)) -> io::Result<()> {
+    let times = [
+        libc::timespec {
+            tv_sec: atime.0,
+            tv_nsec: atime.1,
+        },
+        libc::timespec {
+            tv_sec: mtime.0,
+            tv_nsec: mtime.1,
+        },
+    ];
+    // SAFETY: utimensat with our descriptor, an empty C string and the
+    // two timespecs we own.
+    let rc = unsafe {
+        libc::utimensat(
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            times.as_ptr(),
+            libc::AT_EMPTY_PATH,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Makes the symlink `name` in `dir` pointing at `target` (symlinkat(2)).
+pub(crate) fn symlink_at(target: &[u8], dir: RawFd, name: &OsStr) -> io::Result<()> {
+    let target = CString::new(target).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let name =
+        CString::new(name.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: symlinkat with our C strings.
+    let rc = unsafe { libc::symlinkat(target.as_ptr(), dir, name.as_ptr()) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Makes the FIFO `name` in `dir` with `mode` (mkfifoat(3)).
+pub(crate) fn mkfifo_at(dir: RawFd, name: &OsStr, mode: u32) -> io::Result<()> {
+    let name =
+        CString::new(name.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: mkfifoat with our C string.
+    let rc = unsafe { libc::mkfifoat(dir, name.as_ptr(), mode) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The target of the symlink `name` in `dir` (readlinkat(2)).
+pub(crate) fn read_link_at(dir: RawFd, name: &OsStr) -> io::Result<Vec<u8>> {
+    let name =
+        CString::new(name.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let mut buf = vec![0u8; libc::PATH_MAX as usize];
+    // SAFETY: readlinkat writes at most `buf.len()` bytes into our buffer.
+    let n = unsafe { libc::readlinkat(dir, name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buf.truncate(n as usize);
+    Ok(buf)
+}

@@ -28,6 +28,7 @@ pub(crate) mod environ;
 pub(crate) mod fs;
 pub(crate) mod landlock;
 pub(crate) mod notif;
+pub(crate) mod overlay;
 pub(crate) mod pidfd;
 pub(crate) mod procfs;
 pub(crate) mod sock;

@@ -24,8 +24,8 @@ use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::libc::{self, c_char, c_void};
 
 use super::child::{
-    ChildArgs, ChildConfine, ChildMount, ChildMounts, ChildRoot, MAX_CGROUPS, MAX_CHILD_FDS,
-    MAX_FILTERS, MAX_TREE_ROOTS, Step, child_main,
+    ChildArgs, ChildConfine, ChildMount, ChildMounts, ChildOverlay, ChildRoot, MAX_CGROUPS,
+    MAX_CHILD_FDS, MAX_FILTERS, MAX_TREE_ROOTS, Step, child_main,
 };
 
 /// Stack of the child between clone and execve: it runs a few small functions.
@@ -52,6 +52,11 @@ pub(crate) struct MountPlan {
     /// most [`MAX_TREE_ROOTS`]): real path, and the (device, inode) the
     /// parent's descriptor had. `None`: no read-only tree.
     pub(crate) tree_roots: Option<Vec<(CString, u64, u64)>>,
+    /// Transactions' overlays (with a read-only tree only), outermost
+    /// first: the root's real path, the (device, inode) of the root the
+    /// parent opened, and the detached overlay mount's descriptor, which
+    /// the caller keeps open until the spawn returns.
+    pub(crate) overlays: Vec<(CString, u64, u64, std::os::fd::RawFd)>,
     /// Under `-i` with a read-only tree: the terminal's path and device
     /// number, and which of 0, 1, 2 are it (bits), to re-open in the
     /// namespace.
@@ -222,6 +227,7 @@ fn child_mounts(
     plan: Option<&MountPlan>,
     entries: &[ChildMount],
     roots: &[ChildRoot],
+    overlays: &[ChildOverlay],
 ) -> ChildMounts {
     match plan {
         None => ChildMounts {
@@ -229,6 +235,8 @@ fn child_mounts(
             read_only_tree: false,
             roots: std::ptr::null(),
             root_count: 0,
+            overlays: std::ptr::null(),
+            overlay_count: 0,
             tty: std::ptr::null(),
             tty_rdev: 0,
             tty_fds: 0,
@@ -244,6 +252,8 @@ fn child_mounts(
             read_only_tree: p.tree_roots.is_some(),
             roots: roots.as_ptr(),
             root_count: roots.len().min(MAX_TREE_ROOTS),
+            overlays: overlays.as_ptr(),
+            overlay_count: overlays.len(),
             tty: p
                 .terminal
                 .as_ref()
@@ -264,6 +274,7 @@ fn child_confine(
     confine: Option<&Confinement>,
     mounts: &[ChildMount],
     roots: &[ChildRoot],
+    overlays: &[ChildOverlay],
 ) -> ChildConfine {
     let none = libc::sock_fprog {
         len: 0,
@@ -276,7 +287,7 @@ fn child_confine(
             keep_capabilities: 0,
             ipc_namespace: false,
             cap_data: [0; 6],
-            mounts: child_mounts(None, mounts, roots),
+            mounts: child_mounts(None, mounts, roots, overlays),
             privileged: false,
             cap_last: 0,
             ruleset_fd: -1,
@@ -291,7 +302,7 @@ fn child_confine(
         keep_capabilities: c.keep_capabilities,
         ipc_namespace: c.ipc_namespace,
         cap_data: super::caps::masked(c.keep_capabilities),
-        mounts: child_mounts(c.mounts.as_ref(), mounts, roots),
+        mounts: child_mounts(c.mounts.as_ref(), mounts, roots, overlays),
         // Dropping from the bounding set needs CAP_SETPCAP; without it the
         // bounding set stays, which no-new-privileges makes harmless.
         privileged: c.drop_capabilities && crate::sys::caps::holds(crate::sys::caps::CAP_SETPCAP),
@@ -617,6 +628,21 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
                 .collect()
         })
         .unwrap_or_default();
+    let overlays: Vec<ChildOverlay> = program
+        .confine
+        .and_then(|c| c.mounts.as_ref())
+        .map(|m| {
+            m.overlays
+                .iter()
+                .map(|(p, dev, ino, fd)| ChildOverlay {
+                    path: p.as_ptr(),
+                    dev: *dev,
+                    ino: *ino,
+                    mount_fd: *fd,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     if program.cgroups.len() > MAX_CGROUPS {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "too many cgroups").into());
     }
@@ -653,7 +679,7 @@ pub(crate) fn spawn(program: &Program) -> Result<Spawned, SpawnError> {
         cgroup_failed: std::sync::atomic::AtomicU32::new(0),
         cgroup_first: std::sync::atomic::AtomicUsize::new(0),
         controlling_tty: program.controlling_tty,
-        confine: child_confine(program.confine, &mount_entries, &tree_roots),
+        confine: child_confine(program.confine, &mount_entries, &tree_roots, &overlays),
         failed_step: AtomicI32::new(Step::None as i32),
         errno: AtomicI32::new(0),
         listener: AtomicI32::new(-1),

@@ -1,0 +1,461 @@
+//! `commit`: a transaction's upper layers applied to their real roots.
+//!
+//! Written as an attacker reads it: the upper layer is what a confined
+//! command made, and the real tree may have been changed by anyone since.
+//! - Every real directory is reached from the root's descriptor with
+//!   openat2(2) `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+//!   RESOLVE_NO_MAGICLINKS`: a symlink planted anywhere on the way (in the
+//!   real tree, since the upper layer's directories are the real ones'
+//!   names) fails that path instead of leading outside the root.
+//! - The upper layer is read with `O_NOFOLLOW` relative to held
+//!   descriptors; a symlink in it is committed as a symlink, never
+//!   followed.
+//! - A file is written under a temporary name beside its target
+//!   (`O_CREAT | O_EXCL | O_NOFOLLOW`), given its owner, mode, extended
+//!   attributes and times, then renamed over the target (rename(2) is
+//!   atomic within a directory): no reader sees half a file.
+//! - A path is refused, and named, when it is protected (the run's
+//!   protected paths: git config and hooks, editor and agent files, shell
+//!   start-up files, dsh-exec's own), or when the real path changed after
+//!   the transaction started: its ctime is at or after the start (no
+//!   process can set a ctime: inode(7)). `--atomic` refuses the whole
+//!   commit instead.
+//! - Git metadata the commit brings in is judged as a confined run's is:
+//!   a snapshot of every git directory under the root before, a check
+//!   after (`sandbox::gitcheck`), which puts aside planted hooks and
+//!   command-running config.
+//!
+//! What the kernel relies on: openat2(2) resolve flags (Linux 5.6);
+//! renameat(2) atomic replacement; the overlay's upper layer format
+//! (overlayfs.rst).
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use nix::libc;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    EntryKind, Meta, State, failed, is_opaque, overlay_xattr, read_meta, sorted_names, stat_at,
+    write_meta,
+};
+use crate::error::Error;
+use crate::sandbox::overlay::LayerMeta;
+use crate::sys::fs::{RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS};
+
+/// A path `commit` did not apply, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Refusal {
+    /// The real path.
+    #[serde(serialize_with = "crate::serde_paths::lossy_path")]
+    pub path: PathBuf,
+    /// Why: `protected path`, `changed in the real tree after the
+    /// transaction started`, a planted git file put aside, or the
+    /// operating system's error.
+    pub reason: String,
+}
+
+/// What a commit did.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct CommitReport {
+    /// Paths written, made or removed.
+    pub applied: u64,
+    /// Paths not applied (protected, conflicting, put aside, failed).
+    pub refused: Vec<Refusal>,
+}
+
+/// One step of a commit, in walk order (a directory before what it holds).
+enum Op {
+    /// Remove the real path (a whiteout, or an entry an opaque directory
+    /// hid).
+    Remove,
+    /// Make or update a directory (its real entries the upper one lacks,
+    /// when opaque, are `Remove` steps of their own).
+    Dir,
+    /// A directory the real root has as it is: only what it holds changed.
+    Enter,
+    /// Write a file, symlink or FIFO from the upper layer.
+    Put,
+}
+
+struct Step {
+    rel: PathBuf,
+    op: Op,
+    /// For `Put`/`Dir`: the real path exists and is not a directory of
+    /// the same type (removed first).
+    replace: bool,
+}
+
+/// Applies transaction `id` to its real roots, removing its layers after.
+/// `atomic`: refuse the whole commit when any path would be refused.
+///
+/// # Errors
+/// [`Error::Transaction`]: unknown id, a transaction already decided, a
+/// root that is no longer the directory it ran on, or (with `atomic`) the
+/// paths that would be refused.
+pub fn commit(state_dir: &Path, id: &str, atomic: bool) -> Result<CommitReport, Error> {
+    let mut meta = read_meta(state_dir, id)?;
+    if meta.state != State::Pending {
+        return Err(failed(id, "already decided"));
+    }
+    let dir = super::dir_of(state_dir, id)?;
+    let mut plans = Vec::new();
+    for layer in &meta.layers {
+        let real = super::open_real_root(layer)
+            .map_err(|e| failed(id, format!("{}: {e}", layer.root.display())))?;
+        let upper =
+            crate::sys::fs::open_no_symlinks(&layer.upper, libc::O_RDONLY | libc::O_DIRECTORY)
+                .map_err(|e| failed(id, format!("{}: {e}", layer.upper.display())))?;
+        let mut steps = Vec::new();
+        plan(&upper, Some(&real), Path::new(""), &mut steps, 0);
+        plans.push((layer, real, upper, steps));
+    }
+    let mut report = CommitReport::default();
+    let refuse =
+        |meta: &Meta, layer: &LayerMeta, real: &OwnedFd, s: &Step| -> Option<String> {
+            if matches!(s.op, Op::Enter) {
+                return None;
+            }
+            let path = layer.root.join(&s.rel);
+            if meta.protected.iter().any(|p| {
+                path.starts_with(p) || (matches!(s.op, Op::Remove) && p.starts_with(&path))
+            }) {
+                return Some("protected path".into());
+            }
+            changed_since(real, &s.rel, meta.started)
+                .then(|| "changed in the real tree after the transaction started".into())
+        };
+    let mut refused: Vec<(usize, usize)> = Vec::new();
+    for (li, (layer, real, _, steps)) in plans.iter().enumerate() {
+        for (si, s) in steps.iter().enumerate() {
+            if let Some(reason) = refuse(&meta, layer, real, s) {
+                refused.push((li, si));
+                report.refused.push(super::commit::Refusal {
+                    path: layer.root.join(&s.rel),
+                    reason,
+                });
+            }
+        }
+    }
+    if atomic && !report.refused.is_empty() {
+        let names: Vec<String> = report
+            .refused
+            .iter()
+            .map(|r| format!("{} ({})", r.path.display(), r.reason))
+            .collect();
+        return Err(failed(
+            id,
+            format!("--atomic: nothing applied; refused: {}", names.join(", ")),
+        ));
+    }
+    let roots: Vec<(PathBuf, usize)> = meta
+        .layers
+        .iter()
+        .map(|l| (l.root.clone(), crate::sandbox::gitcheck::FULL))
+        .collect();
+    let git = crate::sandbox::gitcheck::Snapshot::take(&roots);
+    for (li, (layer, real, upper, steps)) in plans.iter().enumerate() {
+        // Directories whose times are set after what they hold.
+        let mut dirs: Vec<&Step> = Vec::new();
+        for (si, s) in steps.iter().enumerate() {
+            if refused.contains(&(li, si)) {
+                continue;
+            }
+            // A step below a refused directory step is refused with it.
+            if refused.iter().any(|(l, r)| {
+                *l == li && matches!(steps[*r].op, Op::Dir) && s.rel.starts_with(&steps[*r].rel)
+            }) {
+                continue;
+            }
+            match apply(real, upper, s) {
+                Ok(()) if matches!(s.op, Op::Enter) => {}
+                Ok(()) => {
+                    report.applied += 1;
+                    if matches!(s.op, Op::Dir) {
+                        dirs.push(s);
+                    }
+                }
+                Err(e) => report.refused.push(Refusal {
+                    path: layer.root.join(&s.rel),
+                    reason: e.to_string(),
+                }),
+            }
+        }
+        for s in dirs.iter().rev() {
+            let _ = copy_times(real, upper, &s.rel);
+        }
+    }
+    for c in git.check() {
+        report.refused.push(Refusal {
+            path: c.path.clone(),
+            reason: c
+                .reason
+                .clone()
+                .unwrap_or_else(|| "planted git metadata, put aside".into()),
+        });
+    }
+    meta.state = State::Committed;
+    let _ = write_meta(&dir, &meta);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(report)
+}
+
+/// The steps that bring the real directory `real` (if it exists) to the
+/// upper directory `upper`, at `at` relative to the root.
+fn plan(upper: &OwnedFd, real: Option<&OwnedFd>, at: &Path, out: &mut Vec<Step>, depth: usize) {
+    if depth > super::MAX_DEPTH {
+        return;
+    }
+    let names = sorted_names(upper.as_raw_fd());
+    if let Some(real) = real
+        && is_opaque(upper)
+    {
+        for name in sorted_names(real.as_raw_fd()) {
+            if !names.contains(&name) {
+                out.push(Step {
+                    rel: at.join(&name),
+                    op: Op::Remove,
+                    replace: false,
+                });
+            }
+        }
+    }
+    for name in names {
+        let Some(new) = stat_at(upper.as_raw_fd(), &name) else {
+            continue;
+        };
+        let rel = at.join(&name);
+        let old = real.and_then(|r| stat_at(r.as_raw_fd(), &name));
+        if new.is_whiteout() {
+            if old.is_some() {
+                out.push(Step {
+                    rel,
+                    op: Op::Remove,
+                    replace: false,
+                });
+            }
+            continue;
+        }
+        let replace = old.as_ref().is_some_and(|o| o.kind() != new.kind());
+        if new.kind() == EntryKind::Dir {
+            let same = old
+                .as_ref()
+                .is_some_and(|o| !replace && unchanged(upper.as_raw_fd(), real, &name, o, &new));
+            out.push(Step {
+                rel: rel.clone(),
+                op: if same { Op::Enter } else { Op::Dir },
+                replace,
+            });
+            if let Ok(sub) = crate::sandbox::undo::open_dir_at(upper.as_raw_fd(), &name) {
+                let real_sub = real
+                    .filter(|_| !replace && old.is_some())
+                    .and_then(|r| crate::sandbox::undo::open_dir_at(r.as_raw_fd(), &name).ok());
+                plan(&sub, real_sub.as_ref(), &rel, out, depth + 1);
+            }
+        } else {
+            // A copy-up that changed nothing (opened for writing, nothing
+            // written) is no step.
+            if let Some(o) = &old
+                && !replace
+                && unchanged(upper.as_raw_fd(), real, &name, o, &new)
+            {
+                continue;
+            }
+            out.push(Step {
+                rel,
+                op: Op::Put,
+                replace,
+            });
+        }
+    }
+}
+
+fn unchanged(
+    upper: RawFd,
+    real: Option<&OwnedFd>,
+    name: &OsStr,
+    old: &super::Entry,
+    new: &super::Entry,
+) -> bool {
+    super::differences(upper, real, name, old, new).is_empty()
+}
+
+/// Whether the real path `rel` changed at or after `since` (its ctime; a
+/// path that does not exist has not).
+fn changed_since(real: &OwnedFd, rel: &Path, since: (i64, i64)) -> bool {
+    let (parent, name) = split(rel);
+    let Ok(dir) = open_beneath(real, parent) else {
+        // The directory on the way is gone or replaced: applying under it
+        // fails on its own, and says so.
+        return false;
+    };
+    stat_at(dir.as_raw_fd(), name).is_some_and(|e| (e.st.st_ctime, e.st.st_ctime_nsec) >= since)
+}
+
+fn split(rel: &Path) -> (&Path, &OsStr) {
+    (
+        rel.parent().unwrap_or(Path::new("")),
+        rel.file_name().unwrap_or(OsStr::new(".")),
+    )
+}
+
+/// The directory `rel` beneath `root`, no symlink followed, never leaving
+/// `root`.
+fn open_beneath(root: &OwnedFd, rel: &Path) -> std::io::Result<OwnedFd> {
+    let path = if rel.as_os_str().is_empty() {
+        OsStr::new(".")
+    } else {
+        rel.as_os_str()
+    };
+    crate::sys::fs::open_at2(
+        root.as_raw_fd(),
+        path.as_bytes(),
+        libc::O_RDONLY | libc::O_DIRECTORY,
+        RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    )
+    .map_err(std::io::Error::from_raw_os_error)
+}
+
+fn apply(real: &OwnedFd, upper: &OwnedFd, s: &Step) -> std::io::Result<()> {
+    let (parent, name) = split(&s.rel);
+    let dir = open_beneath(real, parent)?;
+    let from = open_beneath(upper, parent)?;
+    let (dfd, ufd) = (dir.as_raw_fd(), from.as_raw_fd());
+    match s.op {
+        Op::Remove => {
+            if crate::sandbox::undo::remove_at(dfd, name) {
+                Ok(())
+            } else {
+                Err(std::io::Error::other("could not be removed"))
+            }
+        }
+        Op::Dir => {
+            let new =
+                stat_at(ufd, name).ok_or_else(|| std::io::Error::other("gone from the layer"))?;
+            if s.replace && !crate::sandbox::undo::remove_at(dfd, name) {
+                return Err(std::io::Error::other("could not be replaced"));
+            }
+            if stat_at(dfd, name).is_none() {
+                crate::sys::fs::mkdir_at(dfd, name, 0o700)?;
+            }
+            let target = crate::sandbox::undo::open_dir_at(dfd, name)?;
+            let source = crate::sandbox::undo::open_dir_at(ufd, name)?;
+            set_metadata(&target, &source, &new.st, false)
+        }
+        Op::Put => put(&dir, ufd, name, s.replace),
+        Op::Enter => Ok(()),
+    }
+}
+
+/// Owner, mode and extended attributes of `source` given to `target`
+/// (both open files; `times`: the times too).
+fn set_metadata(
+    target: &OwnedFd,
+    source: &OwnedFd,
+    st: &libc::stat,
+    times: bool,
+) -> std::io::Result<()> {
+    nix::unistd::fchown(
+        target,
+        Some(nix::unistd::Uid::from_raw(st.st_uid)),
+        Some(nix::unistd::Gid::from_raw(st.st_gid)),
+    )?;
+    nix::sys::stat::fchmod(
+        target,
+        nix::sys::stat::Mode::from_bits_retain(st.st_mode & 0o7777),
+    )?;
+    for (n, v) in crate::sys::fs::xattrs(source) {
+        if !overlay_xattr(n.as_bytes()) {
+            crate::sys::fs::set_xattr(target, &n, &v)?;
+        }
+    }
+    if times {
+        crate::sys::fs::set_times(
+            target,
+            (st.st_atime, st.st_atime_nsec),
+            (st.st_mtime, st.st_mtime_nsec),
+        )?;
+    }
+    Ok(())
+}
+
+fn copy_times(real: &OwnedFd, upper: &OwnedFd, rel: &Path) -> std::io::Result<()> {
+    let target = open_beneath(real, rel)?;
+    let st = crate::sys::fs::fstat(&open_beneath(upper, rel)?)
+        .map_err(std::io::Error::from_raw_os_error)?;
+    crate::sys::fs::set_times(
+        &target,
+        (st.st_atime, st.st_atime_nsec),
+        (st.st_mtime, st.st_mtime_nsec),
+    )
+}
+
+/// The file, symlink or FIFO `name` of the upper directory `ufd` put in
+/// place of `name` in `dfd`.
+fn put(dir: &OwnedFd, ufd: RawFd, name: &OsStr, replace: bool) -> std::io::Result<()> {
+    let dfd = dir.as_raw_fd();
+    let new = stat_at(ufd, name).ok_or_else(|| std::io::Error::other("gone from the layer"))?;
+    let mut tmp = OsString::from(".");
+    tmp.push(name);
+    tmp.push(".dsh-exec-commit");
+    crate::sandbox::undo::remove_at(dfd, &tmp);
+    match new.kind() {
+        EntryKind::File => {
+            let source =
+                crate::sys::fs::open_at(ufd, name.as_bytes(), libc::O_RDONLY | libc::O_NOFOLLOW, 0)
+                    .map_err(std::io::Error::from_raw_os_error)?;
+            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+            let target = crate::sys::fs::open_at(dfd, tmp.as_bytes(), flags, 0o600)
+                .map_err(std::io::Error::from_raw_os_error)?;
+            let (mut from, mut to) = (std::fs::File::from(source), std::fs::File::from(target));
+            let done = std::io::copy(&mut from, &mut to).and_then(|_| {
+                let (t, s): (OwnedFd, OwnedFd) = (to.try_clone()?.into(), from.try_clone()?.into());
+                set_metadata(&t, &s, &new.st, true)
+            });
+            if let Err(e) = done {
+                crate::sandbox::undo::remove_at(dfd, &tmp);
+                return Err(e);
+            }
+        }
+        EntryKind::Symlink => {
+            let target = crate::sys::fs::read_link_at(ufd, name)?;
+            crate::sys::fs::symlink_at(&target, dfd, &tmp)?;
+            let _ = nix::unistd::fchownat(
+                dir,
+                tmp.as_os_str(),
+                Some(nix::unistd::Uid::from_raw(new.st.st_uid)),
+                Some(nix::unistd::Gid::from_raw(new.st.st_gid)),
+                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+            );
+        }
+        EntryKind::Special if new.st.st_mode & libc::S_IFMT == libc::S_IFIFO => {
+            crate::sys::fs::mkfifo_at(dfd, &tmp, new.st.st_mode & 0o7777)?;
+            let fifo =
+                crate::sys::fs::open_at(dfd, tmp.as_bytes(), libc::O_PATH | libc::O_NOFOLLOW, 0)
+                    .map_err(std::io::Error::from_raw_os_error)?;
+            let _ = nix::unistd::fchownat(
+                &fifo,
+                "",
+                Some(nix::unistd::Uid::from_raw(new.st.st_uid)),
+                Some(nix::unistd::Gid::from_raw(new.st.st_gid)),
+                nix::fcntl::AtFlags::AT_EMPTY_PATH,
+            );
+        }
+        EntryKind::Special | EntryKind::Dir => {
+            return Err(std::io::Error::other(
+                "a socket or device file is not committed",
+            ));
+        }
+    }
+    if replace {
+        crate::sandbox::undo::remove_at(dfd, name);
+    }
+    if let Err(e) = crate::sys::fs::rename_at(dfd, &tmp, name) {
+        crate::sandbox::undo::remove_at(dfd, &tmp);
+        return Err(e);
+    }
+    Ok(())
+}

@@ -1,0 +1,147 @@
+//! `dsh-exec commit | discard | diff ID` and `dsh-exec transaction list`:
+//! deciding on a transaction after its run (`--transaction`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use dsh_exec_core::error::PathProblem;
+use dsh_exec_core::{Ambient, Error, transaction};
+
+use crate::output::{infrastructure_error, print_stdout, status, to_json};
+
+/// This user's state directory, or the error to print.
+fn state_dir(json: bool) -> Result<(PathBuf, PathBuf), ExitCode> {
+    match Ambient::current(None) {
+        Ok(a) => Ok((a.state_dir, a.cwd)),
+        Err(e) => Err(infrastructure_error(
+            &Error::WorkdirUnusable {
+                path: ".".into(),
+                problem: PathProblem::Io(e),
+            },
+            json,
+        )),
+    }
+}
+
+/// Applies transaction `id`: prints each refused path and a summary line
+/// (or one JSON object); exit 0 when everything was applied, 1 when a path
+/// was refused, 125 on an error.
+pub(crate) fn commit(id: &str, atomic: bool, json: bool) -> ExitCode {
+    let (state, _) = match state_dir(json) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    match transaction::commit(&state, id, atomic) {
+        Ok(report) => {
+            if json {
+                print_stdout(&to_json(&serde_json::json!({
+                    "id": id,
+                    "state": "committed",
+                    "applied": report.applied,
+                    "refused": report.refused,
+                })));
+            } else {
+                let mut text = String::new();
+                for r in &report.refused {
+                    text.push_str(&format!("refused: {} ({})\n", r.path.display(), r.reason));
+                }
+                text.push_str(&format!(
+                    "[committed transaction {id}: {} applied, {} refused]\n",
+                    report.applied,
+                    report.refused.len()
+                ));
+                print_stdout(&text);
+            }
+            status(if report.refused.is_empty() { 0 } else { 1 })
+        }
+        Err(e) => infrastructure_error(&e, json),
+    }
+}
+
+/// Throws transaction `id` away.
+pub(crate) fn discard(id: &str) -> ExitCode {
+    let (state, _) = match state_dir(false) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    match transaction::discard(&state, id) {
+        Ok(()) => {
+            print_stdout(&format!("[discarded transaction {id}]\n"));
+            status(0)
+        }
+        Err(e) => infrastructure_error(&e, false),
+    }
+}
+
+/// Prints transaction `id`'s changes as a diff, limited to `paths`
+/// (relative ones taken from the current directory).
+pub(crate) fn diff(id: &str, paths: &[PathBuf]) -> ExitCode {
+    let (state, cwd) = match state_dir(false) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let only: Vec<PathBuf> = paths
+        .iter()
+        .map(|p| {
+            let abs = cwd.join(p);
+            // The real path of what exists of it (a root is recorded real).
+            std::fs::canonicalize(&abs)
+                .or_else(|_| {
+                    let parent = abs.parent().unwrap_or(Path::new("/"));
+                    std::fs::canonicalize(parent)
+                        .map(|d| d.join(abs.file_name().unwrap_or_default()))
+                })
+                .unwrap_or(abs)
+        })
+        .collect();
+    match transaction::diff(&state, id, &only) {
+        Ok(text) => {
+            print_stdout(&text);
+            status(0)
+        }
+        Err(e) => infrastructure_error(&e, false),
+    }
+}
+
+/// Lists the pending transactions.
+pub(crate) fn list(json: bool) -> ExitCode {
+    let (state, _) = match state_dir(json) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let all = transaction::list(&state);
+    let facts: Vec<transaction::TransactionFacts> = all.iter().map(transaction::facts_of).collect();
+    if json {
+        let items: Vec<serde_json::Value> = all
+            .iter()
+            .zip(&facts)
+            .map(|(m, f)| {
+                serde_json::json!({
+                    "id": m.id,
+                    "command": m.command,
+                    "workdir": m.workdir.to_string_lossy(),
+                    "started_at_ms": m.started.0 * 1000 + m.started.1 / 1_000_000,
+                    "created": f.created,
+                    "modified": f.modified,
+                    "deleted": f.deleted,
+                })
+            })
+            .collect();
+        print_stdout(&to_json(&items));
+    } else {
+        let mut text = String::new();
+        for (m, f) in all.iter().zip(&facts) {
+            text.push_str(&format!(
+                "{}  {} created, {} modified, {} deleted  {}  {}\n",
+                m.id,
+                f.created,
+                f.modified,
+                f.deleted,
+                m.workdir.display(),
+                m.command
+            ));
+        }
+        print_stdout(&text);
+    }
+    status(0)
+}
