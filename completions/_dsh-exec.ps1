@@ -49,6 +49,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('--sandbox', '--sandbox', [CompletionResultType]::ParameterName, 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)')
             [CompletionResult]::new('--workspace-root', '--workspace-root', [CompletionResultType]::ParameterName, 'Root the command may write under in workspace-write [default: the workdir]')
             [CompletionResult]::new('--writable-root', '--writable-root', [CompletionResultType]::ParameterName, 'Another directory writable in workspace-write (repeatable; missing ones are skipped)')
+            [CompletionResult]::new('--on-exit', '--on-exit', [CompletionResultType]::ParameterName, 'What happens to the transaction when the run ends: commit, discard, or keep it pending [default: keep]')
             [CompletionResult]::new('--allow-unix-socket', '--allow-unix-socket', [CompletionResultType]::ParameterName, 'A Unix socket outside the writable roots that a confined command may connect to (repeatable)')
             [CompletionResult]::new('--protect', '--protect', [CompletionResultType]::ParameterName, 'Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable)')
             [CompletionResult]::new('--allow-write', '--allow-write', [CompletionResultType]::ParameterName, 'In workspace-write, leave one protected file of editors and agents writable: PATH names an entry (.vscode, .idea, .claude, .codex, .cursor, .gemini, .mcp.json, .envrc, .direnv), relative to the workdir (repeatable)')
@@ -61,6 +62,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('--pty', '--pty', [CompletionResultType]::ParameterName, 'With --background: run the command on a new pseudo-terminal (80x24), as its controlling terminal; its output is the terminal''s (stderr merged), ''job write'' types into it, ''job resize'' sets its size; TERM=xterm-256color unless -e says otherwise')
             [CompletionResult]::new('--no-temp-write', '--no-temp-write', [CompletionResultType]::ParameterName, 'Keep the temp directory read-only in workspace-write')
             [CompletionResult]::new('--allow-caches', '--allow-caches', [CompletionResultType]::ParameterName, 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)')
+            [CompletionResult]::new('--transaction', '--transaction', [CompletionResultType]::ParameterName, 'Run the workspace root and every --writable-root on an overlay: the command''s writes land in a private upper layer, the result lists every change, and `dsh-exec commit ID` or `dsh-exec discard ID` decides (implies --sandbox workspace-write; needs root)')
             [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker')
             [CompletionResult]::new('--interactive', '--interactive', [CompletionResultType]::ParameterName, 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker')
             [CompletionResult]::new('--background', '--background', [CompletionResultType]::ParameterName, 'Start the command as a background job and print its id (see `dsh-exec job`)')
@@ -78,6 +80,10 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve the Model Context Protocol on stdio: tools run, start, read, write_stdin, wait, kill and list, under the policy these options fix (a call may ask for less, never for more)')
             [CompletionResult]::new('job', 'job', [CompletionResultType]::ParameterValue, 'Read, write to, resize, wait for, kill, list or prune background jobs')
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Remove this user''s spill directories that nothing has changed for a while (a week unless --older-than says otherwise)')
+            [CompletionResult]::new('commit', 'commit', [CompletionResultType]::ParameterValue, 'Apply a transaction''s changes (from a run with --transaction) to the real roots; a path changed meanwhile in the real tree, or protected, is refused and named (exit 1 when any was)')
+            [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Throw a transaction''s changes away; the real roots stay as they are')
+            [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Show a transaction''s changes: a unified diff of text files, a line for each other change')
+            [CompletionResult]::new('transaction', 'transaction', [CompletionResultType]::ParameterValue, 'List the pending transactions')
             [CompletionResult]::new('parse-status', 'parse-status', [CompletionResultType]::ParameterValue, 'Read a rendered result (or a --json one) and print its status as JSON: exit_code, signal, and timed_out and aborted from the notices above the marker (exit 1 when the last line is no marker)')
             break
         }
@@ -110,6 +116,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('--sandbox', '--sandbox', [CompletionResultType]::ParameterName, 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)')
             [CompletionResult]::new('--workspace-root', '--workspace-root', [CompletionResultType]::ParameterName, 'Root the command may write under in workspace-write [default: the workdir]')
             [CompletionResult]::new('--writable-root', '--writable-root', [CompletionResultType]::ParameterName, 'Another directory writable in workspace-write (repeatable; missing ones are skipped)')
+            [CompletionResult]::new('--on-exit', '--on-exit', [CompletionResultType]::ParameterName, 'What happens to the transaction when the run ends: commit, discard, or keep it pending [default: keep]')
             [CompletionResult]::new('--allow-unix-socket', '--allow-unix-socket', [CompletionResultType]::ParameterName, 'A Unix socket outside the writable roots that a confined command may connect to (repeatable)')
             [CompletionResult]::new('--protect', '--protect', [CompletionResultType]::ParameterName, 'Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable)')
             [CompletionResult]::new('--allow-write', '--allow-write', [CompletionResultType]::ParameterName, 'In workspace-write, leave one protected file of editors and agents writable: PATH names an entry (.vscode, .idea, .claude, .codex, .cursor, .gemini, .mcp.json, .envrc, .direnv), relative to the workdir (repeatable)')
@@ -122,6 +129,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('--pty', '--pty', [CompletionResultType]::ParameterName, 'With --background: run the command on a new pseudo-terminal (80x24), as its controlling terminal; its output is the terminal''s (stderr merged), ''job write'' types into it, ''job resize'' sets its size; TERM=xterm-256color unless -e says otherwise')
             [CompletionResult]::new('--no-temp-write', '--no-temp-write', [CompletionResultType]::ParameterName, 'Keep the temp directory read-only in workspace-write')
             [CompletionResult]::new('--allow-caches', '--allow-caches', [CompletionResultType]::ParameterName, 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)')
+            [CompletionResult]::new('--transaction', '--transaction', [CompletionResultType]::ParameterName, 'Run the workspace root and every --writable-root on an overlay: the command''s writes land in a private upper layer, the result lists every change, and `dsh-exec commit ID` or `dsh-exec discard ID` decides (implies --sandbox workspace-write; needs root)')
             [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker')
             [CompletionResult]::new('--interactive', '--interactive', [CompletionResultType]::ParameterName, 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker')
             [CompletionResult]::new('--background', '--background', [CompletionResultType]::ParameterName, 'Start the command as a background job and print its id (see `dsh-exec job`)')
@@ -164,6 +172,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('--sandbox', '--sandbox', [CompletionResultType]::ParameterName, 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)')
             [CompletionResult]::new('--workspace-root', '--workspace-root', [CompletionResultType]::ParameterName, 'Root the command may write under in workspace-write [default: the workdir]')
             [CompletionResult]::new('--writable-root', '--writable-root', [CompletionResultType]::ParameterName, 'Another directory writable in workspace-write (repeatable; missing ones are skipped)')
+            [CompletionResult]::new('--on-exit', '--on-exit', [CompletionResultType]::ParameterName, 'What happens to the transaction when the run ends: commit, discard, or keep it pending [default: keep]')
             [CompletionResult]::new('--allow-unix-socket', '--allow-unix-socket', [CompletionResultType]::ParameterName, 'A Unix socket outside the writable roots that a confined command may connect to (repeatable)')
             [CompletionResult]::new('--protect', '--protect', [CompletionResultType]::ParameterName, 'Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable)')
             [CompletionResult]::new('--allow-write', '--allow-write', [CompletionResultType]::ParameterName, 'In workspace-write, leave one protected file of editors and agents writable: PATH names an entry (.vscode, .idea, .claude, .codex, .cursor, .gemini, .mcp.json, .envrc, .direnv), relative to the workdir (repeatable)')
@@ -178,6 +187,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('--keep-jobs', '--keep-jobs', [CompletionResultType]::ParameterName, 'Leave the jobs the server started running when the client closes its stdin [default: they are killed and their trees swept]')
             [CompletionResult]::new('--no-temp-write', '--no-temp-write', [CompletionResultType]::ParameterName, 'Keep the temp directory read-only in workspace-write')
             [CompletionResult]::new('--allow-caches', '--allow-caches', [CompletionResultType]::ParameterName, 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)')
+            [CompletionResult]::new('--transaction', '--transaction', [CompletionResultType]::ParameterName, 'Run the workspace root and every --writable-root on an overlay: the command''s writes land in a private upper layer, the result lists every change, and `dsh-exec commit ID` or `dsh-exec discard ID` decides (implies --sandbox workspace-write; needs root)')
             [CompletionResult]::new('--output-files', '--output-files', [CompletionResultType]::ParameterName, 'Let the command write its stdout and stderr into unnamed files itself, not pipes: capture then costs what ''> FILE'' costs. As under ''> FILE'', a command that reopens /dev/stdout or /dev/stderr by path (''echo x > /dev/stderr'') truncates what it wrote, confined or not. Pipes stay where --file-size-max or --memory-max is set, where the spill directory''s file system has less free than --spill-max-bytes and 64 MiB, or where no unnamed file can be made (''explain'' says which)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay')
@@ -253,6 +263,35 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Only those unchanged for this long')
             [CompletionResult]::new('--spill-dir', '--spill-dir', [CompletionResultType]::ParameterName, 'Look in DIR instead of the configured spill_dir, STATE/spill and the temp dir')
             [CompletionResult]::new('--spill', '--spill', [CompletionResultType]::ParameterName, 'Prune spill directories (what `prune` removes; required)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'dsh-exec;commit' {
+            [CompletionResult]::new('--atomic', '--atomic', [CompletionResultType]::ParameterName, 'Apply nothing when any path would be refused')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'dsh-exec;discard' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'dsh-exec;diff' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'dsh-exec;transaction' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the pending transactions: id, when, changes, working directory, command')
+            break
+        }
+        'dsh-exec;transaction;list' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON array')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break

@@ -16,6 +16,15 @@ _dsh__exec() {
             ",$1")
                 cmd="dsh__exec"
                 ;;
+            dsh__exec,commit)
+                cmd="dsh__exec__subcmd__commit"
+                ;;
+            dsh__exec,diff)
+                cmd="dsh__exec__subcmd__diff"
+                ;;
+            dsh__exec,discard)
+                cmd="dsh__exec__subcmd__discard"
+                ;;
             dsh__exec,explain)
                 cmd="dsh__exec__subcmd__explain"
                 ;;
@@ -30,6 +39,9 @@ _dsh__exec() {
                 ;;
             dsh__exec,prune)
                 cmd="dsh__exec__subcmd__prune"
+                ;;
+            dsh__exec,transaction)
+                cmd="dsh__exec__subcmd__transaction"
                 ;;
             dsh__exec__subcmd__job,kill)
                 cmd="dsh__exec__subcmd__job__subcmd__kill"
@@ -52,6 +64,9 @@ _dsh__exec() {
             dsh__exec__subcmd__job,write)
                 cmd="dsh__exec__subcmd__job__subcmd__write"
                 ;;
+            dsh__exec__subcmd__transaction,list)
+                cmd="dsh__exec__subcmd__transaction__subcmd__list"
+                ;;
             *)
                 ;;
         esac
@@ -59,7 +74,7 @@ _dsh__exec() {
 
     case "${cmd}" in
         dsh__exec)
-            opts="-C -t -e -s -i -q -h -V --workdir --timeout --signal --idle-timeout --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --output-files --quiet --json --events --color --help --version explain mcp job prune parse-status"
+            opts="-C -t -e -s -i -q -h -V --workdir --timeout --signal --idle-timeout --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --transaction --on-exit --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --output-files --quiet --json --events --color --help --version explain mcp job prune commit discard diff transaction parse-status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -177,6 +192,10 @@ _dsh__exec() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --on-exit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --allow-unix-socket)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -220,8 +239,50 @@ _dsh__exec() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dsh__exec__subcmd__commit)
+            opts="-h --atomic --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__exec__subcmd__diff)
+            opts="-h --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__exec__subcmd__discard)
+            opts="-h --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dsh__exec__subcmd__explain)
-            opts="-C -t -e -s -i -q -h --workdir --timeout --signal --idle-timeout --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --output-files --quiet --json --events --color --help"
+            opts="-C -t -e -s -i -q -h --workdir --timeout --signal --idle-timeout --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --transaction --on-exit --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --output-files --quiet --json --events --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -336,6 +397,10 @@ _dsh__exec() {
                     return 0
                     ;;
                 --writable-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --on-exit)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -515,7 +580,7 @@ _dsh__exec() {
             return 0
             ;;
         dsh__exec__subcmd__mcp)
-            opts="-C -t -e -s -q -i -h --keep-jobs --max-parallel --max-jobs --workdir --timeout --signal --idle-timeout --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --output-files --quiet --json --events --color --background --detach-after --interactive --stream --pty --stdin --stdin-file --help"
+            opts="-C -t -e -s -q -i -h --keep-jobs --max-parallel --max-jobs --workdir --timeout --signal --idle-timeout --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --transaction --on-exit --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --output-files --quiet --json --events --color --background --detach-after --interactive --stream --pty --stdin --stdin-file --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -633,6 +698,10 @@ _dsh__exec() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --on-exit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --allow-unix-socket)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -713,6 +782,34 @@ _dsh__exec() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__exec__subcmd__transaction)
+            opts="-h --help list"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__exec__subcmd__transaction__subcmd__list)
+            opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

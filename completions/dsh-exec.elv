@@ -46,6 +46,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --sandbox 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)'
             cand --workspace-root 'Root the command may write under in workspace-write [default: the workdir]'
             cand --writable-root 'Another directory writable in workspace-write (repeatable; missing ones are skipped)'
+            cand --on-exit 'What happens to the transaction when the run ends: commit, discard, or keep it pending [default: keep]'
             cand --allow-unix-socket 'A Unix socket outside the writable roots that a confined command may connect to (repeatable)'
             cand --protect 'Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable)'
             cand --allow-write 'In workspace-write, leave one protected file of editors and agents writable: PATH names an entry (.vscode, .idea, .claude, .codex, .cursor, .gemini, .mcp.json, .envrc, .direnv), relative to the workdir (repeatable)'
@@ -58,6 +59,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --pty 'With --background: run the command on a new pseudo-terminal (80x24), as its controlling terminal; its output is the terminal''s (stderr merged), ''job write'' types into it, ''job resize'' sets its size; TERM=xterm-256color unless -e says otherwise'
             cand --no-temp-write 'Keep the temp directory read-only in workspace-write'
             cand --allow-caches 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)'
+            cand --transaction 'Run the workspace root and every --writable-root on an overlay: the command''s writes land in a private upper layer, the result lists every change, and `dsh-exec commit ID` or `dsh-exec discard ID` decides (implies --sandbox workspace-write; needs root)'
             cand -i 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker'
             cand --interactive 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker'
             cand --background 'Start the command as a background job and print its id (see `dsh-exec job`)'
@@ -75,6 +77,10 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand mcp 'Serve the Model Context Protocol on stdio: tools run, start, read, write_stdin, wait, kill and list, under the policy these options fix (a call may ask for less, never for more)'
             cand job 'Read, write to, resize, wait for, kill, list or prune background jobs'
             cand prune 'Remove this user''s spill directories that nothing has changed for a while (a week unless --older-than says otherwise)'
+            cand commit 'Apply a transaction''s changes (from a run with --transaction) to the real roots; a path changed meanwhile in the real tree, or protected, is refused and named (exit 1 when any was)'
+            cand discard 'Throw a transaction''s changes away; the real roots stay as they are'
+            cand diff 'Show a transaction''s changes: a unified diff of text files, a line for each other change'
+            cand transaction 'List the pending transactions'
             cand parse-status 'Read a rendered result (or a --json one) and print its status as JSON: exit_code, signal, and timed_out and aborted from the notices above the marker (exit 1 when the last line is no marker)'
         }
         &'dsh-exec;explain'= {
@@ -106,6 +112,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --sandbox 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)'
             cand --workspace-root 'Root the command may write under in workspace-write [default: the workdir]'
             cand --writable-root 'Another directory writable in workspace-write (repeatable; missing ones are skipped)'
+            cand --on-exit 'What happens to the transaction when the run ends: commit, discard, or keep it pending [default: keep]'
             cand --allow-unix-socket 'A Unix socket outside the writable roots that a confined command may connect to (repeatable)'
             cand --protect 'Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable)'
             cand --allow-write 'In workspace-write, leave one protected file of editors and agents writable: PATH names an entry (.vscode, .idea, .claude, .codex, .cursor, .gemini, .mcp.json, .envrc, .direnv), relative to the workdir (repeatable)'
@@ -118,6 +125,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --pty 'With --background: run the command on a new pseudo-terminal (80x24), as its controlling terminal; its output is the terminal''s (stderr merged), ''job write'' types into it, ''job resize'' sets its size; TERM=xterm-256color unless -e says otherwise'
             cand --no-temp-write 'Keep the temp directory read-only in workspace-write'
             cand --allow-caches 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)'
+            cand --transaction 'Run the workspace root and every --writable-root on an overlay: the command''s writes land in a private upper layer, the result lists every change, and `dsh-exec commit ID` or `dsh-exec discard ID` decides (implies --sandbox workspace-write; needs root)'
             cand -i 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker'
             cand --interactive 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker'
             cand --background 'Start the command as a background job and print its id (see `dsh-exec job`)'
@@ -159,6 +167,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --sandbox 'Confine the command: read-only, workspace-write or full-access (Linux Landlock)'
             cand --workspace-root 'Root the command may write under in workspace-write [default: the workdir]'
             cand --writable-root 'Another directory writable in workspace-write (repeatable; missing ones are skipped)'
+            cand --on-exit 'What happens to the transaction when the run ends: commit, discard, or keep it pending [default: keep]'
             cand --allow-unix-socket 'A Unix socket outside the writable roots that a confined command may connect to (repeatable)'
             cand --protect 'Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable)'
             cand --allow-write 'In workspace-write, leave one protected file of editors and agents writable: PATH names an entry (.vscode, .idea, .claude, .codex, .cursor, .gemini, .mcp.json, .envrc, .direnv), relative to the workdir (repeatable)'
@@ -173,6 +182,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --keep-jobs 'Leave the jobs the server started running when the client closes its stdin [default: they are killed and their trees swept]'
             cand --no-temp-write 'Keep the temp directory read-only in workspace-write'
             cand --allow-caches 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)'
+            cand --transaction 'Run the workspace root and every --writable-root on an overlay: the command''s writes land in a private upper layer, the result lists every change, and `dsh-exec commit ID` or `dsh-exec discard ID` decides (implies --sandbox workspace-write; needs root)'
             cand --output-files 'Let the command write its stdout and stderr into unnamed files itself, not pipes: capture then costs what ''> FILE'' costs. As under ''> FILE'', a command that reopens /dev/stdout or /dev/stderr by path (''echo x > /dev/stderr'') truncates what it wrote, confined or not. Pipes stay where --file-size-max or --memory-max is set, where the spill directory''s file system has less free than --spill-max-bytes and 64 MiB, or where no unnamed file can be made (''explain'' says which)'
             cand -q 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay'
             cand --quiet 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay'
@@ -239,6 +249,30 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand --older-than 'Only those unchanged for this long'
             cand --spill-dir 'Look in DIR instead of the configured spill_dir, STATE/spill and the temp dir'
             cand --spill 'Prune spill directories (what `prune` removes; required)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'dsh-exec;commit'= {
+            cand --atomic 'Apply nothing when any path would be refused'
+            cand --json 'Print one JSON object'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'dsh-exec;discard'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'dsh-exec;diff'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'dsh-exec;transaction'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand list 'List the pending transactions: id, when, changes, working directory, command'
+        }
+        &'dsh-exec;transaction;list'= {
+            cand --json 'Print one JSON array'
             cand -h 'Print help'
             cand --help 'Print help'
         }

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dsh_exec_global_optspecs
-    string join \n C/workdir= t/timeout= signal= idle-timeout= kill-after= stdout-max-bytes= stderr-max-bytes= file-size-max= spill-max-bytes= memory-max= pids-max= cpu-max= limits= keep= render= stdin-file= stdin= pty e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches allow-unix-socket= protect= allow-write= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream output-files q/quiet json events color= h/help V/version
+    string join \n C/workdir= t/timeout= signal= idle-timeout= kill-after= stdout-max-bytes= stderr-max-bytes= file-size-max= spill-max-bytes= memory-max= pids-max= cpu-max= limits= keep= render= stdin-file= stdin= pty e/env= env-policy= dsh-env= spill-dir= s/sandbox= workspace-root= writable-root= no-temp-write allow-caches transaction on-exit= allow-unix-socket= protect= allow-write= deny-read= read-root= allow-read= network= i/interactive background detach-after= stream output-files q/quiet json events color= h/help V/version
 end
 
 function __fish_dsh_exec_needs_command
@@ -53,6 +53,7 @@ workspace-write\t'Also write under the workspace root, writable roots and the te
 full-access\t'No confinement'"
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l workspace-root -d 'Root the command may write under in workspace-write [default: the workdir]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l writable-root -d 'Another directory writable in workspace-write (repeatable; missing ones are skipped)' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l on-exit -d 'What happens to the transaction when the run ends: commit, discard, or keep it pending [default: keep]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l allow-unix-socket -d 'A Unix socket outside the writable roots that a confined command may connect to (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l protect -d 'Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l allow-write -d 'In workspace-write, leave one protected file of editors and agents writable: PATH names an entry (.vscode, .idea, .claude, .codex, .cursor, .gemini, .mcp.json, .envrc, .direnv), relative to the workdir (repeatable)' -r -F
@@ -67,6 +68,7 @@ never\t'Never colour'"
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l pty -d 'With --background: run the command on a new pseudo-terminal (80x24), as its controlling terminal; its output is the terminal\'s (stderr merged), \'job write\' types into it, \'job resize\' sets its size; TERM=xterm-256color unless -e says otherwise'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l no-temp-write -d 'Keep the temp directory read-only in workspace-write'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l allow-caches -d 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l transaction -d 'Run the workspace root and every --writable-root on an overlay: the command\'s writes land in a private upper layer, the result lists every change, and `dsh-exec commit ID` or `dsh-exec discard ID` decides (implies --sandbox workspace-write; needs root)'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -s i -l interactive -d 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l background -d 'Start the command as a background job and print its id (see `dsh-exec job`)'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -l stream -d 'Show the output live as it is produced (to stderr with --json), capturing it as usual'
@@ -80,6 +82,10 @@ complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "explain" -d 'Resolve
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "mcp" -d 'Serve the Model Context Protocol on stdio: tools run, start, read, write_stdin, wait, kill and list, under the policy these options fix (a call may ask for less, never for more)'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "job" -d 'Read, write to, resize, wait for, kill, list or prune background jobs'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "prune" -d 'Remove this user\'s spill directories that nothing has changed for a while (a week unless --older-than says otherwise)'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "commit" -d 'Apply a transaction\'s changes (from a run with --transaction) to the real roots; a path changed meanwhile in the real tree, or protected, is refused and named (exit 1 when any was)'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "discard" -d 'Throw a transaction\'s changes away; the real roots stay as they are'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "diff" -d 'Show a transaction\'s changes: a unified diff of text files, a line for each other change'
+complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "transaction" -d 'List the pending transactions'
 complete -c dsh-exec -n "__fish_dsh_exec_needs_command" -a "parse-status" -d 'Read a rendered result (or a --json one) and print its status as JSON: exit_code, signal, and timed_out and aborted from the notices above the marker (exit 1 when the last line is no marker)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s C -l workdir -d 'Working directory of the command [default: the current directory]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s t -l timeout -d 'Deadline: 500ms, 30s, 2m, 1h30m, a number of seconds; 0 or none for no deadline [default: 10m]' -r
@@ -110,6 +116,7 @@ workspace-write\t'Also write under the workspace root, writable roots and the te
 full-access\t'No confinement'"
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l workspace-root -d 'Root the command may write under in workspace-write [default: the workdir]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l writable-root -d 'Another directory writable in workspace-write (repeatable; missing ones are skipped)' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l on-exit -d 'What happens to the transaction when the run ends: commit, discard, or keep it pending [default: keep]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l allow-unix-socket -d 'A Unix socket outside the writable roots that a confined command may connect to (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l protect -d 'Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l allow-write -d 'In workspace-write, leave one protected file of editors and agents writable: PATH names an entry (.vscode, .idea, .claude, .codex, .cursor, .gemini, .mcp.json, .envrc, .direnv), relative to the workdir (repeatable)' -r -F
@@ -124,6 +131,7 @@ never\t'Never colour'"
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l pty -d 'With --background: run the command on a new pseudo-terminal (80x24), as its controlling terminal; its output is the terminal\'s (stderr merged), \'job write\' types into it, \'job resize\' sets its size; TERM=xterm-256color unless -e says otherwise'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l no-temp-write -d 'Keep the temp directory read-only in workspace-write'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l allow-caches -d 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l transaction -d 'Run the workspace root and every --writable-root on an overlay: the command\'s writes land in a private upper layer, the result lists every change, and `dsh-exec commit ID` or `dsh-exec discard ID` decides (implies --sandbox workspace-write; needs root)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -s i -l interactive -d 'Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l background -d 'Start the command as a background job and print its id (see `dsh-exec job`)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand explain" -l stream -d 'Show the output live as it is produced (to stderr with --json), capturing it as usual'
@@ -160,6 +168,7 @@ workspace-write\t'Also write under the workspace root, writable roots and the te
 full-access\t'No confinement'"
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l workspace-root -d 'Root the command may write under in workspace-write [default: the workdir]' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l writable-root -d 'Another directory writable in workspace-write (repeatable; missing ones are skipped)' -r -F
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l on-exit -d 'What happens to the transaction when the run ends: commit, discard, or keep it pending [default: keep]' -r
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l allow-unix-socket -d 'A Unix socket outside the writable roots that a confined command may connect to (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l protect -d 'Keep PATH read-only inside the writable roots, besides .git/config, .git/hooks and the rest (repeatable)' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l allow-write -d 'In workspace-write, leave one protected file of editors and agents writable: PATH names an entry (.vscode, .idea, .claude, .codex, .cursor, .gemini, .mcp.json, .envrc, .direnv), relative to the workdir (repeatable)' -r -F
@@ -177,6 +186,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l stdin-file -d 
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l keep-jobs -d 'Leave the jobs the server started running when the client closes its stdin [default: they are killed and their trees swept]'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l no-temp-write -d 'Keep the temp directory read-only in workspace-write'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l allow-caches -d 'Also make the package caches writable in workspace-write: cargo, npm, yarn, pip, uv, go, gradle and maven (those that exist, and those of the tools on PATH, made before the run and kept)'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l transaction -d 'Run the workspace root and every --writable-root on an overlay: the command\'s writes land in a private upper layer, the result lists every change, and `dsh-exec commit ID` or `dsh-exec discard ID` decides (implies --sandbox workspace-write; needs root)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l output-files -d 'Let the command write its stdout and stderr into unnamed files itself, not pipes: capture then costs what \'> FILE\' costs. As under \'> FILE\', a command that reopens /dev/stdout or /dev/stderr by path (\'echo x > /dev/stderr\') truncates what it wrote, confined or not. Pipes stay where --file-size-max or --memory-max is set, where the spill directory\'s file system has less free than --spill-max-bytes and 64 MiB, or where no unnamed file can be made (\'explain\' says which)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -s q -l quiet -d 'No notes on stderr (that stdin is not passed on, that a subcommand name ran as a command, the -i banner); warnings and errors stay'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand mcp" -l json -d 'Print one JSON object instead of the rendered text'
@@ -213,4 +223,13 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand prune" -l older-than -
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand prune" -l spill-dir -d 'Look in DIR instead of the configured spill_dir, STATE/spill and the temp dir' -r -F
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand prune" -l spill -d 'Prune spill directories (what `prune` removes; required)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand prune" -s h -l help -d 'Print help'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand commit" -l atomic -d 'Apply nothing when any path would be refused'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand commit" -l json -d 'Print one JSON object'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand commit" -s h -l help -d 'Print help'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand discard" -s h -l help -d 'Print help'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand diff" -s h -l help -d 'Print help'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand transaction; and not __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand transaction; and not __fish_seen_subcommand_from list" -f -a "list" -d 'List the pending transactions: id, when, changes, working directory, command'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand transaction; and __fish_seen_subcommand_from list" -l json -d 'Print one JSON array'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand transaction; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand parse-status" -s h -l help -d 'Print help'

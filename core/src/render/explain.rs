@@ -111,6 +111,21 @@ pub struct Explanation {
     pub sandbox: Option<ExplainedSandbox>,
 }
 
+/// A run's transaction as `explain` sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ExplainedTransaction {
+    /// Whether `--transaction` (or `transaction = true`) was given.
+    pub asked: bool,
+    /// What happens when the run ends (`--on-exit`); `null` when not asked.
+    pub on_exit: Option<SourcedValue<crate::sandbox::overlay::OnExit>>,
+    /// Whether a transaction can run here.
+    pub available: bool,
+    /// The roots it overlays, or why none can be (a transaction then
+    /// fails closed with `SANDBOX_UNAVAILABLE`).
+    pub detail: String,
+}
+
 /// How a run's tree is held for the kill (docs/run.md, "The process
 /// tree").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -236,6 +251,9 @@ pub struct ExplainedSetting {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct ExplainedSandbox {
+    /// Transactions (`--transaction`) in `workspace-write`: asked or not,
+    /// whether one can run here and why; `null` in the other modes.
+    pub transaction: Option<ExplainedTransaction>,
     /// The calls the gate (seccomp user notification) judges.
     pub gate: Option<ExplainedGate>,
     /// What bounds metadata changes (mode, owner, times, xattrs) to the
@@ -706,6 +724,18 @@ fn explained_sandbox(spec: &Spec) -> Option<ExplainedSandbox> {
     };
     let confining = policy.mode.value.confines();
     Some(ExplainedSandbox {
+        transaction: (policy.mode.value == Mode::WorkspaceWrite).then(|| {
+            let (available, detail) = transaction_detail(policy, roots);
+            ExplainedTransaction {
+                asked: policy.transaction.is_some(),
+                on_exit: policy
+                    .transaction
+                    .as_ref()
+                    .map(|t| sourced(&t.on_exit, t.on_exit.value)),
+                available,
+                detail,
+            }
+        }),
         gate: confining.then(|| ExplainedGate {
             calls: gate_calls(spec, &a).into(),
             mechanism: "seccomp user notification".into(),
@@ -772,6 +802,26 @@ fn explained_sandbox(spec: &Spec) -> Option<ExplainedSandbox> {
         landlock_abi,
         enforcement,
     })
+}
+
+/// Whether a transaction can run, and the roots it overlays or why not.
+fn transaction_detail(policy: &Policy, roots: &crate::sandbox::Roots) -> (bool, String) {
+    match crate::sandbox::overlay::availability(policy, roots) {
+        Ok(overlaid) => (
+            true,
+            format!(
+                "overlays over {} (upper layers in {}); the temp dir, caches and /dev/shm are \
+                 written directly",
+                overlaid
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                crate::sandbox::overlay::transactions_dir(&policy.state_dir).display()
+            ),
+        ),
+        Err(why) => (false, format!("unavailable: {why}")),
+    }
 }
 
 /// Where the allow-list proxy listens, as `explain` can tell before a run.
@@ -918,6 +968,22 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
                 "read-only (--no-temp-write)".into(),
                 String::new(),
             ));
+        }
+        let (available, detail) = transaction_detail(policy, roots);
+        match &policy.transaction {
+            Some(t) => rows.push((
+                "transaction".into(),
+                format!("on exit: {}; {detail}", t.on_exit.value),
+                o(t.on_exit.origin),
+            )),
+            None => rows.push((
+                "transaction".into(),
+                format!(
+                    "no (--transaction: {})",
+                    if available { "available" } else { &detail }
+                ),
+                String::new(),
+            )),
         }
     }
     for w in roots.warnings.iter().chain(&a.protection.warnings) {

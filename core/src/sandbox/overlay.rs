@@ -143,6 +143,41 @@ fn overlaid(roots: &Roots) -> Vec<&super::Root> {
         .collect()
 }
 
+/// Whether a run of `policy` with its roots opened as `roots` can be a
+/// transaction here (`explain`): `Ok` with the roots it would overlay, or
+/// the reason it cannot (the same the run would fail with).
+pub fn availability(policy: &Policy, roots: &Roots) -> Result<Vec<PathBuf>, String> {
+    if !super::read_only_tree_available() {
+        return Err(
+            "needs a mount namespace and a read-only mount tree (root, or CAP_SYS_ADMIN, and \
+             Linux 5.12)"
+                .into(),
+        );
+    }
+    let known = std::fs::read_to_string("/proc/filesystems")
+        .map(|f| {
+            f.lines()
+                .any(|l| l.split_whitespace().last() == Some("overlay"))
+        })
+        .unwrap_or(false);
+    if !known {
+        return Err("the kernel has no overlay file system (/proc/filesystems)".into());
+    }
+    let overlaid = overlaid(roots);
+    if overlaid.is_empty() {
+        return Err("no writable root to run on an overlay".into());
+    }
+    let state = std::fs::canonicalize(&policy.state_dir).unwrap_or(policy.state_dir.clone());
+    if let Some(r) = overlaid.iter().find(|r| state.starts_with(&r.path)) {
+        return Err(format!(
+            "the state directory {} lies inside the writable root {}",
+            state.display(),
+            r.path.display()
+        ));
+    }
+    Ok(overlaid.iter().map(|r| r.path.clone()).collect())
+}
+
 /// Makes the transaction's directory and one detached overlay per named
 /// writable root (`sys::overlay::mount`). `read_only_tree`: whether the
 /// run gets the read-only mount tree the overlays are attached in.

@@ -160,6 +160,7 @@ pub fn commit(state_dir: &Path, id: &str, atomic: bool) -> Result<CommitReport, 
     for (li, (layer, real, upper, steps)) in plans.iter().enumerate() {
         // Directories whose times are set after what they hold.
         let mut dirs: Vec<&Step> = Vec::new();
+        let mut links = Links::new();
         for (si, s) in steps.iter().enumerate() {
             if refused.contains(&(li, si)) {
                 continue;
@@ -170,7 +171,7 @@ pub fn commit(state_dir: &Path, id: &str, atomic: bool) -> Result<CommitReport, 
             }) {
                 continue;
             }
-            match apply(real, upper, s) {
+            match apply(real, upper, s, &mut links) {
                 Ok(()) if matches!(s.op, Op::Enter) => {}
                 Ok(()) => {
                     report.applied += 1;
@@ -319,7 +320,11 @@ fn open_beneath(root: &OwnedFd, rel: &Path) -> std::io::Result<OwnedFd> {
     .map_err(std::io::Error::from_raw_os_error)
 }
 
-fn apply(real: &OwnedFd, upper: &OwnedFd, s: &Step) -> std::io::Result<()> {
+/// Hard links of the upper layer: its (device, inode) of a file with more
+/// than one link, and the first path committed for it.
+type Links = std::collections::HashMap<(u64, u64), PathBuf>;
+
+fn apply(real: &OwnedFd, upper: &OwnedFd, s: &Step, links: &mut Links) -> std::io::Result<()> {
     let (parent, name) = split(&s.rel);
     let dir = open_beneath(real, parent)?;
     let from = open_beneath(upper, parent)?;
@@ -345,7 +350,20 @@ fn apply(real: &OwnedFd, upper: &OwnedFd, s: &Step) -> std::io::Result<()> {
             let source = crate::sandbox::undo::open_dir_at(ufd, name)?;
             set_metadata(&target, &source, &new.st, false)
         }
-        Op::Put => put(&dir, ufd, name, s.replace),
+        Op::Put => {
+            // Paths the command linked together stay one file.
+            let linked = stat_at(ufd, name)
+                .filter(|e| e.kind() == EntryKind::File && e.st.st_nlink > 1)
+                .map(|e| (e.st.st_dev, e.st.st_ino));
+            if let Some(first) = linked.and_then(|id| links.get(&id)) {
+                return link(real, first, &dir, name, s.replace);
+            }
+            put(&dir, ufd, name, s.replace)?;
+            if let Some(id) = linked {
+                links.insert(id, s.rel.clone());
+            }
+            Ok(())
+        }
         Op::Enter => Ok(()),
     }
 }
@@ -391,6 +409,38 @@ fn copy_times(real: &OwnedFd, upper: &OwnedFd, rel: &Path) -> std::io::Result<()
         (st.st_atime, st.st_atime_nsec),
         (st.st_mtime, st.st_mtime_nsec),
     )
+}
+
+/// `name` in `dir` made a hard link of the committed `first` (relative to
+/// the root), through a temporary name renamed over it.
+fn link(
+    real: &OwnedFd,
+    first: &Path,
+    dir: &OwnedFd,
+    name: &OsStr,
+    replace: bool,
+) -> std::io::Result<()> {
+    let (parent, first_name) = split(first);
+    let from = open_beneath(real, parent)?;
+    let mut tmp = OsString::from(".");
+    tmp.push(name);
+    tmp.push(".dsh-exec-commit");
+    crate::sandbox::undo::remove_at(dir.as_raw_fd(), &tmp);
+    nix::unistd::linkat(
+        &from,
+        first_name,
+        dir,
+        tmp.as_os_str(),
+        nix::fcntl::AtFlags::empty(),
+    )?;
+    if replace {
+        crate::sandbox::undo::remove_at(dir.as_raw_fd(), name);
+    }
+    if let Err(e) = crate::sys::fs::rename_at(dir.as_raw_fd(), &tmp, name) {
+        crate::sandbox::undo::remove_at(dir.as_raw_fd(), &tmp);
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// The file, symlink or FIFO `name` of the upper directory `ufd` put in
