@@ -107,6 +107,7 @@ pub struct RunResult {
 ///
 /// Every field is always present (`null` when it has no value), except the
 /// ones serde skips when empty (`aborted_by`, `spill_error`, `capped`,
+/// `transaction` and a change's `what`,
 /// `live_dropped_bytes`, `protected_changes`, `denials_source` outside the
 /// confining modes, a stream's `head` and
 /// `render`, and the `network_*` facts of an allow-list); schemars leaves `Option` fields out of `required`, so
@@ -117,9 +118,10 @@ pub fn json_schema() -> serde_json::Value {
 
 /// The fields of [`RunResult`] and its parts that are absent when empty
 /// (see [`json_schema`]).
-const SOMETIMES: [&str; 20] = [
+const SOMETIMES: [&str; 21] = [
     "limits",
     "transaction",
+    "what",
     "timeout_kind",
     "idle_timeout_ms",
     "denials_source",

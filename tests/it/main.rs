@@ -52,5 +52,6 @@ mod session;
 mod stdin;
 mod stream;
 mod terminal;
+mod transaction;
 mod tree_sweep;
 mod usage_errors;

@@ -48,6 +48,7 @@ use crate::sys::fs::{RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS
 
 /// A path `commit` did not apply, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Refusal {
     /// The real path.
     #[serde(serialize_with = "crate::serde_paths::lossy_path")]
@@ -60,6 +61,7 @@ pub struct Refusal {
 
 /// What a commit did.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct CommitReport {
     /// Paths written, made or removed.
     pub applied: u64,

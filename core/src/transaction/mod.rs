@@ -64,6 +64,7 @@ pub enum EntryKind {
 
 /// One changed path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Change {
     /// The path, absolute, as the real root names it.
     #[serde(serialize_with = "crate::serde_paths::lossy_path")]
@@ -75,8 +76,9 @@ pub struct Change {
     pub kind: EntryKind,
     /// The new size in bytes, for a regular file that exists afterwards.
     pub size: Option<u64>,
-    /// For a modification, what differs: `content`, `type`, `mode`,
-    /// `owner`, `times`, `xattrs`, `target` (a symlink's).
+    /// For a modification, what differs: `content`, `mode`, `owner`,
+    /// `times`, `xattrs`, `links` (a file's hard-link count), `target` (a
+    /// symlink's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub what: Vec<String>,
 }
@@ -96,6 +98,7 @@ pub enum State {
 
 /// A run's transaction, as the result reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct TransactionFacts {
     /// The transaction id (`dsh-exec commit ID`).
     pub id: String,
@@ -482,6 +485,10 @@ fn differences(
     }
     if (o.st_uid, o.st_gid) != (n.st_uid, n.st_gid) {
         what.push("owner");
+    }
+    // A hard link made or split (a copy-up splits one: overlayfs.rst).
+    if kind == EntryKind::File && o.st_nlink != n.st_nlink {
+        what.push("links");
     }
     if kind != EntryKind::Symlink
         && xattrs_of(upper, name)

@@ -1,0 +1,571 @@
+//! Transactions (`--transaction`): the command's writes land in overlay
+//! upper layers; the result lists every change; `commit`, `discard` and
+//! `diff` decide afterwards. Each test needs a mount namespace (root):
+//! without one it checks that the run fails closed, or skips, saying so.
+use crate::support::*;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A workspace and a home of its own, whose state directory
+/// (`HOME/.local/state/dsh-exec`) holds the transactions; both removed
+/// with the test.
+struct Dirs {
+    _root: tempfile::TempDir,
+    ws: PathBuf,
+    home: PathBuf,
+    /// `HOME/.local/state`.
+    state: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let root = tempfile::tempdir().unwrap();
+    let (ws, home) = (root.path().join("ws"), root.path().join("home"));
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::create_dir(&home).unwrap();
+    Dirs {
+        _root: root,
+        ws,
+        state: home.join(".local/state"),
+        home,
+    }
+}
+
+impl Dirs {
+    /// `dsh-exec ARGS` in the workspace with the private state directory.
+    fn dsh(&self, args: &[&str]) -> Outcome {
+        Test::new()
+            .env("HOME", &self.home)
+            .arg("-C")
+            .arg(&self.ws)
+            .args(args)
+            .run()
+    }
+
+    /// A subcommand (`commit`, `discard`, `diff`, `transaction`) with the
+    /// private state directory.
+    fn sub(&self, args: &[&str]) -> Outcome {
+        Test::new().env("HOME", &self.home).args(args).run()
+    }
+
+    /// Runs `script` as a transaction; its JSON result.
+    fn transact(&self, script: &str, extra: &[&str]) -> Value {
+        let mut args = vec!["--transaction", "--json"];
+        args.extend_from_slice(extra);
+        args.extend(["--", script]);
+        let out = self.dsh(&args);
+        let v = out.json();
+        assert!(
+            v.get("transaction").is_some(),
+            "{}\n{}",
+            out.stdout,
+            out.stderr
+        );
+        v
+    }
+
+    fn transactions(&self) -> Vec<String> {
+        std::fs::read_dir(self.state.join("dsh-exec/transactions"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+fn sh(dir: &Path, script: &str) {
+    let out = Command::new("bash")
+        .args(["-c", script])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn overlays_here() -> bool {
+    if !has_sys_admin() {
+        eprintln!("skipped: transactions need a mount namespace (CAP_SYS_ADMIN)");
+        return false;
+    }
+    true
+}
+
+/// Every entry under `root`: its type, mode, owner, size, mtime (files
+/// and symlinks), bytes or target, and extended attributes.
+fn tree(root: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let rel = p.strip_prefix(root).unwrap().to_path_buf();
+            let what = if m.file_type().is_symlink() {
+                format!("link {}", std::fs::read_link(&p).unwrap().display())
+            } else if m.is_dir() {
+                stack.push(p.clone());
+                "dir".to_string()
+            } else if !m.is_file() {
+                format!("special {:o}", m.mode() & 0o170000)
+            } else {
+                format!(
+                    "file {:?} mtime {}.{}",
+                    std::fs::read(&p).unwrap(),
+                    m.mtime(),
+                    m.mtime_nsec()
+                )
+            };
+            let xattrs = Command::new("python3")
+                .args([
+                    "-c",
+                    "import os,sys; p=sys.argv[1]; print(sorted((n, os.getxattr(p, n, \
+                     follow_symlinks=False)) for n in os.listxattr(p, follow_symlinks=False)))",
+                ])
+                .arg(&p)
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .unwrap_or_default();
+            out.insert(
+                rel,
+                format!(
+                    "{what} mode {:o} owner {}:{} nlink {} xattrs {xattrs}",
+                    m.mode(),
+                    m.uid(),
+                    m.gid(),
+                    if m.is_dir() { 0 } else { m.nlink() }
+                ),
+            );
+        }
+    }
+    out
+}
+
+/// The `changes` of a result as (path relative to `ws`, change, kind,
+/// what) rows.
+fn rows(v: &Value, ws: &Path) -> Vec<(String, String, String, String)> {
+    v["transaction"]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let path = c["path"].as_str().unwrap();
+            let rel = Path::new(path).strip_prefix(ws).unwrap();
+            let what: Vec<&str> = c
+                .get("what")
+                .and_then(Value::as_array)
+                .map(|w| w.iter().map(|x| x.as_str().unwrap()).collect())
+                .unwrap_or_default();
+            (
+                rel.display().to_string(),
+                c["change"].as_str().unwrap().to_string(),
+                c["kind"].as_str().unwrap().to_string(),
+                what.join(","),
+            )
+        })
+        .collect()
+}
+
+fn row(p: &str, c: &str, k: &str, w: &str) -> (String, String, String, String) {
+    (p.into(), c.into(), k.into(), w.into())
+}
+
+/// A workspace with one of everything the tests change.
+fn seed(ws: &Path) {
+    sh(
+        ws,
+        "printf 'one\\ntwo\\n' > text && echo gone > removed && mkdir -p tree/sub && \
+         echo a > tree/a && echo b > tree/sub/b && echo m > chmodded && chmod 644 chmodded && \
+         echo t > touched && echo x > xattred && echo same > recreated && \
+         mkdir renamed && echo r > renamed/r && ln -s text link && echo h > hard",
+    );
+    // Times in the past, so that a change made now shows.
+    sh(ws, "find . -exec touch -h -d '2020-01-01 00:00:00' {} +");
+}
+
+#[test]
+fn each_kind_of_change_is_reported_exactly_and_the_real_tree_is_untouched() {
+    if !overlays_here() {
+        return;
+    }
+    let d = dirs();
+    seed(&d.ws);
+    let before = tree(&d.ws);
+    let v = d.transact(
+        "printf 'one\\nTWO\\n' > text; rm removed; rm -r tree; mkdir tree; echo new > tree/new; \
+         chmod 600 chmodded; touch -d '2021-01-01 00:00:00' touched; \
+         python3 -c \"import os; os.setxattr('xattred', 'user.note', b'hi')\"; \
+         rm recreated; echo same > recreated; mv renamed moved; ln -sfn tree link; \
+         mkfifo pipe; ln hard hard2",
+        &[],
+    );
+    assert_eq!(v["exit_code"], 0, "{v}");
+    assert_eq!(
+        rows(&v, &d.ws),
+        vec![
+            row("chmodded", "modified", "file", "mode"),
+            row("hard", "modified", "file", "links"),
+            row("hard2", "created", "file", ""),
+            row("link", "modified", "symlink", "target"),
+            row("moved", "created", "dir", ""),
+            row("moved/r", "created", "file", ""),
+            row("pipe", "created", "special", ""),
+            row("recreated", "modified", "file", "times"),
+            row("removed", "deleted", "file", ""),
+            row("renamed", "deleted", "dir", ""),
+            row("text", "modified", "file", "content"),
+            row("touched", "modified", "file", "times"),
+            row("tree/a", "deleted", "file", ""),
+            row("tree/new", "created", "file", ""),
+            row("tree/sub", "deleted", "dir", ""),
+            row("xattred", "modified", "file", "xattrs"),
+        ]
+    );
+    let t = &v["transaction"];
+    assert_eq!(t["state"], "pending");
+    assert_eq!(
+        (
+            &t["created"],
+            &t["modified"],
+            &t["deleted"],
+            &t["changes_more"]
+        ),
+        (&json!(5), &json!(7), &json!(4), &json!(0))
+    );
+    assert_eq!(tree(&d.ws), before, "the real tree changed");
+    assert_matches_schema("run-result", &v);
+}
+
+#[test]
+fn the_text_result_ends_with_the_changes_line_before_the_marker() {
+    if !overlays_here() {
+        return;
+    }
+    let d = dirs();
+    sh(&d.ws, "echo a > a && echo b > b");
+    let out = d.dsh(&[
+        "--transaction",
+        "--",
+        "echo c > c; echo A > a; rm b; echo done",
+    ]);
+    let ids = d.transactions();
+    assert_eq!(ids.len(), 1);
+    let id = &ids[0];
+    out.expect_status(0).expect_stdout(&format!(
+        "done\n[changes: 1 created, 1 modified, 1 deleted (transaction {id}: dsh-exec commit \
+         {id} | discard {id})]\n[exit code: 0]\n"
+    ));
+    // What parse-status reads is still the marker.
+    Test::new()
+        .arg("parse-status")
+        .stdin(out.stdout.clone())
+        .run()
+        .expect_status(0)
+        .expect_stdout("{\"exit_code\":0,\"signal\":null,\"timed_out\":false,\"aborted\":false}\n");
+}
+
+#[test]
+fn discard_leaves_the_real_tree_as_it_was_and_removes_the_layers() {
+    if !overlays_here() {
+        return;
+    }
+    let d = dirs();
+    seed(&d.ws);
+    let before = tree(&d.ws);
+    let v = d.transact("rm -rf ./* && echo x > only && chmod 700 .", &[]);
+    let id = v["transaction"]["id"].as_str().unwrap().to_string();
+    assert_eq!(tree(&d.ws), before);
+    d.sub(&["discard", &id])
+        .expect_status(0)
+        .expect_stdout(&format!("[discarded transaction {id}]\n"));
+    assert_eq!(tree(&d.ws), before);
+    assert_eq!(d.transactions(), Vec::<String>::new());
+    // Deciding it again is an error with its code.
+    let again = d.sub(&["commit", &id]);
+    again.expect_status(125);
+    assert_eq!(
+        again.stderr,
+        format!("dsh-exec: error: transaction {id}: no such transaction (TRANSACTION_FAILED)\n")
+    );
+}
+
+#[test]
+fn commit_gives_the_tree_an_unconfined_run_would_have_made() {
+    if !overlays_here() {
+        return;
+    }
+    let d = dirs();
+    seed(&d.ws);
+    let twin = d.ws.parent().unwrap().join("twin");
+    sh(d.ws.parent().unwrap(), "cp -a ws twin");
+    let script = "printf 'one\\nTWO\\n' > text; rm removed; rm -r tree; mkdir tree; \
+                  echo new > tree/new; chmod 600 chmodded; touch -d '2021-01-01 00:00:00' touched; \
+                  python3 -c \"import os; os.setxattr('xattred', 'user.note', b'hi')\"; \
+                  mv renamed moved; ln -sfn tree link; mkfifo pipe; ln hard hard2; \
+                  mkdir -p deep/er && echo z > deep/er/z && chmod 750 deep; \
+                  touch -d '2022-02-02 00:00:00' deep/er/z text tree/new pipe";
+    sh(&twin, script);
+    let v = d.transact(script, &[]);
+    let id = v["transaction"]["id"].as_str().unwrap().to_string();
+    let out = d.sub(&["commit", &id, "--json"]);
+    out.expect_status(0);
+    let report = out.json();
+    assert_eq!(report["refused"], json!([]), "{report}");
+    assert_eq!(report["state"], "committed");
+    assert_eq!(tree(&d.ws), tree(&twin));
+    assert_eq!(d.transactions(), Vec::<String>::new());
+}
+
+#[test]
+fn a_path_changed_in_the_real_tree_meanwhile_is_refused_and_named() {
+    if !overlays_here() {
+        return;
+    }
+    let d = dirs();
+    sh(&d.ws, "echo a > a && echo b > b");
+    let v = d.transact("echo A > a; echo B > b; echo c > c", &[]);
+    let id = v["transaction"]["id"].as_str().unwrap().to_string();
+    // Someone else edits `b` and makes `c` after the run started.
+    sh(&d.ws, "echo theirs > b && echo theirs > c");
+    let atomic = d.sub(&["commit", &id, "--atomic"]);
+    atomic.expect_status(125);
+    let ws = d.ws.display();
+    assert_eq!(
+        atomic.stderr,
+        format!(
+            "dsh-exec: error: transaction {id}: --atomic: nothing applied; refused: {ws}/b \
+             (changed in the real tree after the transaction started), {ws}/c (changed in the \
+             real tree after the transaction started) (TRANSACTION_FAILED)\n"
+        )
+    );
+    assert_eq!(std::fs::read_to_string(d.ws.join("a")).unwrap(), "a\n");
+    let partial = d.sub(&["commit", &id]);
+    partial.expect_status(1).expect_stdout(&format!(
+        "refused: {ws}/b (changed in the real tree after the transaction started)\nrefused: \
+         {ws}/c (changed in the real tree after the transaction started)\n[committed transaction \
+         {id}: 1 applied, 2 refused]\n"
+    ));
+    for (f, text) in [("a", "A\n"), ("b", "theirs\n"), ("c", "theirs\n")] {
+        assert_eq!(std::fs::read_to_string(d.ws.join(f)).unwrap(), text, "{f}");
+    }
+}
+
+fn have_git() -> bool {
+    let ok = Command::new("git")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: git is not installed");
+    }
+    ok
+}
+
+#[test]
+fn a_planted_hook_or_command_running_config_never_lands() {
+    if !overlays_here() || !have_git() {
+        return;
+    }
+    let d = dirs();
+    let ran = d.ws.parent().unwrap().join("ran");
+    sh(
+        &d.ws,
+        "git init -q . && git -c user.name=t -c user.email=t@t commit -q --allow-empty -m init",
+    );
+    let plant = format!(
+        "printf '#!/bin/sh\\ntouch {r}\\n' > .git/hooks/post-checkout; chmod +x \
+         .git/hooks/post-checkout; git config core.fsmonitor 'touch {r}'; \
+         mkdir -p inner && cd inner && git init -q . && git config core.fsmonitor 'touch {r}'; \
+         cd ..; echo ok > file",
+        r = ran.display()
+    );
+    let v = d.transact(&plant, &[]);
+    let id = v["transaction"]["id"].as_str().unwrap().to_string();
+    let out = d.sub(&["commit", &id, "--json"]);
+    out.expect_status(1);
+    let refused: Vec<String> = out.json()["refused"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "{} ({})",
+                Path::new(r["path"].as_str().unwrap())
+                    .strip_prefix(&d.ws)
+                    .unwrap()
+                    .display(),
+                r["reason"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        refused,
+        vec![
+            ".git/config (protected path)".to_string(),
+            ".git/hooks/post-checkout (protected path)".into(),
+            "inner/.git (config key core.fsmonitor)".into(),
+        ]
+    );
+    assert_eq!(std::fs::read_to_string(d.ws.join("file")).unwrap(), "ok\n");
+    // What a user runs next, unconfined, runs nothing planted.
+    sh(
+        &d.ws,
+        "git status >/dev/null 2>&1; git checkout -q -b x 2>/dev/null; cd inner 2>/dev/null && \
+         git status >/dev/null 2>&1; true",
+    );
+    assert!(!ran.exists(), "a planted command ran");
+}
+
+#[test]
+fn on_exit_commit_and_discard_decide_without_a_second_call() {
+    if !overlays_here() {
+        return;
+    }
+    let d = dirs();
+    let v = d.transact("echo x > kept", &["--on-exit", "commit"]);
+    assert_eq!(v["transaction"]["state"], "committed");
+    assert_eq!(
+        v["transaction"]["commit"],
+        json!({"applied": 1, "refused": []})
+    );
+    assert_eq!(std::fs::read_to_string(d.ws.join("kept")).unwrap(), "x\n");
+    let v = d.transact("echo y > thrown", &["--on-exit", "discard"]);
+    assert_eq!(v["transaction"]["state"], "discarded");
+    assert!(!d.ws.join("thrown").exists());
+    assert_eq!(d.transactions(), Vec::<String>::new());
+    let out = d.dsh(&["--transaction", "--on-exit", "discard", "--", "echo z > z"]);
+    let line = out.stdout.lines().rev().nth(1).unwrap();
+    assert!(
+        line.starts_with("[changes: 1 created, 0 modified, 0 deleted (transaction t")
+            && line.ends_with(" discarded)]"),
+        "{line}"
+    );
+}
+
+#[test]
+fn diff_shows_text_changes_as_a_unified_diff_and_names_the_rest() {
+    if !overlays_here() {
+        return;
+    }
+    let d = dirs();
+    sh(
+        &d.ws,
+        "printf 'a\\nb\\nc\\n' > t && printf '\\0\\1' > bin && mkdir dir",
+    );
+    let v = d.transact(
+        "printf 'a\\nB\\nc\\n' > t; printf '\\0\\2\\3' > bin; rmdir dir",
+        &[],
+    );
+    let id = v["transaction"]["id"].as_str().unwrap().to_string();
+    let ws = d.ws.display();
+    d.sub(&["diff", &id]).expect_status(0).expect_stdout(&format!(
+        "Binary file {ws}/bin: 2 bytes -> 3 bytes\ndirectory deleted: {ws}/dir\n--- a{ws}/t\n+++ \
+         b{ws}/t\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"
+    ));
+    let t = d.ws.join("t");
+    d.sub(&["diff", &id, t.to_str().unwrap()])
+        .expect_status(0)
+        .expect_stdout(&format!(
+            "--- a{ws}/t\n+++ b{ws}/t\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"
+        ));
+    let list = d.sub(&["transaction", "list", "--json"]);
+    list.expect_status(0);
+    assert_eq!(list.json()[0]["id"], json!(id));
+    assert_eq!(list.json()[0]["modified"], json!(2));
+}
+
+#[test]
+fn a_transaction_without_a_mount_namespace_fails_closed_and_runs_nothing() {
+    let d = dirs();
+    let marker = d.ws.join("marker");
+    let script = format!("touch {}", marker.display());
+    let out = if has_sys_admin() {
+        Test::in_tier(Tier::Gate)
+            .env("HOME", &d.home)
+            .arg("-C")
+            .arg(&d.ws)
+            .args(["--transaction", "--", &script])
+            .run()
+    } else {
+        d.dsh(&["--transaction", "--", &script])
+    };
+    out.expect_status(125).expect_stdout("");
+    assert_eq!(
+        out.stderr,
+        "dsh-exec: error: sandbox unavailable: --transaction needs a mount namespace and a \
+         read-only mount tree (root, or CAP_SYS_ADMIN, and Linux 5.12): the command would \
+         otherwise write the real tree (SANDBOX_UNAVAILABLE)\n"
+    );
+    assert!(!marker.exists());
+    assert_eq!(d.transactions(), Vec::<String>::new());
+}
+
+#[test]
+fn a_transaction_asks_for_workspace_write_and_on_exit_for_a_transaction() {
+    let d = dirs();
+    let out = d.dsh(&["--transaction", "--sandbox", "read-only", "--", "true"]);
+    out.expect_status(125);
+    assert_eq!(
+        out.stderr,
+        "dsh-exec: error: --transaction needs --sandbox workspace-write (the writable roots it \
+         runs on overlays), not read-only (USAGE)\n"
+    );
+    let out = d.dsh(&["--on-exit", "commit", "--", "true"]);
+    out.expect_status(125);
+    assert_eq!(
+        out.stderr,
+        "dsh-exec: error: --on-exit needs --transaction (USAGE)\n"
+    );
+    let out = d.dsh(&["--transaction", "--on-exit", "later", "--", "true"]);
+    out.expect_status(125);
+    assert!(
+        out.stderr
+            .contains("invalid --on-exit value 'later' (commit, discard or keep)"),
+        "{}",
+        out.stderr
+    );
+    let out = d.sub(&["commit", "../x"]);
+    out.expect_status(125);
+    assert_eq!(
+        out.stderr,
+        "dsh-exec: error: transaction ../x: not a transaction id (t followed by [a-z0-9]) \
+         (TRANSACTION_FAILED)\n"
+    );
+}
+
+#[test]
+fn explain_says_whether_a_transaction_can_run_and_over_which_roots() {
+    let d = dirs();
+    let out = Test::new()
+        .env("HOME", &d.home)
+        .args(["explain", "--json", "-C"])
+        .arg(&d.ws)
+        .args(["--transaction", "--on-exit", "discard", "--", "true"])
+        .run();
+    out.expect_status(0);
+    let t = &out.json()["sandbox"]["transaction"];
+    assert_eq!(t["asked"], true);
+    assert_eq!(t["on_exit"], json!({"value": "discard", "origin": "flag"}));
+    let ws = std::fs::canonicalize(&d.ws).unwrap();
+    if has_sys_admin() {
+        assert_eq!(t["available"], true);
+        assert_eq!(
+            t["detail"],
+            format!(
+                "overlays over {} (upper layers in {}/dsh-exec/transactions); the temp dir, \
+                 caches and /dev/shm are written directly",
+                ws.display(),
+                d.state.display()
+            )
+        );
+    } else {
+        assert_eq!(t["available"], false);
+    }
+}
