@@ -67,6 +67,9 @@ _dsh__exec() {
             dsh__exec__subcmd__transaction,list)
                 cmd="dsh__exec__subcmd__transaction__subcmd__list"
                 ;;
+            dsh__exec__subcmd__transaction,prune)
+                cmd="dsh__exec__subcmd__transaction__subcmd__prune"
+                ;;
             *)
                 ;;
         esac
@@ -790,7 +793,7 @@ _dsh__exec() {
             return 0
             ;;
         dsh__exec__subcmd__transaction)
-            opts="-h --help list"
+            opts="-h --help list prune"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -810,6 +813,24 @@ _dsh__exec() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__exec__subcmd__transaction__subcmd__prune)
+            opts="-h --older-than --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --older-than)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

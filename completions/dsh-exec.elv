@@ -270,9 +270,15 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
             cand list 'List the pending transactions: id, when, changes, working directory, command'
+            cand prune 'Discard the pending transactions that started longer ago than --older-than (a week unless it says otherwise)'
         }
         &'dsh-exec;transaction;list'= {
             cand --json 'Print one JSON array'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'dsh-exec;transaction;prune'= {
+            cand --older-than 'Only those started at least this long ago'
             cand -h 'Print help'
             cand --help 'Print help'
         }

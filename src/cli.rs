@@ -276,6 +276,12 @@ pub enum TransactionCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Discard the pending transactions that started longer ago than --older-than (a week unless it says otherwise).
+    Prune {
+        /// Only those started at least this long ago.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "7d")]
+        older_than: Duration,
+    },
 }
 
 /// `dsh-exec job ...`: the background jobs of this user.

@@ -38,6 +38,9 @@ fn main() -> ExitCode {
         Some(Sub::Discard { id }) => cmd::transaction::discard(&id),
         Some(Sub::Diff { id, paths }) => cmd::transaction::diff(&id, &paths),
         Some(Sub::Transaction(cli::TransactionCmd::List { json })) => cmd::transaction::list(json),
+        Some(Sub::Transaction(cli::TransactionCmd::Prune { older_than })) => {
+            cmd::transaction::prune(older_than)
+        }
         Some(Sub::Job(job)) => cmd::job::job(job),
         Some(Sub::Prune {
             spill,

@@ -145,3 +145,28 @@ pub(crate) fn list(json: bool) -> ExitCode {
     }
     status(0)
 }
+
+/// Discards the pending transactions older than `older_than`; prints how
+/// many.
+pub(crate) fn prune(older_than: std::time::Duration) -> ExitCode {
+    let (state, _) = match state_dir(false) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut pruned = 0;
+    for m in transaction::list(&state) {
+        let started =
+            std::time::Duration::new(m.started.0.max(0) as u64, m.started.1.max(0) as u32);
+        if now.saturating_sub(started) >= older_than {
+            match transaction::discard(&state, &m.id) {
+                Ok(()) => pruned += 1,
+                Err(e) => return infrastructure_error(&e, false),
+            }
+        }
+    }
+    print_stdout(&format!("pruned {pruned} transactions\n"));
+    status(0)
+}

@@ -440,6 +440,29 @@ fn on_exit_commit_and_discard_decide_without_a_second_call() {
     assert_eq!(v["transaction"]["state"], "discarded");
     assert!(!d.ws.join("thrown").exists());
     assert_eq!(d.transactions(), Vec::<String>::new());
+    // Half a piece of work is not applied: a failed command's transaction
+    // stays pending, and says why.
+    let v = d.transact("echo w > w; exit 3", &["--on-exit", "commit"]);
+    assert_eq!(v["transaction"]["state"], "pending");
+    assert_eq!(
+        v["transaction"]["error"],
+        "not committed: the command exited with 3"
+    );
+    assert!(!d.ws.join("w").exists());
+    let v = d.transact(
+        "echo w > w; sleep 10",
+        &["--on-exit", "commit", "-t", "300ms"],
+    );
+    assert_eq!(
+        v["transaction"]["error"],
+        "not committed: the command timed out"
+    );
+    assert!(!d.ws.join("w").exists());
+    assert_eq!(d.transactions().len(), 2);
+    d.sub(&["transaction", "prune", "--older-than", "0s"])
+        .expect_status(0)
+        .expect_stdout("pruned 2 transactions\n");
+    assert_eq!(d.transactions(), Vec::<String>::new());
     let out = d.dsh(&["--transaction", "--on-exit", "discard", "--", "echo z > z"]);
     let line = out.stdout.lines().rev().nth(1).unwrap();
     assert!(

@@ -401,6 +401,14 @@ impl Execution {
             .map(AfterRun::undo)
             .unwrap_or_default();
         // The tree is gone too: the layers hold everything it changed.
+        let unsuccessful = match (timeout_kind, &aborted_by, exit_code, signal) {
+            (Some(_), _, _, _) => Some("the command timed out".to_string()),
+            (_, Some(sig), _, _) => Some(format!("the run was aborted by {sig}")),
+            (_, _, Some(0), _) => None,
+            (_, _, Some(code), _) => Some(format!("the command exited with {code}")),
+            (_, _, None, Some(sig)) => Some(format!("the command was killed by {sig}")),
+            (_, _, None, None) => Some("the command did not finish".to_string()),
+        };
         let transaction = report.transaction.map(|(overlays, on_exit, protected)| {
             crate::transaction::finish(
                 overlays,
@@ -408,6 +416,7 @@ impl Execution {
                 &report.command,
                 &report.workdir,
                 protected,
+                unsuccessful,
             )
         });
         let failed = exit_code != Some(0);

@@ -138,9 +138,10 @@ fn transaction_line(t: &crate::transaction::TransactionFacts) -> String {
         t.created, t.modified, t.deleted
     );
     let tail = match (t.state, &t.commit, &t.error) {
-        (_, _, Some(e)) if t.state == State::Pending => {
-            format!("transaction {id} pending: {}", escape_controls(e))
-        }
+        (_, _, Some(e)) if t.state == State::Pending => format!(
+            "transaction {id} pending, {}: dsh-exec commit {id} | discard {id}",
+            escape_controls(e)
+        ),
         (State::Pending, _, _) => format!("transaction {id}: dsh-exec commit {id} | discard {id}"),
         (State::Discarded, _, _) => format!("transaction {id} discarded"),
         (State::Committed, Some(c), _) if !c.refused.is_empty() => format!(

@@ -1305,6 +1305,9 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
             roots
                 .writable
                 .iter()
+                // A transaction's roots are not written by the run: its
+                // commit judges what it brings (`transaction::commit`).
+                .filter(|r| !(policy.transaction.is_some() && r.named))
                 .map(|r| {
                     let limit = if roots.temp_dir.as_deref() == Some(r.path.as_path()) {
                         protect::TEMP_SCAN_DEPTH

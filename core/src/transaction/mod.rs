@@ -117,7 +117,9 @@ pub struct TransactionFacts {
     pub deleted: u64,
     /// What `--on-exit commit` applied and refused; `null` otherwise.
     pub commit: Option<CommitReport>,
-    /// Why the change set could not be read whole (`null`: it was).
+    /// What went wrong (`null`: nothing): the change set could not be read
+    /// whole, or `--on-exit` could not be carried out (`not committed: the
+    /// command exited with 1`: the transaction stays pending).
     pub error: Option<String>,
 }
 
@@ -210,12 +212,16 @@ pub fn discard(state_dir: &Path, id: &str) -> Result<(), Error> {
 
 /// Ends a transaction's run: records it, reads its changes, and applies
 /// `on_exit`. `protected`: the run's protected paths (see [`Meta`]).
+/// `failed`: why the command did not succeed (a nonzero exit, a signal, a
+/// timeout, an abort), when it did not: `--on-exit commit` then leaves the
+/// transaction pending rather than apply half a piece of work.
 pub(crate) fn finish(
     mut overlays: Overlays,
     on_exit: OnExit,
     command: &str,
     workdir: &Path,
     protected: Vec<PathBuf>,
+    failed: Option<String>,
 ) -> TransactionFacts {
     // The run's tree is gone; closing the mounts lets the overlays go.
     overlays.unmount();
@@ -247,6 +253,9 @@ pub(crate) fn finish(
             Ok(()) => facts.state = State::Discarded,
             Err(e) => facts.error = Some(e.to_string()),
         },
+        OnExit::Commit if failed.is_some() => {
+            facts.error = failed.map(|why| format!("not committed: {why}"));
+        }
         OnExit::Commit => match commit(&state_dir, &meta.id, false) {
             Ok(report) => {
                 facts.state = State::Committed;
