@@ -413,6 +413,17 @@ fn copy_times(real: &OwnedFd, upper: &OwnedFd, rel: &Path) -> std::io::Result<()
     )
 }
 
+/// A name for the file being written beside its target, random so that
+/// no name of the change set (nor one made meanwhile) is taken for it, and
+/// short whatever the target's length (NAME_MAX is 255 bytes):
+/// `.dsh-exec-commit-XXXXXXXX`, made with `O_EXCL`.
+fn temp_name(_target: &OsStr) -> OsString {
+    OsString::from(format!(
+        ".dsh-exec-commit-{}",
+        &crate::capture::random_suffix()[..8]
+    ))
+}
+
 /// `name` in `dir` made a hard link of the committed `first` (relative to
 /// the root), through a temporary name renamed over it.
 fn link(
@@ -424,10 +435,7 @@ fn link(
 ) -> std::io::Result<()> {
     let (parent, first_name) = split(first);
     let from = open_beneath(real, parent)?;
-    let mut tmp = OsString::from(".");
-    tmp.push(name);
-    tmp.push(".dsh-exec-commit");
-    crate::sandbox::undo::remove_at(dir.as_raw_fd(), &tmp);
+    let tmp = temp_name(name);
     nix::unistd::linkat(
         &from,
         first_name,
@@ -450,10 +458,7 @@ fn link(
 fn put(dir: &OwnedFd, ufd: RawFd, name: &OsStr, replace: bool) -> std::io::Result<()> {
     let dfd = dir.as_raw_fd();
     let new = stat_at(ufd, name).ok_or_else(|| std::io::Error::other("gone from the layer"))?;
-    let mut tmp = OsString::from(".");
-    tmp.push(name);
-    tmp.push(".dsh-exec-commit");
-    crate::sandbox::undo::remove_at(dfd, &tmp);
+    let tmp = temp_name(name);
     match new.kind() {
         EntryKind::File => {
             let source =
