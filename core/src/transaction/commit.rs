@@ -417,7 +417,7 @@ fn copy_times(real: &OwnedFd, upper: &OwnedFd, rel: &Path) -> std::io::Result<()
 /// no name of the change set (nor one made meanwhile) is taken for it, and
 /// short whatever the target's length (NAME_MAX is 255 bytes):
 /// `.dsh-exec-commit-XXXXXXXX`, made with `O_EXCL`.
-fn temp_name(_target: &OsStr) -> OsString {
+fn temp_name() -> OsString {
     OsString::from(format!(
         ".dsh-exec-commit-{}",
         &crate::capture::random_suffix()[..8]
@@ -435,7 +435,7 @@ fn link(
 ) -> std::io::Result<()> {
     let (parent, first_name) = split(first);
     let from = open_beneath(real, parent)?;
-    let tmp = temp_name(name);
+    let tmp = temp_name();
     nix::unistd::linkat(
         &from,
         first_name,
@@ -458,7 +458,7 @@ fn link(
 fn put(dir: &OwnedFd, ufd: RawFd, name: &OsStr, replace: bool) -> std::io::Result<()> {
     let dfd = dir.as_raw_fd();
     let new = stat_at(ufd, name).ok_or_else(|| std::io::Error::other("gone from the layer"))?;
-    let tmp = temp_name(name);
+    let tmp = temp_name();
     match new.kind() {
         EntryKind::File => {
             let source =
