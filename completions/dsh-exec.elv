@@ -270,7 +270,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
             cand list 'List the pending transactions: id, when, changes, working directory, command'
-            cand prune 'Discard the pending transactions that started longer ago than --older-than (a week unless it says otherwise)'
+            cand prune 'Discard the pending transactions that started longer ago than --older-than (a week unless it says otherwise), and those whose run was lost (its dsh-exec killed)'
         }
         &'dsh-exec;transaction;list'= {
             cand --json 'Print one JSON array'

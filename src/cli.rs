@@ -276,7 +276,7 @@ pub enum TransactionCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Discard the pending transactions that started longer ago than --older-than (a week unless it says otherwise).
+    /// Discard the pending transactions that started longer ago than --older-than (a week unless it says otherwise), and those whose run was lost (its dsh-exec killed).
     Prune {
         /// Only those started at least this long ago.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "7d")]

@@ -57,6 +57,11 @@ pub(crate) fn clap_error(e: clap::Error) -> ExitCode {
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand
     ) {
         // `dsh-exec job` alone: clap would print the group's description.
+        if std::env::args().nth(1).as_deref() == Some("transaction") {
+            return usage_error(
+                "dsh-exec transaction needs a subcommand: list or prune (see dsh-exec transaction --help)",
+            );
+        }
         return usage_error(
             "dsh-exec job needs a subcommand: read, wait, kill, list or prune (see dsh-exec job --help)",
         );

@@ -118,6 +118,11 @@ pub(crate) fn list(json: bool) -> ExitCode {
             .map(|(m, f)| {
                 serde_json::json!({
                     "id": m.id,
+                    "state": match m.state {
+                        transaction::State::Running if !m.owner_alive() => "lost",
+                        transaction::State::Running => "running",
+                        _ => "pending",
+                    },
                     "command": m.command,
                     "workdir": m.workdir.to_string_lossy(),
                     "started_at_ms": m.started.0 * 1000 + m.started.1 / 1_000_000,
@@ -131,8 +136,13 @@ pub(crate) fn list(json: bool) -> ExitCode {
     } else {
         let mut text = String::new();
         for (m, f) in all.iter().zip(&facts) {
+            let state = match m.state {
+                transaction::State::Running if !m.owner_alive() => "lost",
+                transaction::State::Running => "running",
+                _ => "pending",
+            };
             text.push_str(&format!(
-                "{}  {} created, {} modified, {} deleted  {}  {}\n",
+                "{}  {state}  {} created, {} modified, {} deleted  {}  {}\n",
                 m.id,
                 f.created,
                 f.modified,
@@ -160,7 +170,9 @@ pub(crate) fn prune(older_than: std::time::Duration) -> ExitCode {
     for m in transaction::list(&state) {
         let started =
             std::time::Duration::new(m.started.0.max(0) as u64, m.started.1.max(0) as u32);
-        if now.saturating_sub(started) >= older_than {
+        let lost = m.state == transaction::State::Running && !m.owner_alive();
+        let running = m.state == transaction::State::Running && !lost;
+        if lost || (!running && now.saturating_sub(started) >= older_than) {
             match transaction::discard(&state, &m.id) {
                 Ok(()) => pruned += 1,
                 Err(e) => return infrastructure_error(&e, false),

@@ -102,6 +102,11 @@ fn overlays_here() -> bool {
 /// and symlinks), bytes or target, and extended attributes.
 fn tree(root: &Path) -> BTreeMap<PathBuf, String> {
     let mut out = BTreeMap::new();
+    let m = std::fs::metadata(root).unwrap();
+    out.insert(
+        PathBuf::from("."),
+        format!("root mode {:o} owner {}:{}", m.mode(), m.uid(), m.gid()),
+    );
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir).unwrap().flatten() {
@@ -116,13 +121,9 @@ fn tree(root: &Path) -> BTreeMap<PathBuf, String> {
             } else if !m.is_file() {
                 format!("special {:o}", m.mode() & 0o170000)
             } else {
-                format!(
-                    "file {:?} mtime {}.{}",
-                    std::fs::read(&p).unwrap(),
-                    m.mtime(),
-                    m.mtime_nsec()
-                )
+                format!("file {:?}", std::fs::read(&p).unwrap())
             };
+            let what = format!("{what} mtime {}.{}", m.mtime(), m.mtime_nsec());
             let xattrs = Command::new("python3")
                 .args([
                     "-c",
@@ -220,7 +221,7 @@ fn each_kind_of_change_is_reported_exactly_and_the_real_tree_is_untouched() {
             row("recreated", "modified", "file", "times"),
             row("removed", "deleted", "file", ""),
             row("renamed", "deleted", "dir", ""),
-            row("text", "modified", "file", "content"),
+            row("text", "modified", "file", "content,times"),
             row("touched", "modified", "file", "times"),
             row("tree/a", "deleted", "file", ""),
             row("tree/new", "created", "file", ""),
@@ -310,7 +311,8 @@ fn commit_gives_the_tree_an_unconfined_run_would_have_made() {
                   python3 -c \"import os; os.setxattr('xattred', 'user.note', b'hi')\"; \
                   mv renamed moved; ln -sfn tree link; mkfifo pipe; ln hard hard2; \
                   mkdir -p deep/er && echo z > deep/er/z && chmod 750 deep; \
-                  touch -d '2022-02-02 00:00:00' deep/er/z text tree/new pipe";
+                  mkfifo -m 0666 pipe2; chmod 0750 .; \
+                  find . -exec touch -h -d '2022-02-02 00:00:00' {} +";
     sh(&twin, script);
     let v = d.transact(script, &[]);
     let id = v["transaction"]["id"].as_str().unwrap().to_string();
@@ -591,4 +593,110 @@ fn explain_says_whether_a_transaction_can_run_and_over_which_roots() {
     } else {
         assert_eq!(t["available"], false);
     }
+}
+
+#[test]
+fn a_protected_directory_replaced_by_a_file_is_refused_whole() {
+    if !overlays_here() || !have_git() {
+        return;
+    }
+    let d = dirs();
+    sh(&d.ws, "git init -q . && echo keep > kept");
+    let before = tree(&d.ws.join(".git"));
+    let v = d.transact(
+        "rm -rf .git; printf 'gitdir: /elsewhere\\n' > .git; echo x > x",
+        &[],
+    );
+    let id = v["transaction"]["id"].as_str().unwrap().to_string();
+    let out = d.sub(&["commit", &id]);
+    let ws = d.ws.display();
+    out.expect_status(1).expect_stdout(&format!(
+        "refused: {ws}/.git (protected path)\n[committed transaction {id}: 1 applied, 1 \
+         refused]\n"
+    ));
+    assert_eq!(tree(&d.ws.join(".git")), before);
+    assert_eq!(std::fs::read_to_string(d.ws.join("x")).unwrap(), "x\n");
+}
+
+#[test]
+fn the_roots_own_metadata_is_a_change_and_is_committed() {
+    if !overlays_here() {
+        return;
+    }
+    let d = dirs();
+    std::fs::set_permissions(&d.ws, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let v = d.transact("chmod 0710 .", &[]);
+    assert_eq!(rows(&v, &d.ws), vec![row("", "modified", "dir", "mode")]);
+    assert_eq!(std::fs::metadata(&d.ws).unwrap().mode() & 0o7777, 0o755);
+    let id = v["transaction"]["id"].as_str().unwrap().to_string();
+    d.sub(&["commit", &id]).expect_status(0);
+    assert_eq!(std::fs::metadata(&d.ws).unwrap().mode() & 0o7777, 0o710);
+}
+
+#[test]
+fn a_transaction_is_decided_once_and_not_while_it_runs_or_is_locked() {
+    if !overlays_here() {
+        return;
+    }
+    let d = dirs();
+    let mut child = Command::new(bin());
+    known_env(&mut child)
+        .env("HOME", &d.home)
+        .arg("-C")
+        .arg(&d.ws)
+        .args(["--transaction", "--", "echo a > a; sleep 30"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = child.spawn().unwrap();
+    let id = poll_until(std::time::Duration::from_secs(10), || {
+        let ids = d.transactions();
+        let id = ids.first()?.clone();
+        let meta = d
+            .state
+            .join("dsh-exec/transactions")
+            .join(&id)
+            .join("meta.json");
+        meta.exists().then_some(id)
+    })
+    .expect("the transaction's record");
+    let busy = d.sub(&["commit", &id]);
+    busy.expect_status(125);
+    assert_eq!(
+        busy.stderr,
+        format!("dsh-exec: error: transaction {id}: its run has not ended (TRANSACTION_FAILED)\n")
+    );
+    let list = d.sub(&["transaction", "list", "--json"]);
+    assert_eq!(list.json()[0]["state"], "running");
+    // dsh-exec killed: the run is lost, and can only be thrown away.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let list = d.sub(&["transaction", "list", "--json"]);
+    assert_eq!(list.json()[0]["state"], "lost");
+    let lost = d.sub(&["commit", &id]);
+    assert_eq!(
+        lost.stderr,
+        format!(
+            "dsh-exec: error: transaction {id}: its run was lost (its dsh-exec was killed): \
+             discard it (TRANSACTION_FAILED)\n"
+        )
+    );
+    assert!(!d.ws.join("a").exists());
+    // A commit or discard in progress holds the transaction's lock.
+    let v = d.transact("echo b > b", &[]);
+    let second = v["transaction"]["id"].as_str().unwrap().to_string();
+    let dir = d.state.join("dsh-exec/transactions").join(&second);
+    let file = std::fs::File::open(&dir).unwrap();
+    let held = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).unwrap();
+    let locked = d.sub(&["commit", &second]);
+    assert_eq!(
+        locked.stderr,
+        format!(
+            "dsh-exec: error: transaction {second}: being committed or discarded by another \
+             process (TRANSACTION_FAILED)\n"
+        )
+    );
+    drop(held);
+    d.sub(&["discard", &id]).expect_status(0);
+    d.sub(&["commit", &second]).expect_status(0);
+    assert_eq!(d.transactions(), Vec::<String>::new());
 }

@@ -427,6 +427,7 @@ pub fn start(spec: &Spec, mut prepared: Prepared, started: Instant) -> Result<St
                 .as_mut()
                 .and_then(|s| {
                     let overlays = s.overlays.take()?;
+                    crate::transaction::begin(&overlays, &spec.script, &spec.workdir.value);
                     let p = &s.protection;
                     let protected: Vec<std::path::PathBuf> = p
                         .paths()

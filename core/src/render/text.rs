@@ -143,6 +143,7 @@ fn transaction_line(t: &crate::transaction::TransactionFacts) -> String {
             escape_controls(e)
         ),
         (State::Pending, _, _) => format!("transaction {id}: dsh-exec commit {id} | discard {id}"),
+        (State::Running, _, _) => format!("transaction {id} running"),
         (State::Discarded, _, _) => format!("transaction {id} discarded"),
         (State::Committed, Some(c), _) if !c.refused.is_empty() => format!(
             "transaction {id} committed; {} refused, --json lists them",

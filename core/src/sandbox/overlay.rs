@@ -223,7 +223,7 @@ pub(crate) fn make(
         .map_err(|e| unavailable(format!("{}: {e}", parent.display())))?;
     let (id, dir) = new_dir(&parent)?;
     let guard = RemoveOnError(Some(dir.clone()));
-    let started = crate::sys::fs::realtime_now();
+    let started = crate::sys::fs::realtime_coarse_now();
     let mut layers = Vec::new();
     let mut mounts = Vec::new();
     for (n, root) in overlaid.iter().enumerate() {

@@ -320,19 +320,6 @@ pub(crate) fn change_inode(
     Ok(0)
 }
 
-/// The time now on the real-time clock (clock_gettime(2),
-/// `CLOCK_REALTIME`): seconds and nanoseconds since the Unix epoch, the
-/// clock file timestamps are taken from.
-pub(crate) fn realtime_now() -> (i64, i64) {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    (ts.tv_sec, ts.tv_nsec)
-}
-
 /// The directory an `O_PATH` descriptor names, opened again for reading
 /// (`/proc/self/fd/N`, which resolves to the open file itself: proc(5)),
 /// for calls that refuse `O_PATH` descriptors.
@@ -465,4 +452,55 @@ pub(crate) fn read_link_at(dir: RawFd, name: &OsStr) -> io::Result<Vec<u8>> {
     }
     buf.truncate(n as usize);
     Ok(buf)
+}
+
+/// Sets the access and modification times of `name` in `dir`, not
+/// following a symlink (utimensat(2), `AT_SYMLINK_NOFOLLOW`: a symlink's
+/// own times).
+pub(crate) fn set_times_at(
+    dir: RawFd,
+    name: &OsStr,
+    atime: (i64, i64),
+    mtime: (i64, i64),
+) -> io::Result<()> {
+    let name =
+        CString::new(name.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let times = [
+        libc::timespec {
+            tv_sec: atime.0,
+            tv_nsec: atime.1,
+        },
+        libc::timespec {
+            tv_sec: mtime.0,
+            tv_nsec: mtime.1,
+        },
+    ];
+    // SAFETY: utimensat with our C string and the two timespecs we own.
+    let rc = unsafe {
+        libc::utimensat(
+            dir,
+            name.as_ptr(),
+            times.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The time now on the coarse real-time clock (clock_gettime(2),
+/// `CLOCK_REALTIME_COARSE`): the clock a file's ctime is taken from
+/// (current_time(), fs/inode.c), so that a change made after this reading,
+/// even in the same clock tick, has a ctime at or after it.
+pub(crate) fn realtime_coarse_now() -> (i64, i64) {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+    (ts.tv_sec, ts.tv_nsec)
 }

@@ -81,6 +81,9 @@ enum Op {
     Enter,
     /// Write a file, symlink or FIFO from the upper layer.
     Put,
+    /// A directory deeper than [`super::MAX_DEPTH`] levels: neither judged
+    /// by the git check nor applied, refused whole.
+    TooDeep,
 }
 
 struct Step {
@@ -99,11 +102,10 @@ struct Step {
 /// root that is no longer the directory it ran on, or (with `atomic`) the
 /// paths that would be refused.
 pub fn commit(state_dir: &Path, id: &str, atomic: bool) -> Result<CommitReport, Error> {
-    let mut meta = read_meta(state_dir, id)?;
-    if meta.state != State::Pending {
-        return Err(failed(id, "already decided"));
-    }
     let dir = super::dir_of(state_dir, id)?;
+    let _lock = super::lock(&dir, id)?;
+    let mut meta = read_meta(state_dir, id)?;
+    super::decidable(&meta, true)?;
     let mut plans = Vec::new();
     for layer in &meta.layers {
         let real = super::open_real_root(layer)
@@ -112,24 +114,47 @@ pub fn commit(state_dir: &Path, id: &str, atomic: bool) -> Result<CommitReport, 
             crate::sys::fs::open_no_symlinks(&layer.upper, libc::O_RDONLY | libc::O_DIRECTORY)
                 .map_err(|e| failed(id, format!("{}: {e}", layer.upper.display())))?;
         let mut steps = Vec::new();
+        // The root itself: its own mode, owner and xattrs.
+        if let (Some(old), Some(new)) = (
+            stat_at(real.as_raw_fd(), OsStr::new(".")),
+            stat_at(upper.as_raw_fd(), OsStr::new(".")),
+        ) {
+            let same = unchanged(upper.as_raw_fd(), Some(&real), OsStr::new("."), &old, &new);
+            steps.push(Step {
+                rel: PathBuf::new(),
+                op: if same { Op::Enter } else { Op::Dir },
+                replace: false,
+            });
+        }
         plan(&upper, Some(&real), Path::new(""), &mut steps, 0);
         plans.push((layer, real, upper, steps));
     }
     let mut report = CommitReport::default();
-    let refuse =
-        |meta: &Meta, layer: &LayerMeta, real: &OwnedFd, s: &Step| -> Option<String> {
-            if matches!(s.op, Op::Enter) {
-                return None;
+    let refuse = |meta: &Meta, layer: &LayerMeta, real: &OwnedFd, s: &Step| -> Option<String> {
+        match s.op {
+            Op::Enter => return None,
+            Op::TooDeep => {
+                return Some(format!(
+                    "deeper than {} levels: not judged, not committed",
+                    super::MAX_DEPTH
+                ));
             }
-            let path = layer.root.join(&s.rel);
-            if meta.protected.iter().any(|p| {
-                path.starts_with(p) || (matches!(s.op, Op::Remove) && p.starts_with(&path))
-            }) {
-                return Some("protected path".into());
-            }
-            changed_since(real, &s.rel, meta.started)
-                .then(|| "changed in the real tree after the transaction started".into())
-        };
+            _ => {}
+        }
+        let path = layer.root.join(&s.rel);
+        // A protected path, or what holds one and would be removed or
+        // replaced with it (`.git` made a file).
+        let removes = matches!(s.op, Op::Remove) || s.replace;
+        if meta
+            .protected
+            .iter()
+            .any(|p| path.starts_with(p) || (removes && p.starts_with(&path)))
+        {
+            return Some("protected path".into());
+        }
+        changed_since(real, &s.rel, meta.started)
+            .then(|| "changed in the real tree after the transaction started".into())
+    };
     let mut refused: Vec<(usize, usize)> = Vec::new();
     for (li, (layer, real, _, steps)) in plans.iter().enumerate() {
         for (si, s) in steps.iter().enumerate() {
@@ -163,7 +188,16 @@ pub fn commit(state_dir: &Path, id: &str, atomic: bool) -> Result<CommitReport, 
         // Directories whose times are set after what they hold.
         let mut dirs: Vec<&Step> = Vec::new();
         let mut links = Links::new();
-        for (si, s) in steps.iter().enumerate() {
+        // What makes git run something (a repository's HEAD, config,
+        // hooks, a `.git` pointer) goes last, right before the git check
+        // judges it: until then no repository the commit brings is one
+        // git would use.
+        let order = steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !activates_git(s))
+            .chain(steps.iter().enumerate().filter(|(_, s)| activates_git(s)));
+        for (si, s) in order {
             if refused.contains(&(li, si)) {
                 continue;
             }
@@ -174,7 +208,7 @@ pub fn commit(state_dir: &Path, id: &str, atomic: bool) -> Result<CommitReport, 
                 continue;
             }
             match apply(real, upper, s, &mut links) {
-                Ok(()) if matches!(s.op, Op::Enter) => {}
+                Ok(()) if matches!(s.op, Op::Enter) => dirs.push(s),
                 Ok(()) => {
                     report.applied += 1;
                     if matches!(s.op, Op::Dir) {
@@ -187,7 +221,10 @@ pub fn commit(state_dir: &Path, id: &str, atomic: bool) -> Result<CommitReport, 
                 }),
             }
         }
-        for s in dirs.iter().rev() {
+        // Deepest first, so that setting a directory's times is the last
+        // change made in it.
+        dirs.sort_by_key(|s| std::cmp::Reverse(s.rel.components().count()));
+        for s in dirs {
             let _ = copy_times(real, upper, &s.rel);
         }
     }
@@ -209,7 +246,12 @@ pub fn commit(state_dir: &Path, id: &str, atomic: bool) -> Result<CommitReport, 
 /// The steps that bring the real directory `real` (if it exists) to the
 /// upper directory `upper`, at `at` relative to the root.
 fn plan(upper: &OwnedFd, real: Option<&OwnedFd>, at: &Path, out: &mut Vec<Step>, depth: usize) {
-    if depth > super::MAX_DEPTH {
+    if depth >= super::MAX_DEPTH {
+        out.push(Step {
+            rel: at.to_path_buf(),
+            op: Op::TooDeep,
+            replace: false,
+        });
         return;
     }
     let names = sorted_names(upper.as_raw_fd());
@@ -286,6 +328,33 @@ fn unchanged(
     super::differences(upper, real, name, old, new).is_empty()
 }
 
+/// Whether step `s` writes a file that makes git run something or find a
+/// repository: a repository's `HEAD`, `config`, `config.worktree`,
+/// `commondir`, `gitdir`, a hook, or a `.git` pointer (file or symlink).
+/// Directories are made in walk order. Only the order of a commit depends
+/// on it; the git check after the commit is what judges.
+fn activates_git(s: &Step) -> bool {
+    if !matches!(s.op, Op::Put) {
+        return false;
+    }
+    let rel = &s.rel;
+    let name = rel.file_name().and_then(OsStr::to_str).unwrap_or("");
+    let in_hooks = rel
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|p| p == "hooks");
+    in_hooks
+        || [
+            "HEAD",
+            "config",
+            "config.worktree",
+            "commondir",
+            "gitdir",
+            ".git",
+        ]
+        .contains(&name)
+}
+
 /// Whether the real path `rel` changed at or after `since` (its ctime; a
 /// path that does not exist has not).
 fn changed_since(real: &OwnedFd, rel: &Path, since: (i64, i64)) -> bool {
@@ -352,6 +421,7 @@ fn apply(real: &OwnedFd, upper: &OwnedFd, s: &Step, links: &mut Links) -> std::i
             let source = crate::sandbox::undo::open_dir_at(ufd, name)?;
             set_metadata(&target, &source, &new.st, false)
         }
+        Op::TooDeep => Ok(()),
         Op::Put => {
             // Paths the command linked together stay one file.
             let linked = stat_at(ufd, name)
@@ -487,6 +557,12 @@ fn put(dir: &OwnedFd, ufd: RawFd, name: &OsStr, replace: bool) -> std::io::Resul
                 Some(nix::unistd::Gid::from_raw(new.st.st_gid)),
                 nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
             );
+            let _ = crate::sys::fs::set_times_at(
+                dfd,
+                &tmp,
+                (new.st.st_atime, new.st.st_atime_nsec),
+                (new.st.st_mtime, new.st.st_mtime_nsec),
+            );
         }
         EntryKind::Special if new.st.st_mode & libc::S_IFMT == libc::S_IFIFO => {
             crate::sys::fs::mkfifo_at(dfd, &tmp, new.st.st_mode & 0o7777)?;
@@ -499,6 +575,19 @@ fn put(dir: &OwnedFd, ufd: RawFd, name: &OsStr, replace: bool) -> std::io::Resul
                 Some(nix::unistd::Uid::from_raw(new.st.st_uid)),
                 Some(nix::unistd::Gid::from_raw(new.st.st_gid)),
                 nix::fcntl::AtFlags::AT_EMPTY_PATH,
+            );
+            // The mode apart from the umask (mkfifo(3) applies it).
+            nix::sys::stat::fchmodat(
+                dir,
+                tmp.as_os_str(),
+                nix::sys::stat::Mode::from_bits_retain(new.st.st_mode & 0o7777),
+                nix::sys::stat::FchmodatFlags::FollowSymlink,
+            )?;
+            let _ = crate::sys::fs::set_times_at(
+                dfd,
+                &tmp,
+                (new.st.st_atime, new.st.st_atime_nsec),
+                (new.st.st_mtime, new.st.st_mtime_nsec),
             );
         }
         EntryKind::Special | EntryKind::Dir => {

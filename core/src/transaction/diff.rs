@@ -18,9 +18,7 @@ const TEXT_MAX: u64 = 8 << 20;
 /// [`Error::Transaction`]: unknown id, unreadable record.
 pub fn diff(state_dir: &Path, id: &str, only: &[PathBuf]) -> Result<String, Error> {
     let meta = read_meta(state_dir, id)?;
-    if meta.state != super::State::Pending {
-        return Err(failed(id, "already decided"));
-    }
+    super::decidable(&meta, false)?;
     let mut changes = Vec::new();
     for layer in &meta.layers {
         super::changes(layer, &mut changes).map_err(|e| failed(id, e))?;

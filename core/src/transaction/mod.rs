@@ -87,6 +87,9 @@ pub struct Change {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum State {
+    /// Its run has not ended (or its `dsh-exec` was killed: `owner` is
+    /// gone, and the transaction can only be discarded).
+    Running,
     /// Waiting for `commit` or `discard`.
     Pending,
     /// Applied to the real roots (every change, or every change but those
@@ -144,6 +147,67 @@ pub struct Meta {
     /// own files), whether they existed or not.
     #[serde(with = "crate::serde_paths::exact_paths")]
     pub protected: Vec<PathBuf>,
+    /// While it runs: the `dsh-exec` process that runs it (pid, and its
+    /// start time in clock ticks since boot, so a reused pid is not taken
+    /// for it).
+    #[serde(default)]
+    pub owner: Option<(i32, u64)>,
+}
+
+impl Meta {
+    /// Whether the process that runs it is still there.
+    pub fn owner_alive(&self) -> bool {
+        self.owner.is_some_and(|(pid, start)| {
+            crate::sys::procfs::stat(&pid.to_string())
+                .is_some_and(|s| s.start_time == start && !s.is_dead())
+        })
+    }
+}
+
+/// Takes the transaction's lock (flock(2) on its directory, exclusive, not
+/// waiting): one `commit` or `discard` at a time.
+///
+/// # Errors
+/// [`Error::Transaction`] when another process holds it.
+pub(crate) fn lock(dir: &Path, id: &str) -> Result<nix::fcntl::Flock<std::fs::File>, Error> {
+    let file = std::fs::File::open(dir).map_err(|e| failed(id, e))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|_| failed(id, "being committed or discarded by another process"))
+}
+
+/// Whether `meta` may be decided now (`commit`: only a pending one;
+/// `discard`: also one whose run was lost).
+///
+/// # Errors
+/// [`Error::Transaction`] saying why not.
+pub(crate) fn decidable(meta: &Meta, committing: bool) -> Result<(), Error> {
+    match meta.state {
+        State::Pending => Ok(()),
+        State::Running if meta.owner_alive() => Err(failed(&meta.id, "its run has not ended")),
+        State::Running if committing => Err(failed(
+            &meta.id,
+            "its run was lost (its dsh-exec was killed): discard it",
+        )),
+        State::Running => Ok(()),
+        State::Committed | State::Discarded => Err(failed(&meta.id, "already decided")),
+    }
+}
+
+/// Records a transaction whose run is starting: its record, `Running`,
+/// owned by this process.
+pub(crate) fn begin(overlays: &Overlays, command: &str, workdir: &Path) {
+    let owner = crate::sys::procfs::stat("self").map(|s| (std::process::id() as i32, s.start_time));
+    let meta = Meta {
+        id: overlays.id.clone(),
+        command: command.to_string(),
+        workdir: workdir.to_path_buf(),
+        started: overlays.started,
+        state: State::Running,
+        layers: overlays.layers.clone(),
+        protected: Vec::new(),
+        owner,
+    };
+    let _ = write_meta(&overlays.dir, &meta);
 }
 
 fn failed(id: &str, reason: impl std::fmt::Display) -> Error {
@@ -207,6 +271,8 @@ pub fn list(state_dir: &Path) -> Vec<Meta> {
 /// [`Error::Transaction`]: unknown id, or the removal failed.
 pub fn discard(state_dir: &Path, id: &str) -> Result<(), Error> {
     let dir = dir_of(state_dir, id)?;
+    let _lock = lock(&dir, id)?;
+    decidable(&read_meta(state_dir, id)?, false)?;
     std::fs::remove_dir_all(&dir).map_err(|e| failed(id, format!("{}: {e}", dir.display())))
 }
 
@@ -234,6 +300,7 @@ pub(crate) fn finish(
         state: State::Pending,
         layers: overlays.layers.clone(),
         protected,
+        owner: None,
     };
     let recorded = write_meta(&overlays.dir, &meta);
     let mut facts = facts_of(&meta);
@@ -334,7 +401,8 @@ pub(crate) fn is_opaque(dir: &OwnedFd) -> bool {
 /// Extended attributes that belong to the overlay itself, never to the
 /// file.
 pub(crate) fn overlay_xattr(name: &[u8]) -> bool {
-    name.starts_with(b"trusted.overlay.") || name.starts_with(b"user.overlay.")
+    // Mounted without `userxattr`: `user.overlay.*` are the file's own.
+    name.starts_with(b"trusted.overlay.")
 }
 
 pub(crate) fn stat_at(dir: RawFd, name: &OsStr) -> Option<Entry> {
@@ -363,19 +431,56 @@ pub(crate) fn open_real_root(layer: &LayerMeta) -> std::io::Result<OwnedFd> {
     Ok(fd)
 }
 
-/// Appends `layer`'s changes to `out`.
+/// Appends `layer`'s changes to `out`; errors when part of the layer is
+/// deeper than [`MAX_DEPTH`] (not listed, and refused by `commit`).
 fn changes(layer: &LayerMeta, out: &mut Vec<Change>) -> std::io::Result<()> {
     let upper = crate::sys::fs::open_no_symlinks(&layer.upper, libc::O_RDONLY | libc::O_DIRECTORY)?;
     let real = open_real_root(layer).ok();
-    walk(&upper, real.as_ref(), &layer.root, out, 0);
-    Ok(())
+    // The root's own mode, owner and xattrs.
+    if let Some(r) = &real {
+        let dot = OsStr::new(".");
+        if let (Some(old), Some(new)) =
+            (stat_at(r.as_raw_fd(), dot), stat_at(upper.as_raw_fd(), dot))
+        {
+            let what = differences(upper.as_raw_fd(), Some(r), dot, &old, &new);
+            if !what.is_empty() {
+                out.push(Change {
+                    path: layer.root.clone(),
+                    change: ChangeKind::Modified,
+                    kind: EntryKind::Dir,
+                    size: None,
+                    what,
+                });
+            }
+        }
+    }
+    let mut too_deep = None;
+    walk(&upper, real.as_ref(), &layer.root, out, 0, &mut too_deep);
+    match too_deep {
+        Some(at) => Err(std::io::Error::other(format!(
+            "{} is deeper than {MAX_DEPTH} levels: what it holds is not listed, and commit \
+             refuses it",
+            at.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
-/// How deep the walk of an upper layer goes.
-const MAX_DEPTH: usize = 512;
+/// How deep the walk of an upper layer goes: as deep as the git check
+/// judges (`sandbox::gitcheck::MAX_DEPTH`), so that nothing is committed
+/// that was not judged.
+pub(crate) const MAX_DEPTH: usize = crate::sandbox::gitcheck::MAX_DEPTH;
 
-fn walk(upper: &OwnedFd, real: Option<&OwnedFd>, at: &Path, out: &mut Vec<Change>, depth: usize) {
-    if depth > MAX_DEPTH {
+fn walk(
+    upper: &OwnedFd,
+    real: Option<&OwnedFd>,
+    at: &Path,
+    out: &mut Vec<Change>,
+    depth: usize,
+    too_deep: &mut Option<PathBuf>,
+) {
+    if depth >= MAX_DEPTH {
+        too_deep.get_or_insert_with(|| at.to_path_buf());
         return;
     }
     let names = sorted_names(upper.as_raw_fd());
@@ -454,7 +559,7 @@ fn walk(upper: &OwnedFd, real: Option<&OwnedFd>, at: &Path, out: &mut Vec<Change
             let real_sub = real
                 .filter(|_| old.as_ref().is_some_and(|o| o.kind() == EntryKind::Dir))
                 .and_then(|r| crate::sandbox::undo::open_dir_at(r.as_raw_fd(), &name).ok());
-            walk(&sub, real_sub.as_ref(), &path, out, depth + 1);
+            walk(&sub, real_sub.as_ref(), &path, out, depth + 1, too_deep);
         }
     }
 }
@@ -474,10 +579,13 @@ fn differences(
     let kind = new.kind();
     match kind {
         EntryKind::File => {
-            let same_times = (o.st_mtime, o.st_mtime_nsec) == (n.st_mtime, n.st_mtime_nsec);
-            if o.st_size != n.st_size || (!same_times && !same_bytes(upper, real, name)) {
+            // Bytes compared whatever the times say (`touch -r` can put
+            // them back): only files the command opened for writing were
+            // copied up, so this reads what the copy-up wrote.
+            if o.st_size != n.st_size || !same_bytes(upper, real, name) {
                 what.push("content");
-            } else if !same_times {
+            }
+            if (o.st_mtime, o.st_mtime_nsec) != (n.st_mtime, n.st_mtime_nsec) {
                 what.push("times");
             }
         }

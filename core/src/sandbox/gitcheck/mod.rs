@@ -1253,17 +1253,17 @@ impl Walk<'_> {
             // set: statx(2)) and not judged: put aside whole. Anything
             // else, or where the file system keeps no birth time: told.
             // (Or moved here: a rename keeps the birth time but sets the
-            // ctime. Owned by this user: another's it could not have made.)
-            let mine = st.st_uid == nix::unistd::geteuid().as_raw();
-            let made = mine
-                && (changed_since(ctime(&st), self.since)
-                    || match &at {
-                        At::Relative(base, rel) => {
-                            crate::sys::fs::birth_time_at(*base, rel.as_os_str())
-                                .is_some_and(|b| b >= self.since)
-                        }
-                        At::Open(_) => false,
-                    });
+            // ctime.) Not judged by its owner: a root run's gate makes
+            // chown(2) for the command, so a directory the run made can be
+            // another user's.
+            let made = changed_since(ctime(&st), self.since)
+                || match &at {
+                    At::Relative(base, rel) => {
+                        crate::sys::fs::birth_time_at(*base, rel.as_os_str())
+                            .is_some_and(|b| b >= self.since)
+                    }
+                    At::Open(_) => false,
+                };
             self.found
                 .unreached
                 .push((path.clone(), self.after && made));
