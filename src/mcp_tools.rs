@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use dsh_exec_core::{RunResult, jobs};
+use dsh_exec_core::{RunResult, jobs, transaction};
 use rmcp::model::{JsonObject, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -42,6 +42,17 @@ pub(crate) struct RunParams {
     /// workspace-write or full-access [default: the server's].
     #[serde(default)]
     pub(crate) sandbox: Option<String>,
+    /// Run as a transaction (`--transaction`): the writable roots on
+    /// overlays, nothing reaching the real tree until `commit`; the result's
+    /// `transaction` lists the changes. `false` is refused by a server
+    /// started with `--transaction` [default: the server's].
+    #[serde(default)]
+    pub(crate) transaction: Option<bool>,
+    /// What happens to the transaction when the run ends: `commit`,
+    /// `discard` or `keep` (for `commit`, `discard` or `diff` later); only
+    /// with a transaction [default: the server's `--on-exit`, else keep].
+    #[serde(default)]
+    pub(crate) on_exit: Option<String>,
 }
 
 /// `start`: a background job.
@@ -72,6 +83,12 @@ pub(crate) struct StartParams {
     /// A sandbox mode no wider than the server's.
     #[serde(default)]
     pub(crate) sandbox: Option<String>,
+    /// Run as a transaction, as for `run`; the id is in the job's result.
+    #[serde(default)]
+    pub(crate) transaction: Option<bool>,
+    /// What happens to the transaction when the job ends, as for `run`.
+    #[serde(default)]
+    pub(crate) on_exit: Option<String>,
     /// As `--detach-after`: wait this many milliseconds first; a command
     /// that ends by then returns its result and leaves no job, one that
     /// still runs returns its output so far and its job id.
@@ -117,6 +134,40 @@ pub(crate) struct WaitParams {
 #[serde(deny_unknown_fields)]
 pub(crate) struct NoParams {}
 
+/// `commit`: apply a transaction to the real tree.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CommitParams {
+    /// The id of a transaction this server's run or job made (its
+    /// result's `transaction.id`).
+    pub(crate) transaction_id: String,
+    /// Apply nothing when any path would be refused [default: false, apply
+    /// the rest and name the refused].
+    #[serde(default)]
+    pub(crate) atomic: bool,
+}
+
+/// `discard`: throw a transaction away.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DiscardParams {
+    /// The id of a transaction this server's run or job made.
+    pub(crate) transaction_id: String,
+}
+
+/// `diff`: a transaction's changes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DiffParams {
+    /// The id of a transaction this server's run or job made.
+    pub(crate) transaction_id: String,
+    /// Only the changes at or under these paths, relative to the server's
+    /// workspace root or absolute inside it (or inside another root of the
+    /// transaction) [default: every change].
+    #[serde(default)]
+    pub(crate) paths: Vec<String>,
+}
+
 /// What `start` returns.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct Started_ {
@@ -155,6 +206,40 @@ pub(crate) struct WaitResult {
     pub(crate) status: String,
     /// The result, once finished.
     pub(crate) result: Option<RunResult>,
+}
+
+/// What `commit` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Committed {
+    /// The transaction's id.
+    pub(crate) transaction_id: String,
+    /// `committed`.
+    pub(crate) state: transaction::State,
+    /// Paths written, made or removed in the real tree.
+    pub(crate) applied: u64,
+    /// Paths not applied (protected, changed meanwhile in the real tree,
+    /// put aside, failed), each with its reason.
+    pub(crate) refused: Vec<transaction::Refusal>,
+}
+
+/// What `discard` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Discarded {
+    /// The transaction's id.
+    pub(crate) transaction_id: String,
+    /// `discarded`.
+    pub(crate) state: transaction::State,
+}
+
+/// What `diff` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Diffed {
+    /// The transaction's id.
+    pub(crate) transaction_id: String,
+    /// A unified diff of the text files changed, and a line for each other
+    /// change (binary files with their sizes, directories, symlinks,
+    /// removals); empty when nothing changed under the paths asked for.
+    pub(crate) diff: String,
 }
 
 /// What `kill` returns.
@@ -206,7 +291,8 @@ pub(crate) fn tools() -> Vec<Tool> {
             "run",
             "Run one shell command (bash -c) to its end under the server's policy; returns \
              the rendered result (output tail, notices, then the marker [exit code: N] or \
-             [killed by signal: X]) and the result object.",
+             [killed by signal: X]) and the result object. With transaction, its writes \
+             wait on an overlay for commit or discard (the result's transaction lists them).",
         ),
         tool::<StartParams, Started_>(
             "start",
@@ -228,5 +314,20 @@ pub(crate) fn tools() -> Vec<Tool> {
         ),
         tool::<JobParams, Killed>("kill", "Kill a job's whole tree (SIGTERM, grace, SIGKILL)."),
         tool::<NoParams, Listed>("list", "The jobs this server started."),
+        tool::<CommitParams, Committed>(
+            "commit",
+            "Apply a transaction (a run or job of this server with transaction) to the real \
+             tree; a path changed meanwhile in the real tree, or protected, is refused and \
+             named (atomic: then nothing is applied).",
+        ),
+        tool::<DiscardParams, Discarded>(
+            "discard",
+            "Throw a transaction of this server's away; the real tree stays as it is.",
+        ),
+        tool::<DiffParams, Diffed>(
+            "diff",
+            "A transaction's changes: a unified diff of text files, a line for each other \
+             change; paths limits it.",
+        ),
     ]
 }

@@ -23,18 +23,23 @@
 //! foreground. `start` starts a background job as `--background` does (a
 //! supervisor process, which outlives the server with `--keep-jobs`), at
 //! most `--max-jobs` running at once; `read`, `write_stdin`, `wait`,
-//! `kill` and `list` act on the jobs this server started. When the client
+//! `kill` and `list` act on the jobs this server started. A call may ask
+//! for a transaction (`--transaction`: it narrows), never leave the
+//! server's; `commit`, `discard` and `diff` act only on the transactions
+//! of the results this server returned. When the client
 //! closes stdin, the runs in flight are ended as by a cancellation, and
 //! the jobs are killed and their trees swept, unless `--keep-jobs`.
 
-use std::path::PathBuf;
+use std::collections::HashSet;
+use std::path::{Component, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use dsh_exec_core::request::config::{Caps, Config};
 use dsh_exec_core::sandbox::Mode;
+use dsh_exec_core::sandbox::overlay::OnExit;
 use dsh_exec_core::spec::OnTerminal;
-use dsh_exec_core::{AbortSource, Ambient, Request, RunResult, Signal, Spec, jobs};
+use dsh_exec_core::{AbortSource, Ambient, Request, RunResult, Signal, Spec, jobs, transaction};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
@@ -93,6 +98,9 @@ struct Server {
     runs: Mutex<Vec<PathBuf>>,
     /// `--keep-jobs`: the jobs outlive the server.
     keep_jobs: bool,
+    /// The ids of the transactions of the results this server returned:
+    /// the only ones `commit`, `discard` and `diff` act on.
+    transactions: Mutex<HashSet<String>>,
     /// Cancelled when the client's input ends: runs in flight are ended as
     /// by a cancellation, and no call starts anything any more.
     ended: tokio_util::sync::CancellationToken,
@@ -189,6 +197,7 @@ impl Server {
         idle_timeout_ms: Option<u64>,
         budgets: (Option<u64>, Option<u64>),
         sandbox: Option<&str>,
+        transaction: (Option<bool>, Option<&str>),
         background: bool,
     ) -> Result<Request, String> {
         if command.len() > MAX_COMMAND_BYTES {
@@ -241,11 +250,12 @@ impl Server {
                 req.allow_write.clear();
             }
         }
+        self.transaction(&mut req, transaction, sandbox.is_some())?;
         // The writable root is the server's root, opened by the engine, never
         // the call's workdir: a workdir checked here could be swapped for a
         // symlink out of the root (by a job of the same server) before the
         // engine opens it; the root cannot.
-        if self.spec.sandbox.is_some() {
+        if self.spec.sandbox.is_some() || req.sandbox.is_some() || req.transaction {
             req.workspace_root = Some(self.root.clone());
         }
         // A job's output is read while it runs: pipes.
@@ -256,6 +266,76 @@ impl Server {
         req.stream = None;
         req.config = Some(self.caps());
         Ok(req)
+    }
+
+    /// A call's `transaction` and `on_exit` on `req`. A transaction narrows
+    /// (nothing reaches the real tree until committed), so a call may ask
+    /// for one, under a server whose mode is wider than workspace-write too
+    /// (the call's mode is then workspace-write, unless it named one);
+    /// `false` under a server that runs transactions would widen, and
+    /// `on_exit` needs a transaction.
+    fn transaction(
+        &self,
+        req: &mut Request,
+        (asked, on_exit): (Option<bool>, Option<&str>),
+        mode_named: bool,
+    ) -> Result<(), String> {
+        let server = self
+            .spec
+            .sandbox
+            .as_ref()
+            .is_some_and(|p| p.transaction.is_some());
+        match asked {
+            Some(false) if server => {
+                return Err(
+                    "transaction false: this server runs every command as a transaction \
+                     (--transaction); a call cannot run outside one"
+                        .into(),
+                );
+            }
+            Some(true) => {
+                req.transaction = true;
+                let server_mode = self.spec.sandbox.as_ref().map(|p| p.mode.value);
+                if !mode_named && server_mode == Some(Mode::FullAccess) {
+                    req.sandbox = Some(Mode::WorkspaceWrite);
+                }
+            }
+            _ => {}
+        }
+        if let Some(text) = on_exit {
+            if !server && !req.transaction {
+                return Err(
+                    "on_exit needs a transaction: the call's \"transaction\": true, or a \
+                     server started with --transaction"
+                        .into(),
+                );
+            }
+            req.on_exit = Some(text.parse::<OnExit>()?);
+        }
+        Ok(())
+    }
+
+    /// Notes the transaction of a result this server returns, which
+    /// `commit`, `discard` and `diff` may then act on.
+    fn made(&self, result: &RunResult) {
+        if let Some(t) = &result.transaction
+            && let Ok(mut ids) = self.transactions.lock()
+        {
+            ids.insert(t.id.clone());
+        }
+    }
+
+    /// `id`, if a result of this server's made it.
+    fn ours<'a>(&self, id: &'a str) -> Result<&'a str, String> {
+        let ids = self
+            .transactions
+            .lock()
+            .map_err(|_| "the transaction list is unusable")?;
+        if ids.contains(id) {
+            Ok(id)
+        } else {
+            Err(format!("no transaction {id} was made by this server"))
+        }
     }
 
     /// The configuration of calls: the server's file's defaults, and as
@@ -347,6 +427,7 @@ impl Server {
             p.idle_timeout_ms,
             (p.stdout_max_bytes, p.stderr_max_bytes),
             p.sandbox.as_deref(),
+            (p.transaction, p.on_exit.as_deref()),
             false,
         ) {
             Ok(r) => r,
@@ -405,6 +486,7 @@ impl Server {
         let run = InFlight::new(self, launched.dir.clone());
         if let Some(mut result) = launched.not_run {
             self.for_calls(&mut result);
+            self.made(&result);
             return result_response(&result);
         }
         let mut next_report = progress.as_ref().map(|_| started + PROGRESS_EVERY);
@@ -453,6 +535,7 @@ impl Server {
         };
         drop(run);
         self.for_calls(&mut result);
+        self.made(&result);
         result_response(&result)
     }
 
@@ -468,6 +551,7 @@ impl Server {
             p.idle_timeout_ms,
             (None, None),
             p.sandbox.as_deref(),
+            (p.transaction, p.on_exit.as_deref()),
             true,
         ) {
             Ok(r) => r,
@@ -503,6 +587,7 @@ impl Server {
         launched.reap_when_done();
         if let Some(result) = launched.not_run {
             jobs::discard(&launched.dir);
+            self.made(&result);
             return result_response(&result);
         }
         if let Ok(mut jobs) = self.jobs.lock() {
@@ -518,6 +603,7 @@ impl Server {
             let waited = tokio::task::spawn_blocking(move || jobs::wait(&dir, Some(limit))).await;
             if let Ok(jobs::Waited::Finished(mut result)) = waited {
                 self.for_calls(&mut result);
+                self.made(&result);
                 // As --detach-after: a run that ended in time is a
                 // foreground run, and leaves no job.
                 if let Ok(mut jobs) = self.jobs.lock() {
@@ -572,6 +658,7 @@ impl Server {
         let mut reply = jobs::read(&dir);
         if let Some(r) = reply.result.as_mut() {
             self.for_calls(r);
+            self.made(r);
         }
         // As `job read` shows it: the job's lines shaped like dsh-exec's own
         // escaped, so that none passes for a status line.
@@ -625,6 +712,7 @@ impl Server {
         let (status, result) = match waited {
             Ok(jobs::Waited::Finished(mut r)) => {
                 self.for_calls(&mut r);
+                self.made(&r);
                 ("finished", Some(*r))
             }
             Ok(jobs::Waited::StillRunning) => ("running", None),
@@ -707,6 +795,109 @@ impl Server {
         json_response(&text, &listed)
     }
 
+    /// `commit`: applies a transaction of this server's to the real tree.
+    fn commit(&self, args: JsonObject) -> CallToolResponse {
+        let p: CommitParams = match arguments(args) {
+            Ok(p) => p,
+            Err(e) => return tool_error(e),
+        };
+        let id = match self.ours(&p.transaction_id) {
+            Ok(id) => id,
+            Err(e) => return tool_error(e),
+        };
+        let report = match transaction::commit(&self.ambient.state_dir, id, p.atomic) {
+            Ok(r) => r,
+            Err(e) => return tool_error(format!("{e} ({})", e.code())),
+        };
+        // As `dsh-exec commit` prints it.
+        let mut text: String = report
+            .refused
+            .iter()
+            .map(|r| format!("refused: {} ({})\n", r.path.display(), r.reason))
+            .collect();
+        text.push_str(&format!(
+            "[committed transaction {id}: {} applied, {} refused]\n",
+            report.applied,
+            report.refused.len()
+        ));
+        json_response(
+            &text,
+            &Committed {
+                transaction_id: id.to_string(),
+                state: transaction::State::Committed,
+                applied: report.applied,
+                refused: report.refused,
+            },
+        )
+    }
+
+    /// `discard`: throws a transaction of this server's away.
+    fn discard(&self, args: JsonObject) -> CallToolResponse {
+        let p: DiscardParams = match arguments(args) {
+            Ok(p) => p,
+            Err(e) => return tool_error(e),
+        };
+        let id = match self.ours(&p.transaction_id) {
+            Ok(id) => id,
+            Err(e) => return tool_error(e),
+        };
+        if let Err(e) = transaction::discard(&self.ambient.state_dir, id) {
+            return tool_error(format!("{e} ({})", e.code()));
+        }
+        json_response(
+            &format!("[discarded transaction {id}]\n"),
+            &Discarded {
+                transaction_id: id.to_string(),
+                state: transaction::State::Discarded,
+            },
+        )
+    }
+
+    /// `diff`: a transaction of this server's as a diff, limited to the
+    /// paths asked for (relative to the root, or absolute inside it or
+    /// inside another root of the transaction).
+    fn diff(&self, args: JsonObject) -> CallToolResponse {
+        let p: DiffParams = match arguments(args) {
+            Ok(p) => p,
+            Err(e) => return tool_error(e),
+        };
+        let id = match self.ours(&p.transaction_id) {
+            Ok(id) => id,
+            Err(e) => return tool_error(e),
+        };
+        let state = &self.ambient.state_dir;
+        let meta = match transaction::read_meta(state, id) {
+            Ok(m) => m,
+            Err(e) => return tool_error(format!("{e} ({})", e.code())),
+        };
+        let mut only = Vec::new();
+        for asked in &p.paths {
+            let real = super::transaction::real_path(&self.root.join(asked));
+            let inside = !real.components().any(|c| c == Component::ParentDir)
+                && (real.starts_with(&self.root)
+                    || meta.layers.iter().any(|l| real.starts_with(&l.root)));
+            if !inside {
+                return tool_error(format!(
+                    "path {} is outside the server's workspace root {} and the \
+                     transaction's roots",
+                    real.display(),
+                    self.root.display()
+                ));
+            }
+            only.push(real);
+        }
+        match transaction::diff(state, id, &only) {
+            Ok(diff) => json_response(
+                &diff,
+                &Diffed {
+                    transaction_id: id.to_string(),
+                    diff: diff.clone(),
+                },
+            ),
+            Err(e) => tool_error(format!("{e} ({})", e.code())),
+        }
+    }
+
     /// Kills every job this server started that still runs, and waits
     /// (10 s at most each) for its supervisor to sweep its tree.
     /// All at once: each job's supervisor escalates on its own (SIGTERM,
@@ -785,7 +976,9 @@ impl ServerHandler for Handler {
             .with_instructions(
                 "Runs shell commands under this server's sandbox, deadline and budgets: run (to \
                  the end), start (a background job), read, write_stdin, wait, kill, list. A call \
-                 may ask for less than the server allows, never for more.",
+                 may ask for less than the server allows, never for more. With transaction \
+                 (run, start), a command's writes wait on an overlay: diff shows them, commit \
+                 applies them to the real tree, discard throws them away.",
             )
     }
 
@@ -810,10 +1003,14 @@ impl ServerHandler for Handler {
             // Socket round trips with their own timeouts (a write waits up
             // to 10 s for a command that reads slowly): off the runtime's
             // thread, which also drives an in-flight run's deadline.
-            "read" | "write_stdin" => {
+            // A transaction's commit, discard and diff walk and copy trees.
+            "read" | "write_stdin" | "commit" | "discard" | "diff" => {
                 let (server, name) = (Arc::clone(server), request.name.clone());
                 tokio::task::spawn_blocking(move || match name.as_ref() {
                     "read" => server.read(args),
+                    "commit" => server.commit(args),
+                    "discard" => server.discard(args),
+                    "diff" => server.diff(args),
                     _ => server.write_stdin(args),
                 })
                 .await
@@ -923,6 +1120,7 @@ pub(crate) fn mcp(args: McpArgs) -> std::process::ExitCode {
         jobs: Mutex::new(Vec::new()),
         runs: Mutex::new(Vec::new()),
         keep_jobs,
+        transactions: Mutex::new(HashSet::new()),
         ended: tokio_util::sync::CancellationToken::new(),
     });
     let runtime = match super::run::runtime() {

@@ -80,20 +80,7 @@ pub(crate) fn diff(id: &str, paths: &[PathBuf]) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let only: Vec<PathBuf> = paths
-        .iter()
-        .map(|p| {
-            let abs = cwd.join(p);
-            // The real path of what exists of it (a root is recorded real).
-            std::fs::canonicalize(&abs)
-                .or_else(|_| {
-                    let parent = abs.parent().unwrap_or(Path::new("/"));
-                    std::fs::canonicalize(parent)
-                        .map(|d| d.join(abs.file_name().unwrap_or_default()))
-                })
-                .unwrap_or(abs)
-        })
-        .collect();
+    let only: Vec<PathBuf> = paths.iter().map(|p| real_path(&cwd.join(p))).collect();
     match transaction::diff(&state, id, &only) {
         Ok(text) => {
             print_stdout(&text);
@@ -101,6 +88,18 @@ pub(crate) fn diff(id: &str, paths: &[PathBuf]) -> ExitCode {
         }
         Err(e) => infrastructure_error(&e, false),
     }
+}
+
+/// The real path of `abs` as far as it exists: itself, else its parent's
+/// real path and its name (a deleted file), else `abs` as it is. A
+/// transaction records its roots as real paths.
+pub(crate) fn real_path(abs: &Path) -> PathBuf {
+    std::fs::canonicalize(abs)
+        .or_else(|_| {
+            let parent = abs.parent().unwrap_or(Path::new("/"));
+            std::fs::canonicalize(parent).map(|d| d.join(abs.file_name().unwrap_or_default()))
+        })
+        .unwrap_or_else(|_| abs.to_path_buf())
 }
 
 /// Lists the pending transactions.

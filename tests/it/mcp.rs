@@ -23,9 +23,15 @@ struct Mcp {
 impl Mcp {
     /// `dsh-exec mcp ARGS`, initialized.
     fn start(args: &[&str]) -> Mcp {
+        Mcp::start_with(args, &[])
+    }
+
+    /// `dsh-exec mcp ARGS` with more environment variables, initialized.
+    fn start_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> Mcp {
         let runtime = crate::jobs::runtime_dir();
         let mut c = dsh();
         crate::jobs::with_runtime(&mut c, runtime.path());
+        c.envs(env.iter().map(|(k, v)| (k, v)));
         let mut child = c
             .arg("mcp")
             .args(args)
@@ -164,7 +170,10 @@ fn the_tools_are_listed_with_schemas_and_run_returns_text_and_the_result() {
             "write_stdin",
             "wait",
             "kill",
-            "list"
+            "list",
+            "commit",
+            "discard",
+            "diff"
         ]
     );
     for t in tools["result"]["tools"].as_array().unwrap() {
@@ -1225,4 +1234,222 @@ fn closing_stdin_ends_the_runs_in_flight_at_once_and_starts_no_queued_one() {
         !queued.exists(),
         "a queued run started after the client left"
     );
+}
+
+/// A server whose state (and so its transactions' layers) lives in
+/// temporary directories: its runtime dir, and `XDG_STATE_HOME` besides.
+fn transaction_server(args: &[&str], state: &tempfile::TempDir) -> Mcp {
+    Mcp::start_with(args, &[("XDG_STATE_HOME", state.path())])
+}
+
+#[test]
+fn a_call_s_transaction_waits_for_diff_commit_or_discard() {
+    if !has_sys_admin() {
+        eprintln!("skipped: needs root (a transaction's overlays and mount namespace)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(ws.join("keep"), "old\n").unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut m = transaction_server(
+        &["--sandbox", "workspace-write", "-C", ws.to_str().unwrap()],
+        &state,
+    );
+    let f = ws.join("f");
+    let r = m.call(
+        "run",
+        json!({"command": "printf 'new\\n' > f", "transaction": true}),
+    );
+    assert_eq!(r["structuredContent"]["exit_code"], 0, "{r}");
+    let tx = &r["structuredContent"]["transaction"];
+    let id = tx["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        *tx,
+        json!({"id": id, "state": "pending",
+               "changes": [{"path": f, "change": "created", "kind": "file", "size": 4}],
+               "changes_more": 0, "created": 1, "modified": 0, "deleted": 0,
+               "commit": null, "error": null})
+    );
+    assert!(!f.exists(), "the run wrote the real tree");
+    // The diff: every change, or those under the paths asked for.
+    let expected = format!("--- /dev/null\n+++ b{}\n@@ -0,0 +1 @@\n+new\n", f.display());
+    let r = m.call("diff", json!({"transaction_id": id}));
+    assert_eq!(text(&r), expected, "{r}");
+    assert_eq!(
+        r["structuredContent"],
+        json!({"transaction_id": id, "diff": expected})
+    );
+    let r = m.call("diff", json!({"transaction_id": id, "paths": ["keep"]}));
+    assert_eq!(r["structuredContent"]["diff"], "", "{r}");
+    let r = m.call("diff", json!({"transaction_id": id, "paths": [f]}));
+    assert_eq!(r["structuredContent"]["diff"], expected.as_str(), "{r}");
+    let r = m.call("diff", json!({"transaction_id": id, "paths": ["/etc"]}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        text(&r).contains("outside the server's workspace root"),
+        "{r}"
+    );
+    // Commit: the file appears in the real tree.
+    let r = m.call("commit", json!({"transaction_id": id}));
+    assert_eq!(
+        text(&r),
+        format!("[committed transaction {id}: 1 applied, 0 refused]\n"),
+        "{r}"
+    );
+    assert_eq!(
+        r["structuredContent"],
+        json!({"transaction_id": id, "state": "committed", "applied": 1, "refused": []})
+    );
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "new\n");
+    // Decided once: deciding again is an error.
+    let r = m.call("discard", json!({"transaction_id": id}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(text(&r).contains("TRANSACTION_FAILED"), "{r}");
+    // Discard: the real tree stays as it was.
+    let r = m.call(
+        "run",
+        json!({"command": "rm keep; echo x > g; echo more >> f", "transaction": true}),
+    );
+    let tx = &r["structuredContent"]["transaction"];
+    assert_eq!(
+        (&tx["created"], &tx["modified"], &tx["deleted"]),
+        (&json!(1), &json!(1), &json!(1)),
+        "{r}"
+    );
+    let id = tx["id"].as_str().unwrap().to_string();
+    let r = m.call("discard", json!({"transaction_id": id}));
+    assert_eq!(text(&r), format!("[discarded transaction {id}]\n"), "{r}");
+    assert_eq!(
+        r["structuredContent"],
+        json!({"transaction_id": id, "state": "discarded"})
+    );
+    assert_eq!(std::fs::read_to_string(ws.join("keep")).unwrap(), "old\n");
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "new\n");
+    assert!(!ws.join("g").exists());
+    assert!(m.close().success());
+}
+
+#[test]
+fn a_job_s_transaction_is_decided_once_its_result_is_returned() {
+    if !has_sys_admin() {
+        eprintln!("skipped: needs root (a transaction's overlays and mount namespace)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut m = transaction_server(&["-C", ws.to_str().unwrap()], &state);
+    let r = m.call(
+        "start",
+        json!({"command": "echo job > j", "transaction": true}),
+    );
+    let job = r["structuredContent"]["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = m.call("wait", json!({"job_id": job}));
+    assert_eq!(r["structuredContent"]["status"], "finished", "{r}");
+    let tx = &r["structuredContent"]["result"]["transaction"];
+    assert_eq!(tx["changes"][0]["path"], json!(ws.join("j")), "{r}");
+    let id = tx["id"].as_str().unwrap().to_string();
+    let r = m.call("commit", json!({"transaction_id": id, "atomic": true}));
+    assert_eq!(r["structuredContent"]["applied"], 1, "{r}");
+    assert_eq!(std::fs::read_to_string(ws.join("j")).unwrap(), "job\n");
+    assert!(m.close().success());
+}
+
+#[test]
+fn a_transaction_this_server_did_not_make_cannot_be_decided_through_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut m = transaction_server(
+        &["--sandbox", "workspace-write", "-C", ws.to_str().unwrap()],
+        &state,
+    );
+    for (tool, args) in [
+        ("commit", json!({"transaction_id": "tabcd1234"})),
+        ("discard", json!({"transaction_id": "tabcd1234"})),
+        (
+            "diff",
+            json!({"transaction_id": "tabcd1234", "paths": ["x"]}),
+        ),
+    ] {
+        let r = m.call(tool, args);
+        assert_eq!(r["isError"], true, "{tool}: {r}");
+        assert_eq!(
+            text(&r),
+            "no transaction tabcd1234 was made by this server",
+            "{tool}"
+        );
+    }
+    if !has_sys_admin() {
+        eprintln!("skipped (in part): needs root (a transaction made outside the server)");
+        return;
+    }
+    // One the command line made, in the same state directory: pending, and
+    // not this server's to decide.
+    let mut c = dsh();
+    crate::jobs::with_runtime(&mut c, m._runtime.path());
+    let out = c
+        .env("XDG_STATE_HOME", state.path())
+        .args(["--transaction", "--json", "-C", ws.to_str().unwrap()])
+        .args(["--", "echo outside > o"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = v["transaction"]["id"].as_str().unwrap().to_string();
+    let r = m.call("commit", json!({"transaction_id": id}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(
+        text(&r),
+        format!("no transaction {id} was made by this server")
+    );
+    assert!(!ws.join("o").exists());
+}
+
+#[test]
+fn a_call_cannot_leave_the_servers_transaction_nor_name_on_exit_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut m = transaction_server(&["-C", ws.to_str().unwrap()], &state);
+    let r = m.call("run", json!({"command": "true", "on_exit": "commit"}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(
+        text(&r),
+        "on_exit needs a transaction: the call's \"transaction\": true, or a server \
+         started with --transaction"
+    );
+    let r = m.call(
+        "start",
+        json!({"command": "true", "on_exit": "keep", "transaction": false}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    drop(m);
+    let mut m = transaction_server(&["--transaction", "-C", ws.to_str().unwrap()], &state);
+    for tool in ["run", "start"] {
+        let r = m.call(tool, json!({"command": "touch x", "transaction": false}));
+        assert_eq!(r["isError"], true, "{tool}: {r}");
+        assert_eq!(
+            text(&r),
+            "transaction false: this server runs every command as a transaction \
+             (--transaction); a call cannot run outside one",
+            "{tool}"
+        );
+    }
+    assert!(!ws.join("x").exists());
+    if !has_sys_admin() {
+        eprintln!("skipped (in part): needs root (a transaction's overlays)");
+        return;
+    }
+    // A call without the argument runs in the server's transaction; its
+    // on_exit decides it at the end.
+    let r = m.call("run", json!({"command": "touch x", "on_exit": "discard"}));
+    let tx = &r["structuredContent"]["transaction"];
+    assert_eq!(tx["state"], "discarded", "{r}");
+    assert_eq!(tx["created"], 1, "{r}");
+    assert!(!ws.join("x").exists());
+    assert!(m.close().success());
 }
