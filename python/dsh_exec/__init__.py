@@ -7,7 +7,22 @@ find_binary(): ``$DSH_EXEC_BIN``, the environment's scripts directory, then
 ``PATH``); nothing here decides policy. See docs/python.md.
 """
 
-from ._api import AsyncJob, Job, aexplain, arun, astart, explain, run, start
+from ._api import (
+    AsyncJob,
+    Job,
+    acommit,
+    adiff,
+    adiscard,
+    aexplain,
+    arun,
+    astart,
+    commit,
+    diff,
+    discard,
+    explain,
+    run,
+    start,
+)
 from ._binary import find_binary
 from ._cli import Command, DshExecError, Duration, Size
 from ._events import (
@@ -23,21 +38,27 @@ from ._events import (
     events,
 )
 from ._results import (
+    Change,
+    CommitReport,
     Denial,
     JobRead,
     Limits,
     NetworkDenial,
     NotEnforced,
     ProtectedChange,
+    Refusal,
     Resources,
     RunResult,
     Sandbox,
     Stream,
+    Transaction,
 )
 
 __all__ = [
     "AsyncJob",
+    "Change",
     "Command",
+    "CommitReport",
     "Denial",
     "DenialEvent",
     "DroppedEvent",
@@ -54,16 +75,24 @@ __all__ = [
     "NoticeEvent",
     "OutputEvent",
     "ProtectedChange",
+    "Refusal",
     "Resources",
     "RunResult",
     "Sandbox",
     "Size",
     "StartEvent",
     "Stream",
+    "Transaction",
+    "acommit",
+    "adiff",
+    "adiscard",
     "aevents",
     "aexplain",
     "arun",
     "astart",
+    "commit",
+    "diff",
+    "discard",
     "events",
     "explain",
     "find_binary",

@@ -1,9 +1,11 @@
-"""run, start, explain and their asyncio twins: each calls the dsh-exec binary."""
+"""run, start, explain, the transaction decisions (commit, discard, diff) and
+their asyncio twins: each calls the dsh-exec binary."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import re
 import signal
 import subprocess
@@ -24,9 +26,24 @@ from ._cli import (
     run_flags,
     stdin_bytes,
 )
-from ._results import JobRead, RunResult
+from ._results import CommitReport, JobRead, RunResult
 
-__all__ = ["AsyncJob", "Job", "arun", "astart", "aexplain", "explain", "run", "start"]
+__all__ = [
+    "AsyncJob",
+    "Job",
+    "acommit",
+    "adiff",
+    "adiscard",
+    "aexplain",
+    "arun",
+    "astart",
+    "commit",
+    "diff",
+    "discard",
+    "explain",
+    "run",
+    "start",
+]
 
 Stdin = Union[bytes, str, None]
 _Reply = tuple[int, bytes, bytes]
@@ -164,6 +181,8 @@ def run(
     stdout_max_bytes: Size | None = None,
     stderr_max_bytes: Size | None = None,
     kill_after: Duration | None = None,
+    transaction: bool = False,
+    on_exit: str | None = None,
     extra_args: Iterable[str] = (),
 ) -> RunResult:
     """Runs one command through ``dsh-exec --json`` and returns its result.
@@ -177,7 +196,11 @@ def run(
     ``"idle"``).
     ``env``: ``-e KEY=VALUE`` each (a None value: ``-e KEY``, passed through).
     ``stdin``: bytes or str fed to the command (``--stdin-file -``); else
-    its stdin is closed. ``extra_args``: more dsh-exec options, as given.
+    its stdin is closed. ``transaction``: ``--transaction`` (root, or
+    CAP_SYS_ADMIN; implies workspace-write): the writable roots run on
+    overlays, ``result.transaction`` lists every change, and commit(),
+    discard() or diff() decide later; ``on_exit``: ``--on-exit`` (``commit``,
+    ``discard`` or ``keep``). ``extra_args``: more dsh-exec options, as given.
     Unset options take dsh-exec's defaults (and its configuration file's).
 
     A nonzero exit, a timeout, an abort or a denial is a result; only
@@ -188,6 +211,7 @@ def run(
         network=network,
         writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
         stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
+        transaction=transaction, on_exit=on_exit,
     )  # fmt: skip
     data = stdin_bytes(stdin)
     return _as_result(_call(_run_argv(command, flags, data), data, abort=True))
@@ -207,6 +231,8 @@ async def arun(
     stdout_max_bytes: Size | None = None,
     stderr_max_bytes: Size | None = None,
     kill_after: Duration | None = None,
+    transaction: bool = False,
+    on_exit: str | None = None,
     extra_args: Iterable[str] = (),
 ) -> RunResult:
     """run() on an asyncio subprocess. A task cancelled while it waits sends
@@ -219,6 +245,7 @@ async def arun(
         network=network,
         writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
         stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
+        transaction=transaction, on_exit=on_exit,
     )  # fmt: skip
     data = stdin_bytes(stdin)
     return _as_result(await _acall(_run_argv(command, flags, data), data, abort=True))
@@ -249,6 +276,8 @@ def explain(
     stdout_max_bytes: Size | None = None,
     stderr_max_bytes: Size | None = None,
     kill_after: Duration | None = None,
+    transaction: bool = False,
+    on_exit: str | None = None,
     extra_args: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The resolved spec, environment and confinement of a run, as
@@ -259,6 +288,7 @@ def explain(
         network=network,
         writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
         stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
+        transaction=transaction, on_exit=on_exit,
     )  # fmt: skip
     argv = [find_binary(), "explain", "--json", *flags, "--", *command_words(command)]
     return _as_explanation(_call(argv, None, abort=False))
@@ -277,6 +307,8 @@ async def aexplain(
     stdout_max_bytes: Size | None = None,
     stderr_max_bytes: Size | None = None,
     kill_after: Duration | None = None,
+    transaction: bool = False,
+    on_exit: str | None = None,
     extra_args: Iterable[str] = (),
 ) -> dict[str, Any]:
     """explain() on an asyncio subprocess."""
@@ -285,6 +317,7 @@ async def aexplain(
         network=network,
         writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
         stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
+        transaction=transaction, on_exit=on_exit,
     )  # fmt: skip
     argv = [find_binary(), "explain", "--json", *flags, "--", *command_words(command)]
     return _as_explanation(await _acall(argv, None, abort=False))
@@ -498,6 +531,8 @@ def start(
     stdout_max_bytes: Size | None = None,
     stderr_max_bytes: Size | None = None,
     kill_after: Duration | None = None,
+    transaction: bool = False,
+    on_exit: str | None = None,
     extra_args: Iterable[str] = (),
 ) -> Job:
     """Starts the command as a background job (``--background --json``).
@@ -510,6 +545,7 @@ def start(
         network=network,
         writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
         stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
+        transaction=transaction, on_exit=on_exit,
     )  # fmt: skip
     data = stdin_bytes(stdin)
     return Job(*_started(_call(_start_argv(command, flags, data, stdin_pipe), data, abort=False)))
@@ -530,6 +566,8 @@ async def astart(
     stdout_max_bytes: Size | None = None,
     stderr_max_bytes: Size | None = None,
     kill_after: Duration | None = None,
+    transaction: bool = False,
+    on_exit: str | None = None,
     extra_args: Iterable[str] = (),
 ) -> AsyncJob:
     """start() on an asyncio subprocess; the job's methods are coroutines."""
@@ -538,8 +576,96 @@ async def astart(
         network=network,
         writable_roots=writable_roots, env=env, stdout_max_bytes=stdout_max_bytes,
         stderr_max_bytes=stderr_max_bytes, kill_after=kill_after, extra_args=extra_args,
+        transaction=transaction, on_exit=on_exit,
     )  # fmt: skip
     data = stdin_bytes(stdin)
     return AsyncJob(
         *_started(await _acall(_start_argv(command, flags, data, stdin_pipe), data, abort=False))
     )
+
+
+# -- transactions ---------------------------------------------------------
+
+
+def _transaction_id(id: str) -> str:
+    if not isinstance(id, str):
+        raise TypeError(f"id: expected a transaction id (str), got {type(id).__name__}")
+    return id
+
+
+def _commit_argv(id: str, atomic: bool) -> list[str]:
+    if not isinstance(atomic, bool):
+        raise TypeError(f"atomic: expected a bool, got {type(atomic).__name__}")
+    argv = [find_binary(), "commit", "--json"]
+    if atomic:
+        argv.append("--atomic")
+    return [*argv, "--", _transaction_id(id)]
+
+
+def _committed(reply: _Reply) -> CommitReport:
+    value = reply_object(*reply)
+    if not isinstance(value, dict) or "applied" not in value:
+        raise DshExecError(
+            "NO_REPLY", f"dsh-exec commit printed no report: {value!r}", exit_status=reply[0]
+        )
+    return CommitReport.from_json(value)
+
+
+def _discard_argv(id: str) -> list[str]:
+    return [find_binary(), "discard", "--", _transaction_id(id)]
+
+
+def _diff_argv(id: str, paths: tuple[StrPath, ...]) -> list[str]:
+    for path in paths:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"paths: expected paths, got {type(path).__name__}")
+    return [find_binary(), "diff", "--", _transaction_id(id), *(os.fspath(p) for p in paths)]
+
+
+def _text_reply(reply: _Reply) -> str:
+    status, out, err = reply
+    if status != 0:
+        raise error_from_stderr(status, err, default_code="NO_REPLY")
+    return out.decode("utf-8", "replace")
+
+
+def commit(id: str, atomic: bool = False) -> CommitReport:
+    """Applies transaction ``id`` (a result's ``transaction.id``) to the
+    real roots (``dsh-exec commit --json``): a path changed meanwhile in the
+    real tree, or protected, is refused and listed in ``refused``, the rest
+    applied; ``atomic=True`` applies nothing when any would be refused.
+    Raises DshExecError ``TRANSACTION_FAILED`` for an unknown or decided
+    id, a root that is no longer the directory it ran on, or an atomic
+    commit refused."""
+    return _committed(_call(_commit_argv(id, atomic), None, abort=False))
+
+
+def discard(id: str) -> None:
+    """Throws transaction ``id`` away (``dsh-exec discard``); the real roots
+    stay as they are. Raises DshExecError ``TRANSACTION_FAILED`` for an
+    unknown or decided id."""
+    _text_reply(_call(_discard_argv(id), None, abort=False))
+
+
+def diff(id: str, *paths: StrPath) -> str:
+    """Transaction ``id``'s changes (``dsh-exec diff``): a unified diff of
+    the text files, a line for each other change; only those at or under
+    ``paths`` when given (relative ones taken from this process's current
+    directory). Raises DshExecError ``TRANSACTION_FAILED`` for an unknown
+    or decided id."""
+    return _text_reply(_call(_diff_argv(id, paths), None, abort=False))
+
+
+async def acommit(id: str, atomic: bool = False) -> CommitReport:
+    """commit() on an asyncio subprocess."""
+    return _committed(await _acall(_commit_argv(id, atomic), None, abort=False))
+
+
+async def adiscard(id: str) -> None:
+    """discard() on an asyncio subprocess."""
+    _text_reply(await _acall(_discard_argv(id), None, abort=False))
+
+
+async def adiff(id: str, *paths: StrPath) -> str:
+    """diff() on an asyncio subprocess."""
+    return _text_reply(await _acall(_diff_argv(id, paths), None, abort=False))

@@ -104,13 +104,17 @@ def run_flags(
     stderr_max_bytes: Size | None,
     kill_after: Duration | None,
     extra_args: Iterable[str],
+    transaction: bool = False,
+    on_exit: str | None = None,
 ) -> list[str]:
     """The options of a run, explain or background start, in flag form.
     Raises TypeError (naming the argument) for a value of the wrong type,
     before anything runs."""
-    for name, value in (("sandbox", sandbox), ("network", network)):
+    for name, value in (("sandbox", sandbox), ("network", network), ("on_exit", on_exit)):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"{name}: expected a str, got {type(value).__name__}")
+    if not isinstance(transaction, bool):
+        raise TypeError(f"transaction: expected a bool, got {type(transaction).__name__}")
     if env is not None and not isinstance(env, Mapping):
         raise TypeError(f"env: expected a mapping of names to values, got {type(env).__name__}")
     sizes = (("stdout_max_bytes", stdout_max_bytes), ("stderr_max_bytes", stderr_max_bytes))
@@ -133,6 +137,10 @@ def run_flags(
         args += ["--sandbox", sandbox]
     if network is not None:
         args += ["--network", network]
+    if transaction:
+        args.append("--transaction")
+    if on_exit is not None:
+        args += ["--on-exit", on_exit]
     if isinstance(writable_roots, (str, bytes, os.PathLike)):
         raise TypeError("writable_roots: expected a sequence of paths, not one path")
     for root in writable_roots:

@@ -13,16 +13,20 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable, TypeVar
 
 __all__ = [
+    "Change",
+    "CommitReport",
     "Denial",
     "JobRead",
     "Limits",
     "NetworkDenial",
     "NotEnforced",
     "ProtectedChange",
+    "Refusal",
     "Resources",
     "RunResult",
     "Sandbox",
     "Stream",
+    "Transaction",
 ]
 
 T = TypeVar("T")
@@ -262,6 +266,89 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Change:
+    """One path a transaction's command changed (``Change``)."""
+
+    path: str
+    """The path, absolute, as the real root names it."""
+    change: str
+    """``created``, ``modified`` or ``deleted`` (a rename is a deletion and a creation)."""
+    kind: str
+    """``file``, ``dir``, ``symlink`` or ``special`` (for a deletion: of the file removed)."""
+    size: int | None = None
+    """The new size in bytes, for a regular file that exists afterwards."""
+    what: tuple[str, ...] = ()
+    """For a modification, what differs: ``content``, ``type``, ``mode``,
+    ``owner``, ``times``, ``xattrs``, ``target``."""
+    extra: Mapping[str, Any] = _extra()
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Change:
+        return _build(cls, data, {"what": _strings})
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A path a commit did not apply, and why."""
+
+    path: str
+    reason: str
+    """``protected path``, ``changed in the real tree after the transaction
+    started``, a planted git file put aside, or the operating system's error."""
+    extra: Mapping[str, Any] = _extra()
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Refusal:
+        return _build(cls, data)
+
+
+@dataclass(frozen=True)
+class CommitReport:
+    """What a commit did: ``commit()``'s reply, and ``on_exit="commit"``'s
+    in ``result.transaction.commit``."""
+
+    applied: int
+    """Paths written, made or removed in the real tree."""
+    refused: tuple[Refusal, ...]
+    """Paths not applied (protected, changed meanwhile, put aside, failed)."""
+    extra: Mapping[str, Any] = _extra()
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CommitReport:
+        return _build(cls, data, {"refused": _tuple_of(Refusal.from_json)})
+
+
+@dataclass(frozen=True)
+class Transaction:
+    """A run's transaction (``transaction=True``; ``TransactionFacts``)."""
+
+    id: str
+    """The id for commit(), discard() and diff()."""
+    state: str
+    """``pending``, ``committed`` or ``discarded`` (after ``on_exit``)."""
+    changes: tuple[Change, ...]
+    """The first 1000 changes, by path (see ``changes_more``)."""
+    changes_more: int
+    created: int
+    """Paths created (all of them, not only those listed)."""
+    modified: int
+    deleted: int
+    commit: CommitReport | None = None
+    """What ``on_exit="commit"`` applied and refused; None otherwise."""
+    error: str | None = None
+    """Why the change set could not be read whole; None when it was."""
+    extra: Mapping[str, Any] = _extra()
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Transaction:
+        return _build(
+            cls,
+            data,
+            {"changes": _tuple_of(Change.from_json), "commit": CommitReport.from_json},
+        )
+
+
+@dataclass(frozen=True)
 class RunResult:
     """The outcome of one run: the ``--json`` object of dsh-exec.
 
@@ -295,6 +382,9 @@ class RunResult:
     (``idle_timeout``: no output for that long); None otherwise."""
     idle_timeout_ms: int | None = None
     """The idle deadline applied, in milliseconds; None when there was none."""
+    transaction: Transaction | None = None
+    """The run's transaction (``transaction=True``): its id, where it
+    stands and every change; None without one."""
     extra: Mapping[str, Any] = _extra()
     warnings: tuple[str, ...] = field(default=(), metadata=_NOT_IN_SCHEMA)
     """What dsh-exec warned of on stderr (``dsh-exec: warning: ...``), one
@@ -313,6 +403,7 @@ class RunResult:
                 "resources": Resources.from_json,
                 "capped": _strings,
                 "limits": Limits.from_json,
+                "transaction": Transaction.from_json,
             },
         )
 

@@ -28,6 +28,10 @@ CLASSES: dict[str, type[Any]] = {
     "LimitFacts": dsh_exec.Limits,
     "NotEnforced": dsh_exec.NotEnforced,
     "ReadReply": dsh_exec.JobRead,
+    "TransactionFacts": dsh_exec.Transaction,
+    "Change": dsh_exec.Change,
+    "CommitReport": dsh_exec.CommitReport,
+    "Refusal": dsh_exec.Refusal,
 }
 
 
