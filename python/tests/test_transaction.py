@@ -90,7 +90,7 @@ def test_on_exit_commit_decides_at_the_end(ws: Path) -> None:
     assert (tx.state, tx.modified) == ("committed", 1)
     assert tx.changes == (
         dsh_exec.Change(
-            path=str(ws / "keep"), change="modified", kind="file", size=9, what=("content",)
+            path=str(ws / "keep"), change="modified", kind="file", size=9, what=("content", "times")
         ),
     )
     assert tx.commit == dsh_exec.CommitReport(applied=1, refused=())
