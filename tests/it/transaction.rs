@@ -412,10 +412,13 @@ fn a_planted_hook_or_command_running_config_never_lands() {
         vec![
             ".git/config (protected path)".to_string(),
             ".git/hooks/post-checkout (protected path)".into(),
-            "inner/.git (config key core.fsmonitor)".into(),
+            "inner/.git/config (config key core.fsmonitor)".into(),
         ]
     );
     assert_eq!(std::fs::read_to_string(d.ws.join("file")).unwrap(), "ok\n");
+    // Judged before anything was written: the planted config never lay in
+    // the real tree, not even for the length of the commit.
+    assert!(!d.ws.join("inner/.git/config").exists());
     // What a user runs next, unconfined, runs nothing planted.
     sh(
         &d.ws,
@@ -699,4 +702,33 @@ fn a_transaction_is_decided_once_and_not_while_it_runs_or_is_locked() {
     d.sub(&["discard", &id]).expect_status(0);
     d.sub(&["commit", &second]).expect_status(0);
     assert_eq!(d.transactions(), Vec::<String>::new());
+}
+
+#[test]
+fn a_new_repositorys_hook_is_refused_before_it_is_written() {
+    if !overlays_here() || !have_git() {
+        return;
+    }
+    let d = dirs();
+    let v = d.transact(
+        "mkdir -p sub && cd sub && git init -q . && printf '#!/bin/sh\\n' > .git/hooks/pre-commit \
+         && chmod +x .git/hooks/pre-commit && printf 'not a hook\\n' > notes",
+        &[],
+    );
+    let id = v["transaction"]["id"].as_str().unwrap().to_string();
+    let out = d.sub(&["commit", &id]);
+    out.expect_status(1);
+    assert!(
+        out.stdout.starts_with(&format!(
+            "refused: {}/sub/.git/hooks/pre-commit (hook pre-commit)\n",
+            d.ws.display()
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(!d.ws.join("sub/.git/hooks/pre-commit").exists());
+    assert_eq!(
+        std::fs::read_to_string(d.ws.join("sub/notes")).unwrap(),
+        "not a hook\n"
+    );
 }

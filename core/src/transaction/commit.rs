@@ -130,7 +130,12 @@ pub fn commit(state_dir: &Path, id: &str, atomic: bool) -> Result<CommitReport, 
         plans.push((layer, real, upper, steps));
     }
     let mut report = CommitReport::default();
-    let refuse = |meta: &Meta, layer: &LayerMeta, real: &OwnedFd, s: &Step| -> Option<String> {
+    let refuse = |meta: &Meta,
+                  layer: &LayerMeta,
+                  real: &OwnedFd,
+                  upper: &OwnedFd,
+                  s: &Step|
+     -> Option<String> {
         match s.op {
             Op::Enter => return None,
             Op::TooDeep => {
@@ -152,13 +157,16 @@ pub fn commit(state_dir: &Path, id: &str, atomic: bool) -> Result<CommitReport, 
         {
             return Some("protected path".into());
         }
+        if let Some(why) = plants_git(real, upper, s) {
+            return Some(why);
+        }
         changed_since(real, &s.rel, meta.started)
             .then(|| "changed in the real tree after the transaction started".into())
     };
     let mut refused: Vec<(usize, usize)> = Vec::new();
-    for (li, (layer, real, _, steps)) in plans.iter().enumerate() {
+    for (li, (layer, real, upper, steps)) in plans.iter().enumerate() {
         for (si, s) in steps.iter().enumerate() {
-            if let Some(reason) = refuse(&meta, layer, real, s) {
+            if let Some(reason) = refuse(&meta, layer, real, upper, s) {
                 refused.push((li, si));
                 report.refused.push(super::commit::Refusal {
                     path: layer.root.join(&s.rel),
@@ -353,6 +361,66 @@ fn activates_git(s: &Step) -> bool {
             ".git",
         ]
         .contains(&name)
+}
+
+/// The largest config file judged before a commit; a larger one is
+/// refused (git's own config files are a few KiB).
+const CONFIG_MAX: u64 = 1 << 20;
+
+/// Why step `s` would bring git something to run, judged before anything
+/// is written (the git check after the commit judges again, whole): a
+/// config of a git directory (one holding `HEAD`, in the layer or the real
+/// tree) with a key off the allow-list of plain-data keys
+/// (`gitcheck::config_refused`), or an executable hook (not `*.sample`) in
+/// its `hooks`.
+fn plants_git(real: &OwnedFd, upper: &OwnedFd, s: &Step) -> Option<String> {
+    if !matches!(s.op, Op::Put) {
+        return None;
+    }
+    let (parent, name) = split(&s.rel);
+    let name = name.to_str().unwrap_or("");
+    let git_dir = |dir: &Path| {
+        let head = dir.join("HEAD");
+        [upper, real].iter().any(|root| {
+            let (p, n) = split(&head);
+            open_beneath(root, p)
+                .ok()
+                .and_then(|d| stat_at(d.as_raw_fd(), n))
+                .is_some_and(|e| !e.is_whiteout())
+        })
+    };
+    let from = open_beneath(upper, parent).ok()?;
+    let entry = stat_at(from.as_raw_fd(), OsStr::new(name))?;
+    if ["config", "config.worktree"].contains(&name) && git_dir(parent) {
+        if entry.st.st_size as u64 > CONFIG_MAX {
+            return Some("a config too large to judge".into());
+        }
+        let fd = crate::sys::fs::open_at(
+            from.as_raw_fd(),
+            name.as_bytes(),
+            libc::O_RDONLY | libc::O_NOFOLLOW,
+            0,
+        )
+        .ok()?;
+        let mut bytes = Vec::new();
+        use std::io::Read;
+        std::fs::File::from(fd)
+            .take(CONFIG_MAX)
+            .read_to_end(&mut bytes)
+            .ok()?;
+        return crate::sandbox::gitcheck::config_refused(&bytes);
+    }
+    let in_hooks = parent.file_name().is_some_and(|p| p == "hooks");
+    let hooks_of = parent.parent().unwrap_or(Path::new(""));
+    if in_hooks
+        && !name.ends_with(".sample")
+        && entry.kind() == EntryKind::File
+        && entry.st.st_mode & 0o111 != 0
+        && git_dir(hooks_of)
+    {
+        return Some(format!("hook {name}"));
+    }
+    None
 }
 
 /// Whether the real path `rel` changed at or after `since` (its ctime; a

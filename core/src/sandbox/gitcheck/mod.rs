@@ -228,6 +228,23 @@ pub(crate) struct Snapshot {
     before: Found,
 }
 
+/// Why a git config file holding `bytes` may not be brought into a
+/// writable root, or `None` when every key of it is on the allow-list of
+/// plain-data keys ([`config::refused`]; a relative path value must stay
+/// below the git directory: no `..`, not absolute). A config that cannot
+/// be parsed is refused: what cannot be judged is not trusted.
+pub(crate) fn config_refused(bytes: &[u8]) -> Option<String> {
+    let entries = match config::parse(bytes) {
+        Ok(e) => e,
+        Err(why) => return Some(format!("a config that cannot be judged ({why})")),
+    };
+    let inside = |v: &str| {
+        let p = Path::new(v);
+        p.is_relative() && !p.components().any(|c| c == Component::ParentDir)
+    };
+    entries.iter().find_map(|e| config::refused(e, &inside))
+}
+
 impl Snapshot {
     /// Puts aside `path` for `reason` ([`put_aside`], change
     /// `quarantined`).
