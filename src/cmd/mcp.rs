@@ -953,10 +953,16 @@ async fn notify(
 /// The text (rendered result, marker last) as `content`, the result as
 /// `structuredContent`.
 fn result_response(result: &RunResult) -> CallToolResponse {
-    json_response(
-        &dsh_exec_core::render::render_text(result, false, OnTerminal::Exact),
-        result,
-    )
+    let mut text = dsh_exec_core::render::render_text(result, false, OnTerminal::Exact);
+    // A caller of this server decides with the tools, not the CLI.
+    if let Some(t) = &result.transaction {
+        let id = &t.id;
+        text = text.replace(
+            &format!("dsh-exec commit {id} | discard {id})]"),
+            &format!("the commit or discard tool, transaction_id {id})]"),
+        );
+    }
+    json_response(&text, result)
 }
 
 fn json_response(text: &str, value: &impl Serialize) -> CallToolResponse {

@@ -1272,6 +1272,14 @@ fn a_call_s_transaction_waits_for_diff_commit_or_discard() {
                "commit": null, "error": null})
     );
     assert!(!f.exists(), "the run wrote the real tree");
+    // The text names the tools, not the CLI.
+    assert_eq!(
+        text(&r),
+        format!(
+            "[changes: 1 created, 0 modified, 0 deleted (transaction {id}: the commit or \
+             discard tool, transaction_id {id})]\n[exit code: 0]\n"
+        )
+    );
     // The diff: every change, or those under the paths asked for.
     let expected = format!("--- /dev/null\n+++ b{}\n@@ -0,0 +1 @@\n+new\n", f.display());
     let r = m.call("diff", json!({"transaction_id": id}));
