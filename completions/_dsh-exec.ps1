@@ -269,6 +269,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
         }
         'dsh-exec;commit' {
             [CompletionResult]::new('--atomic', '--atomic', [CompletionResultType]::ParameterName, 'Apply nothing when any path would be refused')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Also apply paths changed in the real tree after the transaction started (never protected paths or planted git metadata)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')

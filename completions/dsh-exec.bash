@@ -243,7 +243,7 @@ _dsh__exec() {
             return 0
             ;;
         dsh__exec__subcmd__commit)
-            opts="-h --atomic --json --help"
+            opts="-h --atomic --force --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

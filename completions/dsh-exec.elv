@@ -254,6 +254,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
         }
         &'dsh-exec;commit'= {
             cand --atomic 'Apply nothing when any path would be refused'
+            cand --force 'Also apply paths changed in the real tree after the transaction started (never protected paths or planted git metadata)'
             cand --json 'Print one JSON object'
             cand -h 'Print help'
             cand --help 'Print help'

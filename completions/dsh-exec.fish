@@ -224,6 +224,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand prune" -l spill-dir -d
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand prune" -l spill -d 'Prune spill directories (what `prune` removes; required)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand prune" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand commit" -l atomic -d 'Apply nothing when any path would be refused'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand commit" -l force -d 'Also apply paths changed in the real tree after the transaction started (never protected paths or planted git metadata)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand commit" -l json -d 'Print one JSON object'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand commit" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand discard" -s h -l help -d 'Print help'

@@ -224,6 +224,9 @@ pub enum Sub {
         /// Apply nothing when any path would be refused.
         #[arg(long)]
         atomic: bool,
+        /// Also apply paths changed in the real tree after the transaction started (never protected paths or planted git metadata).
+        #[arg(long)]
+        force: bool,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,

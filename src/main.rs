@@ -34,7 +34,16 @@ fn main() -> ExitCode {
         Some(Sub::Explain(args)) => cmd::explain::explain(*args),
         Some(Sub::Mcp(args)) => cmd::mcp::mcp(*args),
         Some(Sub::ParseStatus { file }) => cmd::parse_status::parse_status(file),
-        Some(Sub::Commit { id, atomic, json }) => cmd::transaction::commit(&id, atomic, json),
+        Some(Sub::Commit {
+            id,
+            atomic,
+            force,
+            json,
+        }) => cmd::transaction::commit(
+            &id,
+            dsh_exec_core::transaction::CommitOptions { atomic, force },
+            json,
+        ),
         Some(Sub::Discard { id }) => cmd::transaction::discard(&id),
         Some(Sub::Diff { id, paths }) => cmd::transaction::diff(&id, &paths),
         Some(Sub::Transaction(cli::TransactionCmd::List { json })) => cmd::transaction::list(json),

@@ -145,6 +145,10 @@ pub(crate) struct CommitParams {
     /// the rest and name the refused].
     #[serde(default)]
     pub(crate) atomic: bool,
+    /// Also apply paths changed in the real tree after the transaction
+    /// started (never protected paths or planted git metadata).
+    #[serde(default)]
+    pub(crate) force: bool,
 }
 
 /// `discard`: throw a transaction away.

@@ -593,12 +593,15 @@ def _transaction_id(id: str) -> str:
     return id
 
 
-def _commit_argv(id: str, atomic: bool) -> list[str]:
-    if not isinstance(atomic, bool):
-        raise TypeError(f"atomic: expected a bool, got {type(atomic).__name__}")
+def _commit_argv(id: str, atomic: bool, force: bool) -> list[str]:
+    for name, value in (("atomic", atomic), ("force", force)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{name}: expected a bool, got {type(value).__name__}")
     argv = [find_binary(), "commit", "--json"]
     if atomic:
         argv.append("--atomic")
+    if force:
+        argv.append("--force")
     return [*argv, "--", _transaction_id(id)]
 
 
@@ -629,15 +632,16 @@ def _text_reply(reply: _Reply) -> str:
     return out.decode("utf-8", "replace")
 
 
-def commit(id: str, atomic: bool = False) -> CommitReport:
+def commit(id: str, atomic: bool = False, force: bool = False) -> CommitReport:
     """Applies transaction ``id`` (a result's ``transaction.id``) to the
     real roots (``dsh-exec commit --json``): a path changed meanwhile in the
     real tree, or protected, is refused and listed in ``refused``, the rest
-    applied; ``atomic=True`` applies nothing when any would be refused.
-    Raises DshExecError ``TRANSACTION_FAILED`` for an unknown or decided
-    id, a root that is no longer the directory it ran on, or an atomic
-    commit refused."""
-    return _committed(_call(_commit_argv(id, atomic), None, abort=False))
+    applied, and the refused stay pending (``state``); ``atomic=True``
+    applies nothing when any would be refused; ``force=True`` applies paths
+    changed meanwhile too (never protected ones). Raises DshExecError
+    ``TRANSACTION_FAILED`` for an unknown, decided or running id, or a
+    root that is no longer the directory it ran on."""
+    return _committed(_call(_commit_argv(id, atomic, force), None, abort=False))
 
 
 def discard(id: str) -> None:
@@ -656,9 +660,9 @@ def diff(id: str, *paths: StrPath) -> str:
     return _text_reply(_call(_diff_argv(id, paths), None, abort=False))
 
 
-async def acommit(id: str, atomic: bool = False) -> CommitReport:
+async def acommit(id: str, atomic: bool = False, force: bool = False) -> CommitReport:
     """commit() on an asyncio subprocess."""
-    return _committed(await _acall(_commit_argv(id, atomic), None, abort=False))
+    return _committed(await _acall(_commit_argv(id, atomic, force), None, abort=False))
 
 
 async def adiscard(id: str) -> None:

@@ -311,6 +311,12 @@ class CommitReport:
     """Paths written, made or removed in the real tree."""
     refused: tuple[Refusal, ...]
     """Paths not applied (protected, changed meanwhile, put aside, failed)."""
+    state: str
+    """``committed`` when every change was applied (the transaction is
+    gone); ``pending`` when some were refused: they stay in the transaction
+    (``diff`` shows them, ``discard`` drops them, ``commit(force=True)``
+    applies the conflicting ones), and with ``atomic`` nothing was
+    applied."""
     extra: Mapping[str, Any] = _extra()
 
     @classmethod

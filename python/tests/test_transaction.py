@@ -55,7 +55,7 @@ def test_a_transaction_lists_its_changes_and_commit_applies_them(ws: Path) -> No
     assert dsh_exec.diff(tx.id) == expected
     assert dsh_exec.diff(tx.id, ws / "f") == expected
     assert dsh_exec.diff(tx.id, str(ws / "keep")) == ""
-    assert dsh_exec.commit(tx.id) == dsh_exec.CommitReport(applied=1, refused=())
+    assert dsh_exec.commit(tx.id) == dsh_exec.CommitReport(applied=1, refused=(), state="committed")
     assert (ws / "f").read_text() == "new\n"
     with pytest.raises(dsh_exec.DshExecError) as caught:
         dsh_exec.commit(tx.id)
@@ -93,7 +93,7 @@ def test_on_exit_commit_decides_at_the_end(ws: Path) -> None:
             path=str(ws / "keep"), change="modified", kind="file", size=9, what=("content", "times")
         ),
     )
-    assert tx.commit == dsh_exec.CommitReport(applied=1, refused=())
+    assert tx.commit == dsh_exec.CommitReport(applied=1, refused=(), state="committed")
     assert (ws / "keep").read_text() == "old\nmore\n"
 
 
@@ -113,7 +113,7 @@ def test_the_asyncio_twins(ws: Path) -> None:
 
     shown, report, _ = asyncio.run(main())
     assert shown == f"--- /dev/null\n+++ b{ws / 'a'}\n@@ -0,0 +1 @@\n+a\n"
-    assert report == dsh_exec.CommitReport(applied=2, refused=())
+    assert report == dsh_exec.CommitReport(applied=2, refused=(), state="committed")
     assert sorted(p.name for p in ws.iterdir()) == ["a", "b", "keep"]
 
 
@@ -165,7 +165,8 @@ def test_a_transaction_in_a_result_is_typed() -> None:
                 {"path": "/w/b", "change": "modified", "kind": "file", "size": 2,
                  "what": ["content", "mode"]},
             ],
-            "commit": {"applied": 1, "refused": [{"path": "/w/b", "reason": "protected path"}]},
+            "commit": {"applied": 1, "refused": [{"path": "/w/b", "reason": "protected path"}],
+                       "state": "pending"},
         },
     }  # fmt: skip
     tx = dsh_exec.RunResult.from_json(data).transaction
@@ -176,5 +177,7 @@ def test_a_transaction_in_a_result_is_typed() -> None:
                         what=("content", "mode")),
     )  # fmt: skip
     assert tx.commit == dsh_exec.CommitReport(
-        applied=1, refused=(dsh_exec.Refusal(path="/w/b", reason="protected path"),)
+        applied=1,
+        refused=(dsh_exec.Refusal(path="/w/b", reason="protected path"),),
+        state="pending",
     )

@@ -805,26 +805,21 @@ impl Server {
             Ok(id) => id,
             Err(e) => return tool_error(e),
         };
-        let report = match transaction::commit(&self.ambient.state_dir, id, p.atomic) {
+        let opts = transaction::CommitOptions {
+            atomic: p.atomic,
+            force: p.force,
+        };
+        let report = match transaction::commit(&self.ambient.state_dir, id, opts) {
             Ok(r) => r,
             Err(e) => return tool_error(format!("{e} ({})", e.code())),
         };
         // As `dsh-exec commit` prints it.
-        let mut text: String = report
-            .refused
-            .iter()
-            .map(|r| format!("refused: {} ({})\n", r.path.display(), r.reason))
-            .collect();
-        text.push_str(&format!(
-            "[committed transaction {id}: {} applied, {} refused]\n",
-            report.applied,
-            report.refused.len()
-        ));
+        let text = report.text(id, p.atomic);
         json_response(
             &text,
             &Committed {
                 transaction_id: id.to_string(),
-                state: transaction::State::Committed,
+                state: report.state,
                 applied: report.applied,
                 refused: report.refused,
             },

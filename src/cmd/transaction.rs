@@ -26,31 +26,22 @@ fn state_dir(json: bool) -> Result<(PathBuf, PathBuf), ExitCode> {
 /// Applies transaction `id`: prints each refused path and a summary line
 /// (or one JSON object); exit 0 when everything was applied, 1 when a path
 /// was refused, 125 on an error.
-pub(crate) fn commit(id: &str, atomic: bool, json: bool) -> ExitCode {
+pub(crate) fn commit(id: &str, opts: transaction::CommitOptions, json: bool) -> ExitCode {
     let (state, _) = match state_dir(json) {
         Ok(s) => s,
         Err(code) => return code,
     };
-    match transaction::commit(&state, id, atomic) {
+    match transaction::commit(&state, id, opts) {
         Ok(report) => {
             if json {
                 print_stdout(&to_json(&serde_json::json!({
                     "id": id,
-                    "state": "committed",
+                    "state": report.state,
                     "applied": report.applied,
                     "refused": report.refused,
                 })));
             } else {
-                let mut text = String::new();
-                for r in &report.refused {
-                    text.push_str(&format!("refused: {} ({})\n", r.path.display(), r.reason));
-                }
-                text.push_str(&format!(
-                    "[committed transaction {id}: {} applied, {} refused]\n",
-                    report.applied,
-                    report.refused.len()
-                ));
-                print_stdout(&text);
+                print_stdout(&report.text(id, opts.atomic));
             }
             status(if report.refused.is_empty() { 0 } else { 1 })
         }

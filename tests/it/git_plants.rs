@@ -1219,3 +1219,50 @@ fn remote_names_git_takes_for_paths_push_to_checkout_and_a_target_moved_under_an
         );
     }
 }
+
+#[test]
+fn a_deep_tree_does_not_stop_the_check_and_an_old_tree_moved_below_its_depth_is_the_runs() {
+    if !have_git() {
+        return;
+    }
+    for tier in tiers() {
+        let d = dirs();
+        repository(&d.ws);
+        // 240 levels: the walk's stack must hold them (it overflowed once,
+        // and the plant beside it went unjudged).
+        let v = run(
+            tier,
+            &d,
+            &format!(
+                "p=.; for i in $(seq 240); do p=$p/b; done; mkdir -p $p; mkdir -p plant && \
+                 cd plant && git init -q . && git config core.fsmonitor 'touch {}'",
+                d.ran.display()
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        put_aside(&v, &d.ws.join("plant/.git"), "config key core.fsmonitor");
+        // An old tree moved below the depth limit, a repository planted in
+        // a part of it the walk cannot reach.
+        sh(&d.ws, "mkdir -p old/c/g", true);
+        let v = run(
+            tier,
+            &d,
+            &format!(
+                "p=.; for i in $(seq 255); do p=$p/a; done; mkdir -p $p; mv old $p/old; \
+                 cd $p/old/c/g && git init -q . && git config core.fsmonitor 'touch {}'",
+                d.ran.display()
+            ),
+        );
+        assert_eq!(v["exit_code"], 0, "{tier:?}: {v}");
+        let deep: PathBuf = std::iter::repeat_n("a", 255).collect();
+        let moved = d.ws.join(deep).join("old");
+        assert!(
+            changes(&v)
+                .iter()
+                .any(|(p, c, _)| moved.join("c").starts_with(p) && c == "unchecked")
+                && std::fs::symlink_metadata(moved.join("c/g/.git")).is_err(),
+            "{tier:?}: the moved tree's repository is still there: {v}"
+        );
+        assert!(!d.ran.exists(), "{tier:?}: a planted command ran");
+    }
+}

@@ -337,22 +337,19 @@ fn a_path_changed_in_the_real_tree_meanwhile_is_refused_and_named() {
     // Someone else edits `b` and makes `c` after the run started.
     sh(&d.ws, "echo theirs > b && echo theirs > c");
     let atomic = d.sub(&["commit", &id, "--atomic"]);
-    atomic.expect_status(125);
     let ws = d.ws.display();
-    assert_eq!(
-        atomic.stderr,
-        format!(
-            "dsh-exec: error: transaction {id}: --atomic: nothing applied; refused: {ws}/b \
-             (changed in the real tree after the transaction started), {ws}/c (changed in the \
-             real tree after the transaction started) (TRANSACTION_FAILED)\n"
-        )
-    );
+    atomic.expect_status(1).expect_stdout(&format!(
+        "refused: {ws}/b (changed in the real tree after the transaction started)\nrefused: \
+         {ws}/c (changed in the real tree after the transaction started)\n[transaction {id} not \
+         committed (--atomic): 2 refused]\n"
+    ));
     assert_eq!(std::fs::read_to_string(d.ws.join("a")).unwrap(), "a\n");
     let partial = d.sub(&["commit", &id]);
     partial.expect_status(1).expect_stdout(&format!(
         "refused: {ws}/b (changed in the real tree after the transaction started)\nrefused: \
          {ws}/c (changed in the real tree after the transaction started)\n[committed transaction \
-         {id}: 1 applied, 2 refused]\n"
+         {id}: 1 applied, 2 refused; the refused stay pending: diff, discard, or commit --force \
+         for conflicts]\n"
     ));
     for (f, text) in [("a", "A\n"), ("b", "theirs\n"), ("c", "theirs\n")] {
         assert_eq!(std::fs::read_to_string(d.ws.join(f)).unwrap(), text, "{f}");
@@ -438,7 +435,7 @@ fn on_exit_commit_and_discard_decide_without_a_second_call() {
     assert_eq!(v["transaction"]["state"], "committed");
     assert_eq!(
         v["transaction"]["commit"],
-        json!({"applied": 1, "refused": []})
+        json!({"applied": 1, "refused": [], "state": "committed"})
     );
     assert_eq!(std::fs::read_to_string(d.ws.join("kept")).unwrap(), "x\n");
     let v = d.transact("echo y > thrown", &["--on-exit", "discard"]);
@@ -615,7 +612,7 @@ fn a_protected_directory_replaced_by_a_file_is_refused_whole() {
     let ws = d.ws.display();
     out.expect_status(1).expect_stdout(&format!(
         "refused: {ws}/.git (protected path)\n[committed transaction {id}: 1 applied, 1 \
-         refused]\n"
+         refused; the refused stay pending: diff, discard, or commit --force for conflicts]\n"
     ));
     assert_eq!(tree(&d.ws.join(".git")), before);
     assert_eq!(std::fs::read_to_string(d.ws.join("x")).unwrap(), "x\n");
@@ -731,4 +728,51 @@ fn a_new_repositorys_hook_is_refused_before_it_is_written() {
         std::fs::read_to_string(d.ws.join("sub/notes")).unwrap(),
         "not a hook\n"
     );
+}
+
+#[test]
+fn an_edit_inside_a_removed_directory_is_a_conflict_and_the_refused_stay_pending() {
+    if !overlays_here() {
+        return;
+    }
+    let d = dirs();
+    sh(
+        &d.ws,
+        "mkdir -p data/sub && echo one > data/sub/one && echo b > b",
+    );
+    let v = d.transact("rm -rf data; echo B > b", &[]);
+    let id = v["transaction"]["id"].as_str().unwrap().to_string();
+    // The user edits a file deep inside the directory the run removed.
+    sh(&d.ws, "echo edit >> data/sub/one");
+    let ws = d.ws.display();
+    d.sub(&["commit", &id])
+        .expect_status(1)
+        .expect_stdout(&format!(
+            "refused: {ws}/data (changed in the real tree after the transaction started)\n\
+         [committed transaction {id}: 1 applied, 1 refused; the refused stay pending: diff, \
+         discard, or commit --force for conflicts]\n"
+        ));
+    assert_eq!(
+        std::fs::read_to_string(d.ws.join("data/sub/one")).unwrap(),
+        "one\nedit\n"
+    );
+    assert_eq!(std::fs::read_to_string(d.ws.join("b")).unwrap(), "B\n");
+    // What was refused is still the transaction's, and only that.
+    let list = d.sub(&["transaction", "list", "--json"]);
+    assert_eq!(
+        (
+            &list.json()[0]["id"],
+            &list.json()[0]["deleted"],
+            &list.json()[0]["modified"]
+        ),
+        (&json!(id), &json!(1), &json!(0))
+    );
+    d.sub(&["diff", &id])
+        .expect_status(0)
+        .expect_stdout(&format!("directory deleted: {ws}/data\n"));
+    // --force applies a conflicting change.
+    let out = d.sub(&["commit", &id, "--force"]);
+    out.expect_status(0);
+    assert!(!d.ws.join("data").exists());
+    assert_eq!(d.transactions(), Vec::<String>::new());
 }

@@ -504,3 +504,16 @@ pub(crate) fn realtime_coarse_now() -> (i64, i64) {
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
     (ts.tv_sec, ts.tv_nsec)
 }
+
+/// Removes the extended attribute `name` of the file `fd` is open on
+/// (fremovexattr(2)).
+pub(crate) fn remove_xattr(fd: &impl AsRawFd, name: &str) -> io::Result<()> {
+    let name = CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: fremovexattr with our C string.
+    let rc = unsafe { libc::fremovexattr(fd.as_raw_fd(), name.as_ptr()) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

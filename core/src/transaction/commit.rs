@@ -60,13 +60,55 @@ pub struct Refusal {
 }
 
 /// What a commit did.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct CommitReport {
     /// Paths written, made or removed.
     pub applied: u64,
     /// Paths not applied (protected, conflicting, put aside, failed).
     pub refused: Vec<Refusal>,
+    /// `committed` when every change was applied (the transaction is
+    /// gone), `pending` when some were refused: those stay in the
+    /// transaction (`diff` shows them, `discard` drops them, `commit
+    /// --force` applies conflicting ones), and with `--atomic` nothing was
+    /// applied.
+    pub state: super::State,
+}
+
+impl CommitReport {
+    /// The report as `dsh-exec commit` prints it: a `refused: PATH
+    /// (REASON)` line for each refused path, then one summary line.
+    pub fn text(&self, id: &str, atomic: bool) -> String {
+        let mut text: String = self
+            .refused
+            .iter()
+            .map(|r| format!("refused: {} ({})\n", r.path.display(), r.reason))
+            .collect();
+        let (n, m) = (self.applied, self.refused.len());
+        text.push_str(&match (self.state, atomic) {
+            (State::Committed, _) => {
+                format!("[committed transaction {id}: {n} applied, {m} refused]\n")
+            }
+            (_, true) if n == 0 => {
+                format!("[transaction {id} not committed (--atomic): {m} refused]\n")
+            }
+            _ => format!(
+                "[committed transaction {id}: {n} applied, {m} refused; the refused stay \
+                 pending: diff, discard, or commit --force for conflicts]\n"
+            ),
+        });
+        text
+    }
+}
+
+/// How a commit treats what it would refuse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CommitOptions {
+    /// Apply nothing when any path would be refused.
+    pub atomic: bool,
+    /// Apply paths changed in the real tree after the transaction started
+    /// too (never protected paths or planted git metadata).
+    pub force: bool,
 }
 
 /// One step of a commit, in walk order (a directory before what it holds).
@@ -94,14 +136,15 @@ struct Step {
     replace: bool,
 }
 
-/// Applies transaction `id` to its real roots, removing its layers after.
-/// `atomic`: refuse the whole commit when any path would be refused.
+/// Applies transaction `id` to its real roots. Each change applied leaves
+/// the upper layer; when all were, the transaction is removed, else what
+/// was refused stays pending (see [`CommitReport::state`]).
 ///
 /// # Errors
-/// [`Error::Transaction`]: unknown id, a transaction already decided, a
-/// root that is no longer the directory it ran on, or (with `atomic`) the
-/// paths that would be refused.
-pub fn commit(state_dir: &Path, id: &str, atomic: bool) -> Result<CommitReport, Error> {
+/// [`Error::Transaction`]: unknown id, a transaction already decided or
+/// still running, one another process is deciding, a root that is no
+/// longer the directory it ran on.
+pub fn commit(state_dir: &Path, id: &str, opts: CommitOptions) -> Result<CommitReport, Error> {
     let dir = super::dir_of(state_dir, id)?;
     let _lock = super::lock(&dir, id)?;
     let mut meta = read_meta(state_dir, id)?;
@@ -129,7 +172,11 @@ pub fn commit(state_dir: &Path, id: &str, atomic: bool) -> Result<CommitReport, 
         plan(&upper, Some(&real), Path::new(""), &mut steps, 0);
         plans.push((layer, real, upper, steps));
     }
-    let mut report = CommitReport::default();
+    let mut report = CommitReport {
+        applied: 0,
+        refused: Vec::new(),
+        state: State::Pending,
+    };
     let refuse = |meta: &Meta,
                   layer: &LayerMeta,
                   real: &OwnedFd,
@@ -160,7 +207,10 @@ pub fn commit(state_dir: &Path, id: &str, atomic: bool) -> Result<CommitReport, 
         if let Some(why) = plants_git(real, upper, s) {
             return Some(why);
         }
-        changed_since(real, &s.rel, meta.started)
+        // What a removal or replacement takes away is judged whole: an
+        // edit made meanwhile deep inside a removed directory counts.
+        let whole = matches!(s.op, Op::Remove) || s.replace;
+        (!opts.force && changed_since(real, &s.rel, meta.started, whole))
             .then(|| "changed in the real tree after the transaction started".into())
     };
     let mut refused: Vec<(usize, usize)> = Vec::new();
@@ -175,16 +225,8 @@ pub fn commit(state_dir: &Path, id: &str, atomic: bool) -> Result<CommitReport, 
             }
         }
     }
-    if atomic && !report.refused.is_empty() {
-        let names: Vec<String> = report
-            .refused
-            .iter()
-            .map(|r| format!("{} ({})", r.path.display(), r.reason))
-            .collect();
-        return Err(failed(
-            id,
-            format!("--atomic: nothing applied; refused: {}", names.join(", ")),
-        ));
+    if opts.atomic && !report.refused.is_empty() {
+        return Ok(report);
     }
     let roots: Vec<(PathBuf, usize)> = meta
         .layers
@@ -196,44 +238,71 @@ pub fn commit(state_dir: &Path, id: &str, atomic: bool) -> Result<CommitReport, 
         // Directories whose times are set after what they hold.
         let mut dirs: Vec<&Step> = Vec::new();
         let mut links = Links::new();
+        // Taken out of the layer once all are written: until then the
+        // layer's link counts and directory times are as the run left them.
+        let mut applied: Vec<&Step> = Vec::new();
         // What makes git run something (a repository's HEAD, config,
         // hooks, a `.git` pointer) goes last, right before the git check
         // judges it: until then no repository the commit brings is one
         // git would use.
-        let order = steps
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| !activates_git(s))
-            .chain(steps.iter().enumerate().filter(|(_, s)| activates_git(s)));
-        for (si, s) in order {
-            if refused.contains(&(li, si)) {
-                continue;
-            }
-            // A step below a refused directory step is refused with it.
-            if refused.iter().any(|(l, r)| {
-                *l == li && matches!(steps[*r].op, Op::Dir) && s.rel.starts_with(&steps[*r].rel)
-            }) {
-                continue;
-            }
-            match apply(real, upper, s, &mut links) {
-                Ok(()) if matches!(s.op, Op::Enter) => dirs.push(s),
-                Ok(()) => {
-                    report.applied += 1;
-                    if matches!(s.op, Op::Dir) {
-                        dirs.push(s);
-                    }
+        let first: Vec<usize> = (0..steps.len())
+            .filter(|i| !activates_git(&steps[*i]))
+            .collect();
+        let last: Vec<usize> = (0..steps.len())
+            .filter(|i| activates_git(&steps[*i]))
+            .collect();
+        for (phase, order) in [first, last].iter().enumerate() {
+            if phase == 1 {
+                // Deepest first, so that setting a directory's times is the
+                // last change made in it; before the files that make git run
+                // something, so that nothing delays the git check after them.
+                dirs.sort_by_key(|s| std::cmp::Reverse(s.rel.components().count()));
+                for s in &dirs {
+                    let _ = copy_times(real, upper, &s.rel);
                 }
-                Err(e) => report.refused.push(Refusal {
-                    path: layer.root.join(&s.rel),
-                    reason: e.to_string(),
-                }),
+            }
+            for &si in order {
+                let s = &steps[si];
+                if refused.contains(&(li, si)) {
+                    continue;
+                }
+                // A step below a refused directory step is refused with it.
+                if refused.iter().any(|(l, r)| {
+                    *l == li && matches!(steps[*r].op, Op::Dir) && s.rel.starts_with(&steps[*r].rel)
+                }) {
+                    continue;
+                }
+                match apply(real, upper, s, &mut links) {
+                    Ok(()) if matches!(s.op, Op::Enter) => dirs.push(s),
+                    Ok(()) => {
+                        report.applied += 1;
+                        if matches!(s.op, Op::Dir) {
+                            dirs.push(s);
+                        } else {
+                            applied.push(s);
+                        }
+                    }
+                    Err(e) => report.refused.push(Refusal {
+                        path: layer.root.join(&s.rel),
+                        reason: e.to_string(),
+                    }),
+                }
             }
         }
-        // Deepest first, so that setting a directory's times is the last
-        // change made in it.
-        dirs.sort_by_key(|s| std::cmp::Reverse(s.rel.components().count()));
-        for s in dirs {
-            let _ = copy_times(real, upper, &s.rel);
+        for s in applied {
+            forget(upper, s);
+        }
+        // An opaque directory all of whose removals were applied now
+        // matches its real directory: no longer opaque, it shows nothing
+        // removed. One with a refused removal keeps it.
+        for s in &dirs {
+            let refused_under = report
+                .refused
+                .iter()
+                .any(|r| r.path.parent() == Some(layer.root.join(&s.rel).as_path()));
+            if !refused_under {
+                unmark_opaque(upper, &s.rel);
+            }
         }
     }
     for c in git.check() {
@@ -245,10 +314,34 @@ pub fn commit(state_dir: &Path, id: &str, atomic: bool) -> Result<CommitReport, 
                 .unwrap_or_else(|| "planted git metadata, put aside".into()),
         });
     }
-    meta.state = State::Committed;
-    let _ = write_meta(&dir, &meta);
-    let _ = std::fs::remove_dir_all(&dir);
+    if report.refused.is_empty() {
+        meta.state = State::Committed;
+        let _ = write_meta(&dir, &meta);
+        let _ = std::fs::remove_dir_all(&dir);
+        report.state = State::Committed;
+    }
     Ok(report)
+}
+
+/// Takes an applied step's entry out of the upper layer (a file, symlink,
+/// FIFO or whiteout), so that what stays pending is what was refused.
+fn forget(upper: &OwnedFd, s: &Step) {
+    let (parent, name) = split(&s.rel);
+    if let Ok(dir) = open_beneath(upper, parent)
+        && let Some(e) = stat_at(dir.as_raw_fd(), name)
+        && e.kind() != EntryKind::Dir
+    {
+        crate::sys::fs::unlink_at(dir.as_raw_fd(), name);
+    }
+}
+
+/// Removes the opaque mark of the upper directory `rel`, if it has one.
+fn unmark_opaque(upper: &OwnedFd, rel: &Path) {
+    if let Ok(dir) = open_beneath(upper, rel)
+        && super::is_opaque(&dir)
+    {
+        let _ = crate::sys::fs::remove_xattr(&dir, super::OPAQUE);
+    }
 }
 
 /// The steps that bring the real directory `real` (if it exists) to the
@@ -410,6 +503,10 @@ fn plants_git(real: &OwnedFd, upper: &OwnedFd, s: &Step) -> Option<String> {
             .ok()?;
         return crate::sandbox::gitcheck::config_refused(&bytes);
     }
+    // A `hooks` symlink points git at hooks elsewhere.
+    if name == "hooks" && entry.kind() == EntryKind::Symlink && git_dir(parent) {
+        return Some("a hooks symlink".into());
+    }
     let in_hooks = parent.file_name().is_some_and(|p| p == "hooks");
     let hooks_of = parent.parent().unwrap_or(Path::new(""));
     if in_hooks
@@ -424,15 +521,49 @@ fn plants_git(real: &OwnedFd, upper: &OwnedFd, s: &Step) -> Option<String> {
 }
 
 /// Whether the real path `rel` changed at or after `since` (its ctime; a
-/// path that does not exist has not).
-fn changed_since(real: &OwnedFd, rel: &Path, since: (i64, i64)) -> bool {
+/// path that does not exist has not); with `whole`, or anything beneath
+/// it (a directory about to be removed).
+fn changed_since(real: &OwnedFd, rel: &Path, since: (i64, i64), whole: bool) -> bool {
     let (parent, name) = split(rel);
     let Ok(dir) = open_beneath(real, parent) else {
         // The directory on the way is gone or replaced: applying under it
         // fails on its own, and says so.
         return false;
     };
-    stat_at(dir.as_raw_fd(), name).is_some_and(|e| (e.st.st_ctime, e.st.st_ctime_nsec) >= since)
+    let Some(e) = stat_at(dir.as_raw_fd(), name) else {
+        return false;
+    };
+    if (e.st.st_ctime, e.st.st_ctime_nsec) >= since {
+        return true;
+    }
+    whole
+        && e.kind() == EntryKind::Dir
+        && crate::sandbox::undo::open_dir_at(dir.as_raw_fd(), name)
+            .is_ok_and(|sub| changed_within(&sub, since, 0))
+}
+
+/// Whether anything beneath the directory `dir` has a ctime at or after
+/// `since`; a tree too deep to judge counts as changed (refused, never
+/// removed unjudged).
+fn changed_within(dir: &OwnedFd, since: (i64, i64), depth: usize) -> bool {
+    if depth >= super::MAX_DEPTH {
+        return true;
+    }
+    for name in sorted_names(dir.as_raw_fd()) {
+        let Some(e) = stat_at(dir.as_raw_fd(), &name) else {
+            continue;
+        };
+        if (e.st.st_ctime, e.st.st_ctime_nsec) >= since {
+            return true;
+        }
+        if e.kind() == EntryKind::Dir
+            && crate::sandbox::undo::open_dir_at(dir.as_raw_fd(), &name)
+                .is_ok_and(|sub| changed_within(&sub, since, depth + 1))
+        {
+            return true;
+        }
+    }
+    false
 }
 
 fn split(rel: &Path) -> (&Path, &OsStr) {

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 use crate::sandbox::overlay::{LayerMeta, OnExit, Overlays, transactions_dir, valid_id};
 
-pub use commit::{CommitReport, Refusal, commit};
+pub use commit::{CommitOptions, CommitReport, Refusal, commit};
 pub use diff::diff;
 
 /// How many changes a result lists; the rest are counted in
@@ -323,9 +323,9 @@ pub(crate) fn finish(
         OnExit::Commit if failed.is_some() => {
             facts.error = failed.map(|why| format!("not committed: {why}"));
         }
-        OnExit::Commit => match commit(&state_dir, &meta.id, false) {
+        OnExit::Commit => match commit(&state_dir, &meta.id, CommitOptions::default()) {
             Ok(report) => {
-                facts.state = State::Committed;
+                facts.state = report.state;
                 facts.commit = Some(report);
             }
             Err(e) => facts.error = Some(e.to_string()),

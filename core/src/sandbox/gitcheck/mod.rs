@@ -1273,7 +1273,15 @@ impl Walk<'_> {
             // ctime.) Not judged by its owner: a root run's gate makes
             // chown(2) for the command, so a directory the run made can be
             // another user's.
-            let made = changed_since(ctime(&st), self.since)
+            // At the depth limit, a directory that was not at this path
+            // with this inode before the run (moved here, or under a
+            // directory moved or made since) is the run's too: moving an
+            // old tree below the limit sets the ctime of the moved
+            // directory only, not of what it holds.
+            let elsewhere_before =
+                depth + 1 > MAX_DEPTH && before.is_none_or(|b| b.id != (st.st_dev, st.st_ino));
+            let made = elsewhere_before
+                || changed_since(ctime(&st), self.since)
                 || match &at {
                     At::Relative(base, rel) => {
                         crate::sys::fs::birth_time_at(*base, rel.as_os_str())
@@ -1303,7 +1311,10 @@ impl Walk<'_> {
     /// Reads the directory `fd`: its subdirectories and marks.
     fn list(&mut self, fd: &OwnedFd) -> Option<Listing> {
         use std::mem::MaybeUninit;
-        let mut buf = [MaybeUninit::<u8>::uninit(); 32 << 10];
+        // On the heap: inlined into the recursive walk, a buffer on the
+        // stack made every level 32 KiB deep, and a tree of 240 levels
+        // overflowed the main thread's stack before the check could judge.
+        let mut buf = vec![MaybeUninit::<u8>::uninit(); 32 << 10];
         let mut dir = rustix::fs::RawDir::new(fd, &mut buf);
         let mut listing = Listing {
             complete: true,
@@ -1498,7 +1509,7 @@ fn legacy_remotes(dir: RawFd) -> BTreeMap<OsString, FileState> {
 /// The names in the directory `dir`, or `None` when it cannot be listed.
 fn list_names(dir: &OwnedFd) -> Option<Vec<OsString>> {
     use std::mem::MaybeUninit;
-    let mut buf = [MaybeUninit::<u8>::uninit(); 8 << 10];
+    let mut buf = vec![MaybeUninit::<u8>::uninit(); 8 << 10];
     let mut it = rustix::fs::RawDir::new(dir, &mut buf);
     let mut names = Vec::new();
     while let Some(entry) = it.next() {
