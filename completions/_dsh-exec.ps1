@@ -77,13 +77,13 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Resolve and show the spec and child environment; run nothing')
-            [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve the Model Context Protocol on stdio: tools run, start, read, write_stdin, wait, kill and list, under the policy these options fix (a call may ask for less, never for more)')
+            [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve the Model Context Protocol on stdio: tools run, start, read, write_stdin, wait, kill and list, and commit, discard and diff for transactions, under the policy these options fix (a call may ask for less, never for more)')
             [CompletionResult]::new('job', 'job', [CompletionResultType]::ParameterValue, 'Read, write to, resize, wait for, kill, list or prune background jobs')
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Remove this user''s spill directories that nothing has changed for a while (a week unless --older-than says otherwise)')
             [CompletionResult]::new('commit', 'commit', [CompletionResultType]::ParameterValue, 'Apply a transaction''s changes (from a run with --transaction) to the real roots; a path changed meanwhile in the real tree, or protected, is refused and named (exit 1 when any was)')
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Throw a transaction''s changes away; the real roots stay as they are')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Show a transaction''s changes: a unified diff of text files, a line for each other change')
-            [CompletionResult]::new('transaction', 'transaction', [CompletionResultType]::ParameterValue, 'List the pending transactions')
+            [CompletionResult]::new('transaction', 'transaction', [CompletionResultType]::ParameterValue, 'List or prune the pending transactions (those of runs with --transaction not yet committed or discarded)')
             [CompletionResult]::new('parse-status', 'parse-status', [CompletionResultType]::ParameterValue, 'Read a rendered result (or a --json one) and print its status as JSON: exit_code, signal, and timed_out and aborted from the notices above the marker (exit 1 when the last line is no marker)')
             break
         }
@@ -288,7 +288,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
         'dsh-exec;transaction' {
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the pending transactions: id, when, changes, working directory, command')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the pending transactions: id, state (pending, running, lost), changes, working directory, command')
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Discard the pending transactions that started longer ago than --older-than (a week unless it says otherwise), and those whose run was lost (its dsh-exec killed)')
             break
         }

@@ -74,13 +74,13 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand explain 'Resolve and show the spec and child environment; run nothing'
-            cand mcp 'Serve the Model Context Protocol on stdio: tools run, start, read, write_stdin, wait, kill and list, under the policy these options fix (a call may ask for less, never for more)'
+            cand mcp 'Serve the Model Context Protocol on stdio: tools run, start, read, write_stdin, wait, kill and list, and commit, discard and diff for transactions, under the policy these options fix (a call may ask for less, never for more)'
             cand job 'Read, write to, resize, wait for, kill, list or prune background jobs'
             cand prune 'Remove this user''s spill directories that nothing has changed for a while (a week unless --older-than says otherwise)'
             cand commit 'Apply a transaction''s changes (from a run with --transaction) to the real roots; a path changed meanwhile in the real tree, or protected, is refused and named (exit 1 when any was)'
             cand discard 'Throw a transaction''s changes away; the real roots stay as they are'
             cand diff 'Show a transaction''s changes: a unified diff of text files, a line for each other change'
-            cand transaction 'List the pending transactions'
+            cand transaction 'List or prune the pending transactions (those of runs with --transaction not yet committed or discarded)'
             cand parse-status 'Read a rendered result (or a --json one) and print its status as JSON: exit_code, signal, and timed_out and aborted from the notices above the marker (exit 1 when the last line is no marker)'
         }
         &'dsh-exec;explain'= {
@@ -270,7 +270,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
         &'dsh-exec;transaction'= {
             cand -h 'Print help'
             cand --help 'Print help'
-            cand list 'List the pending transactions: id, when, changes, working directory, command'
+            cand list 'List the pending transactions: id, state (pending, running, lost), changes, working directory, command'
             cand prune 'Discard the pending transactions that started longer ago than --older-than (a week unless it says otherwise), and those whose run was lost (its dsh-exec killed)'
         }
         &'dsh-exec;transaction;list'= {

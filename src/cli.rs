@@ -187,7 +187,7 @@ pub struct Cli {
 pub enum Sub {
     /// Resolve and show the spec and child environment; run nothing.
     Explain(Box<RunArgs>),
-    /// Serve the Model Context Protocol on stdio: tools run, start, read, write_stdin, wait, kill and list, under the policy these options fix (a call may ask for less, never for more).
+    /// Serve the Model Context Protocol on stdio: tools run, start, read, write_stdin, wait, kill and list, and commit, discard and diff for transactions, under the policy these options fix (a call may ask for less, never for more).
     #[command(
         after_help = "Refused here (exit 125, USAGE), since each tool call brings its own: a COMMAND, \
                       --background, --detach-after, -i, --stream, --pty, --stdin and --stdin-file.",
@@ -243,7 +243,7 @@ pub enum Sub {
         /// Only changes under these paths.
         paths: Vec<PathBuf>,
     },
-    /// List the pending transactions.
+    /// List or prune the pending transactions (those of runs with --transaction not yet committed or discarded).
     #[command(subcommand, disable_help_subcommand = true)]
     Transaction(TransactionCmd),
     /// Read a rendered result (or a --json one) and print its status as JSON: exit_code, signal, and timed_out and aborted from the notices above the marker (exit 1 when the last line is no marker).
@@ -273,7 +273,7 @@ pub struct McpArgs {
 /// `dsh-exec transaction ...`: this user's pending transactions.
 #[derive(Debug, Subcommand)]
 pub enum TransactionCmd {
-    /// List the pending transactions: id, when, changes, working directory, command.
+    /// List the pending transactions: id, state (pending, running, lost), changes, working directory, command.
     List {
         /// Print one JSON array.
         #[arg(long)]

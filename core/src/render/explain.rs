@@ -916,7 +916,10 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
         (
             "sandbox".into(),
             policy.mode.value.as_str().into(),
-            o(policy.mode.origin),
+            match (&policy.transaction, policy.mode.origin) {
+                (Some(_), Origin::Default) => "(implied by --transaction)".into(),
+                (_, origin) => o(origin),
+            },
         ),
         (
             "network".into(),
@@ -974,7 +977,7 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
             Some(t) => rows.push((
                 "transaction".into(),
                 format!("on exit: {}; {detail}", t.on_exit.value),
-                o(t.on_exit.origin),
+                format!("(on exit: {})", origin_text(t.on_exit.origin)),
             )),
             None => rows.push((
                 "transaction".into(),
