@@ -517,3 +517,70 @@ pub(crate) fn remove_xattr(fd: &impl AsRawFd, name: &str) -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+/// listxattrat(2) (Linux 6.13; the same number on every architecture, from
+/// the generic syscall table).
+const SYS_LISTXATTRAT: libc::c_long = 465;
+
+/// Every extended attribute of `name` in `dir` whose name `keep` accepts,
+/// not following a symlink: the names from listxattrat(2) relative to
+/// `dir` (before Linux 6.13, llistxattr(2) on `/proc/self/fd/DIR/NAME`),
+/// the values of those kept from lgetxattr(2). One call for a file with
+/// none kept, the common case, and no descriptor opened.
+pub(crate) fn xattrs_at(
+    dir: RawFd,
+    name: &OsStr,
+    keep: impl Fn(&[u8]) -> bool,
+) -> Vec<(CString, Vec<u8>)> {
+    let mut path = format!("/proc/self/fd/{dir}/").into_bytes();
+    path.extend_from_slice(name.as_bytes());
+    let (Ok(path), Ok(cname)) = (CString::new(path), CString::new(name.as_bytes())) else {
+        return Vec::new();
+    };
+    let mut names = vec![0u8; 4096];
+    // SAFETY: listxattrat and llistxattr write at most `names.len()` bytes
+    // into our buffer; the C strings outlive the calls.
+    let n = unsafe {
+        let n = libc::syscall(
+            SYS_LISTXATTRAT,
+            dir,
+            cname.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW as libc::c_uint,
+            names.as_mut_ptr(),
+            names.len(),
+        );
+        if n == -1 && errno() == libc::ENOSYS {
+            libc::llistxattr(path.as_ptr(), names.as_mut_ptr().cast(), names.len()) as i64
+        } else {
+            n
+        }
+    };
+    if n <= 0 {
+        return Vec::new();
+    }
+    names.truncate(n as usize);
+    let mut out = Vec::new();
+    for attr in names
+        .split(|b| *b == 0)
+        .filter(|n| !n.is_empty() && keep(n))
+    {
+        let Ok(attr) = CString::new(attr) else {
+            continue;
+        };
+        let mut value = vec![0u8; 64 * 1024];
+        // SAFETY: lgetxattr writes at most `value.len()` bytes into our buffer.
+        let n = unsafe {
+            libc::lgetxattr(
+                path.as_ptr(),
+                attr.as_ptr(),
+                value.as_mut_ptr().cast(),
+                value.len(),
+            )
+        };
+        if n >= 0 {
+            value.truncate(n as usize);
+            out.push((attr, value));
+        }
+    }
+    out
+}

@@ -360,7 +360,7 @@ fn plan(upper: &OwnedFd, real: Option<&OwnedFd>, at: &Path, out: &mut Vec<Step>,
         && is_opaque(upper)
     {
         for name in sorted_names(real.as_raw_fd()) {
-            if !names.contains(&name) {
+            if names.binary_search(&name).is_err() {
                 out.push(Step {
                     rel: at.join(&name),
                     op: Op::Remove,

@@ -455,7 +455,48 @@ fn changes(layer: &LayerMeta, out: &mut Vec<Change>) -> std::io::Result<()> {
         }
     }
     let mut too_deep = None;
-    walk(&upper, real.as_ref(), &layer.root, out, 0, &mut too_deep);
+    // The root's entries shared among threads (a stat and an xattr list
+    // per changed path on each side: the cores add up on a large layer).
+    let names = sorted_names(upper.as_raw_fd());
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(4);
+    if threads < 2 || names.len() < 16 {
+        walk_names(
+            &upper,
+            real.as_ref(),
+            &layer.root,
+            &names,
+            out,
+            0,
+            &mut too_deep,
+        );
+    } else {
+        let per = names.len().div_ceil(threads);
+        let parts: Vec<(Vec<Change>, Option<PathBuf>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = names
+                .chunks(per)
+                .map(|chunk| {
+                    let (upper, real) = (&upper, real.as_ref());
+                    s.spawn(move || {
+                        let (mut out, mut deep) = (Vec::new(), None);
+                        walk_names(upper, real, &layer.root, chunk, &mut out, 0, &mut deep);
+                        (out, deep)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        });
+        for (part, deep) in parts {
+            out.extend(part);
+            if too_deep.is_none() {
+                too_deep = deep;
+            }
+        }
+    }
     match too_deep {
         Some(at) => Err(std::io::Error::other(format!(
             "{} is deeper than {MAX_DEPTH} levels: what it holds is not listed, and commit \
@@ -490,7 +531,7 @@ fn walk(
         // Replaced whole: what the real directory holds and the upper one
         // does not was removed.
         for name in sorted_names(real.as_raw_fd()) {
-            if !names.contains(&name)
+            if names.binary_search(&name).is_err()
                 && let Some(e) = stat_at(real.as_raw_fd(), &name)
             {
                 out.push(Change {
@@ -503,6 +544,19 @@ fn walk(
             }
         }
     }
+    walk_names(upper, real, at, &names, out, depth, too_deep);
+}
+
+/// [`walk`] of the entries `names` of the upper directory `upper`.
+fn walk_names(
+    upper: &OwnedFd,
+    real: Option<&OwnedFd>,
+    at: &Path,
+    names: &[std::ffi::OsString],
+    out: &mut Vec<Change>,
+    depth: usize,
+    too_deep: &mut Option<PathBuf>,
+) {
     for name in names {
         let Some(new) = stat_at(upper.as_raw_fd(), &name) else {
             continue;
@@ -620,18 +674,7 @@ fn differences(
 
 /// The file's own extended attributes (not the overlay's), sorted.
 pub(crate) fn xattrs_of(dir: RawFd, name: &OsStr) -> Vec<(std::ffi::CString, Vec<u8>)> {
-    let flags = libc::O_PATH | libc::O_NOFOLLOW;
-    let Ok(fd) = crate::sys::fs::open_at(dir, name.as_bytes(), flags, 0) else {
-        return Vec::new();
-    };
-    // flistxattr refuses O_PATH descriptors: through /proc/self/fd/N.
-    let Ok(file) = std::fs::File::open(format!("/proc/self/fd/{}", fd.as_raw_fd())) else {
-        return Vec::new();
-    };
-    let mut x: Vec<_> = crate::sys::fs::xattrs(&file)
-        .into_iter()
-        .filter(|(n, _)| !overlay_xattr(n.as_bytes()))
-        .collect();
+    let mut x = crate::sys::fs::xattrs_at(dir, name, |n| !overlay_xattr(n));
     x.sort();
     x
 }
