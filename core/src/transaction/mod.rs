@@ -558,11 +558,11 @@ fn walk_names(
     too_deep: &mut Option<PathBuf>,
 ) {
     for name in names {
-        let Some(new) = stat_at(upper.as_raw_fd(), &name) else {
+        let Some(new) = stat_at(upper.as_raw_fd(), name) else {
             continue;
         };
-        let path = at.join(&name);
-        let old = real.and_then(|r| stat_at(r.as_raw_fd(), &name));
+        let path = at.join(name);
+        let old = real.and_then(|r| stat_at(r.as_raw_fd(), name));
         if new.is_whiteout() {
             if let Some(old) = old {
                 out.push(Change {
@@ -588,7 +588,7 @@ fn walk_names(
                 });
                 None
             }
-            Some(old) => Some(differences(upper.as_raw_fd(), real, &name, old, &new)),
+            Some(old) => Some(differences(upper.as_raw_fd(), real, name, old, &new)),
         };
         match what {
             None => out.push(Change {
@@ -608,11 +608,11 @@ fn walk_names(
             Some(_) => {}
         }
         if new.kind() == EntryKind::Dir
-            && let Ok(sub) = crate::sandbox::undo::open_dir_at(upper.as_raw_fd(), &name)
+            && let Ok(sub) = crate::sandbox::undo::open_dir_at(upper.as_raw_fd(), name)
         {
             let real_sub = real
                 .filter(|_| old.as_ref().is_some_and(|o| o.kind() == EntryKind::Dir))
-                .and_then(|r| crate::sandbox::undo::open_dir_at(r.as_raw_fd(), &name).ok());
+                .and_then(|r| crate::sandbox::undo::open_dir_at(r.as_raw_fd(), name).ok());
             walk(&sub, real_sub.as_ref(), &path, out, depth + 1, too_deep);
         }
     }
