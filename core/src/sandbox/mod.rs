@@ -1377,6 +1377,8 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
     };
     let unavailable =
         |e: String| Error::SandboxUnavailable(crate::error::SandboxProblem::Seccomp(e));
+    let policy_refused =
+        |e: String| Error::SandboxUnavailable(crate::error::SandboxProblem::Policy(e));
     // One program (seccomp::chain), in the order the separately loaded
     // filters were decided before: the most recently loaded first on a
     // tie between errno refusals (io_uring under --network deny gets
@@ -1528,7 +1530,7 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
                 .iter()
                 .find(|d| o.layers.iter().any(|l| d.starts_with(&l.root)))
             {
-                return Err(unavailable(format!(
+                return Err(policy_refused(format!(
                     "--transaction: {} is on the read deny list and inside an overlaid root, \
                      where it cannot be hidden; keep it out of the writable roots, or \
                      --allow-read it",
@@ -1560,19 +1562,22 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
             .as_ref()
             .is_some_and(|o| o.layers.iter().any(|l| p.starts_with(&l.root)))
     };
+    // Every layer reaches the child, or the run does not start: a root
+    // left without its overlay would be written for real.
+    let overlay_mounts = overlays
+        .iter()
+        .flat_map(|o| o.layers.iter().zip(&o.mounts))
+        .map(|(l, m)| {
+            use std::os::fd::AsRawFd;
+            std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(l.root.as_os_str()))
+                .map(|path| (path, l.root_id.0, l.root_id.1, m.as_raw_fd()))
+                .map_err(|_| {
+                    policy_refused(format!("{}: a NUL byte in the path", l.root.display()))
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mounts = (privileged && (confining || run.pid_namespace)).then(|| MountPlan {
-        overlays: overlays
-            .iter()
-            .flat_map(|o| o.layers.iter().zip(&o.mounts))
-            .filter_map(|(l, m)| {
-                use std::os::fd::AsRawFd;
-                let path = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(
-                    l.root.as_os_str(),
-                ))
-                .ok()?;
-                Some((path, l.root_id.0, l.root_id.1, m.as_raw_fd()))
-            })
-            .collect(),
+        overlays: overlay_mounts,
         hides: hidden
             .iter()
             .filter_map(|d| {
@@ -1610,7 +1615,7 @@ pub(crate) fn prepare(policy: &Policy, run: RunContext) -> Result<Prepared, Erro
         .map(Vec::len)
         .filter(|n| *n > crate::sys::child::MAX_TREE_ROOTS)
     {
-        return Err(unavailable(format!(
+        return Err(policy_refused(format!(
             "{n} separate writable roots; a read-only mount tree takes at most {}",
             crate::sys::child::MAX_TREE_ROOTS
         )));
