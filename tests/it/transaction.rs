@@ -776,3 +776,37 @@ fn an_edit_inside_a_removed_directory_is_a_conflict_and_the_refused_stay_pending
     assert!(!d.ws.join("data").exists());
     assert_eq!(d.transactions(), Vec::<String>::new());
 }
+
+#[test]
+fn a_transaction_over_the_home_fails_closed_and_says_why() {
+    if !overlays_here() {
+        return;
+    }
+    let d = dirs();
+    std::fs::create_dir_all(d.state.join("dsh-exec")).unwrap();
+    let marker = d.home.join("marker");
+    let out = Test::new()
+        .env("HOME", &d.home)
+        .arg("-C")
+        .arg(&d.home)
+        .args([
+            "--transaction",
+            "--",
+            &format!("touch {}", marker.display()),
+        ])
+        .run();
+    out.expect_status(125).expect_stdout("");
+    let state = std::fs::canonicalize(d.state.join("dsh-exec")).unwrap();
+    let home = std::fs::canonicalize(&d.home).unwrap();
+    assert_eq!(
+        out.stderr,
+        format!(
+            "dsh-exec: error: sandbox unavailable: --transaction: the state directory {s} lies \
+             inside the writable root {h}, where the transaction's upper layer cannot be kept; \
+             set XDG_STATE_HOME elsewhere (SANDBOX_UNAVAILABLE)\n",
+            s = state.display(),
+            h = home.display()
+        )
+    );
+    assert!(!marker.exists());
+}
