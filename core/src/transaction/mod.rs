@@ -3,7 +3,7 @@
 //!
 //! A transaction's run writes into the upper layers of overlays
 //! (`sandbox::overlay`), never into the real roots. Afterwards:
-//! - [`changes`] reads the change set from the upper layers alone (no walk
+//! - `changes` reads the change set from the upper layers alone (no walk
 //!   of the real tree): a whiteout (character device 0/0) is a deletion, an
 //!   opaque directory (`trusted.overlay.opaque`) replaced the one beneath
 //!   it, anything else was created, or modified when the real root holds
