@@ -214,7 +214,7 @@ fn each_kind_of_change_is_reported_exactly_and_the_real_tree_is_untouched() {
             row("chmodded", "modified", "file", "mode"),
             row("hard", "modified", "file", "links"),
             row("hard2", "created", "file", ""),
-            row("link", "modified", "symlink", "target"),
+            row("link", "modified", "symlink", "target,times"),
             row("moved", "created", "dir", ""),
             row("moved/r", "created", "file", ""),
             row("pipe", "created", "special", ""),
@@ -809,4 +809,176 @@ fn a_transaction_over_the_home_fails_closed_and_says_why() {
         )
     );
     assert!(!marker.exists());
+}
+
+#[test]
+fn git_pointers_and_configs_a_commit_would_bring_are_judged_before_they_are_written() {
+    if !overlays_here() || !have_git() {
+        return;
+    }
+    let d = dirs();
+    let elsewhere = d.ws.parent().unwrap().join("elsewhere.git");
+    let ran = d.ws.parent().unwrap().join("ran");
+    let plant = format!(
+        "git init -q --bare {e} && git -C {e} config core.fsmonitor 'touch {r}'; \
+         mkdir p1 && printf 'gitdir: {e}\\n' > p1/.git; \
+         git init -q p2 && mkdir -p c/objects c/refs && \
+         printf '[core]\\n\\tfsmonitor = touch {r}\\n' > c/config && echo ../../c > p2/.git/commondir; \
+         git init -q p3 && printf '[core]\\n\\tfsmonitor = touch {r}\\n' > cfg && \
+         rm p3/.git/config && ln -s ../../cfg p3/.git/config; \
+         git init -q p4 && ln -s /bin/true p4/.git/hooks/post-checkout; \
+         git init -q p5 && git -C p5 config user.name someone",
+        e = elsewhere.display(),
+        r = ran.display()
+    );
+    let v = d.transact(&plant, &["--no-temp-write"]);
+    let id = v["transaction"]["id"].as_str().unwrap().to_string();
+    let out = d.sub(&["commit", &id, "--json"]);
+    out.expect_status(1);
+    let refused: Vec<String> = out.json()["refused"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "{} ({})",
+                Path::new(r["path"].as_str().unwrap())
+                    .strip_prefix(&d.ws)
+                    .unwrap()
+                    .display(),
+                r["reason"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        refused,
+        vec![
+            "c/config (config key core.fsmonitor)".to_string(),
+            "p1/.git (a .git file pointing outside the repository's modules/ and worktrees/)"
+                .into(),
+            "p2/.git/commondir (a commondir pointing elsewhere than the repository's own .git)"
+                .into(),
+            "p3/.git/config (a config that is not a file)".into(),
+            "p4/.git/hooks/post-checkout (hook post-checkout)".into(),
+        ]
+    );
+    for never in ["c/config", "p1/.git", "p2/.git/commondir", "p3/.git/config"] {
+        assert!(
+            std::fs::symlink_metadata(d.ws.join(never)).is_err(),
+            "{never} was written"
+        );
+    }
+    // A plain-data key of a new repository lands.
+    assert!(
+        std::fs::read_to_string(d.ws.join("p5/.git/config"))
+            .unwrap()
+            .contains("name = someone")
+    );
+    sh(
+        &d.ws,
+        "for r in p1 p2 p3 p4 p5; do (cd $r && git status >/dev/null 2>&1); done; true",
+    );
+    assert!(!ran.exists(), "a planted command ran");
+}
+
+#[test]
+fn a_directory_made_again_inside_a_removed_one_replaces_it_whole() {
+    if !overlays_here() {
+        return;
+    }
+    let d = dirs();
+    sh(
+        &d.ws,
+        "mkdir -p D/a D/b && echo old > D/a/old && echo k > D/b/k && echo t > D/top",
+    );
+    let v = d.transact("rm -rf D && mkdir -p D/a && echo new > D/a/new", &[]);
+    assert_eq!(
+        rows(&v, &d.ws),
+        vec![
+            row("D/a/new", "created", "file", ""),
+            row("D/a/old", "deleted", "file", ""),
+            row("D/b", "deleted", "dir", ""),
+            row("D/top", "deleted", "file", ""),
+        ]
+    );
+    let id = v["transaction"]["id"].as_str().unwrap().to_string();
+    d.sub(&["commit", &id]).expect_status(0);
+    let left: Vec<String> = std::fs::read_dir(d.ws.join("D/a"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec!["new".to_string()]);
+    assert!(!d.ws.join("D/b").exists() && !d.ws.join("D/top").exists());
+}
+
+#[test]
+fn a_partial_commit_under_a_replaced_directory_keeps_what_the_command_made() {
+    if !overlays_here() {
+        return;
+    }
+    let d = dirs();
+    sh(&d.ws, "mkdir D && echo x > D/x && echo y > D/y");
+    let v = d.transact("rm -rf D && mkdir D && echo n > D/n", &[]);
+    let id = v["transaction"]["id"].as_str().unwrap().to_string();
+    sh(&d.ws, "echo edited >> D/y");
+    d.sub(&["commit", &id]).expect_status(1);
+    assert_eq!(std::fs::read_to_string(d.ws.join("D/n")).unwrap(), "n\n");
+    assert_eq!(
+        std::fs::read_to_string(d.ws.join("D/y")).unwrap(),
+        "y\nedited\n"
+    );
+    // The refused removal is still pending, and the command's D/n is not
+    // taken for a removal by the second commit.
+    d.sub(&["commit", &id, "--force"]).expect_status(0);
+    let mut left: Vec<String> = std::fs::read_dir(d.ws.join("D"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, vec!["n".to_string()]);
+}
+
+#[test]
+fn metadata_only_changes_of_directories_symlinks_and_fifos_are_committed() {
+    if !overlays_here() {
+        return;
+    }
+    let d = dirs();
+    sh(
+        &d.ws,
+        "mkdir dir && ln -s dir link && mkfifo fifo && \
+         python3 -c \"import os; os.setxattr('dir', 'user.a', b'1')\" && \
+         touch -h -d '2012-01-01' dir link fifo",
+    );
+    let v = d.transact(
+        "python3 -c \"import os; os.removexattr('dir', 'user.a')\"; \
+         touch -h -d '2016-02-02' link fifo dir",
+        &[],
+    );
+    assert_eq!(
+        rows(&v, &d.ws),
+        vec![
+            row("dir", "modified", "dir", "xattrs"),
+            row("fifo", "modified", "special", "times"),
+            row("link", "modified", "symlink", "times"),
+        ]
+    );
+    let id = v["transaction"]["id"].as_str().unwrap().to_string();
+    d.sub(&["commit", &id]).expect_status(0);
+    let t = tree(&d.ws);
+    let when = "mtime 1454371200.0";
+    for name in ["dir", "link", "fifo"] {
+        assert!(
+            t[Path::new(name)].contains(when),
+            "{name}: {}",
+            t[Path::new(name)]
+        );
+    }
+    assert!(
+        t[Path::new("dir")].ends_with("xattrs []"),
+        "{}",
+        t[Path::new("dir")]
+    );
 }

@@ -169,9 +169,18 @@ pub fn commit(state_dir: &Path, id: &str, opts: CommitOptions) -> Result<CommitR
                 replace: false,
             });
         }
-        plan(&upper, Some(&real), Path::new(""), &mut steps, 0);
+        plan(&upper, Some(&real), Path::new(""), &mut steps, 0, false);
         plans.push((layer, real, upper, steps));
     }
+    // The git snapshot first: its walk takes time, and a real path
+    // changed during it must still be judged a conflict (below, and again
+    // right before each write).
+    let roots: Vec<(PathBuf, usize)> = meta
+        .layers
+        .iter()
+        .map(|l| (l.root.clone(), crate::sandbox::gitcheck::FULL))
+        .collect();
+    let git = crate::sandbox::gitcheck::Snapshot::take(&roots);
     let mut report = CommitReport {
         applied: 0,
         refused: Vec::new(),
@@ -204,14 +213,15 @@ pub fn commit(state_dir: &Path, id: &str, opts: CommitOptions) -> Result<CommitR
         {
             return Some("protected path".into());
         }
-        if let Some(why) = plants_git(real, upper, s) {
+        if let Some(why) = plants_git(real, upper, &layer.root, s) {
             return Some(why);
         }
         // What a removal or replacement takes away is judged whole: an
         // edit made meanwhile deep inside a removed directory counts.
-        let whole = matches!(s.op, Op::Remove) || s.replace;
-        (!opts.force && changed_since(real, &s.rel, meta.started, whole))
-            .then(|| "changed in the real tree after the transaction started".into())
+        if opts.force {
+            return None;
+        }
+        conflict(real, &s.rel, meta.started, removes)
     };
     let mut refused: Vec<(usize, usize)> = Vec::new();
     for (li, (layer, real, upper, steps)) in plans.iter().enumerate() {
@@ -228,12 +238,6 @@ pub fn commit(state_dir: &Path, id: &str, opts: CommitOptions) -> Result<CommitR
     if opts.atomic && !report.refused.is_empty() {
         return Ok(report);
     }
-    let roots: Vec<(PathBuf, usize)> = meta
-        .layers
-        .iter()
-        .map(|l| (l.root.clone(), crate::sandbox::gitcheck::FULL))
-        .collect();
-    let git = crate::sandbox::gitcheck::Snapshot::take(&roots);
     for (li, (layer, real, upper, steps)) in plans.iter().enumerate() {
         // Directories whose times are set after what they hold.
         let mut dirs: Vec<&Step> = Vec::new();
@@ -272,6 +276,18 @@ pub fn commit(state_dir: &Path, id: &str, opts: CommitOptions) -> Result<CommitR
                 }) {
                     continue;
                 }
+                // Changed since it was judged (a walk ago)?
+                let removes = matches!(s.op, Op::Remove) || s.replace;
+                if !opts.force
+                    && !matches!(s.op, Op::Enter)
+                    && let Some(reason) = conflict(real, &s.rel, meta.started, removes)
+                {
+                    report.refused.push(Refusal {
+                        path: layer.root.join(&s.rel),
+                        reason,
+                    });
+                    continue;
+                }
                 match apply(real, upper, s, &mut links) {
                     Ok(()) if matches!(s.op, Op::Enter) => dirs.push(s),
                     Ok(()) => {
@@ -289,22 +305,47 @@ pub fn commit(state_dir: &Path, id: &str, opts: CommitOptions) -> Result<CommitR
                 }
             }
         }
-        for s in applied {
-            forget(upper, s);
+        // The files that make git run something changed their
+        // directories' times: set again.
+        if applied.iter().any(|s| activates_git(s)) {
+            for s in &dirs {
+                let _ = copy_times(real, upper, &s.rel);
+            }
         }
-        // An opaque directory all of whose removals were applied now
-        // matches its real directory: no longer opaque, it shows nothing
-        // removed. One with a refused removal keeps it.
+        // What stays pending must still say what the command did: under a
+        // directory that replaced its real one (opaque) and holds a refused
+        // path, the applied entries stay in the layer too (taken out, the
+        // directory would hide them as removed), and the mark stays. (A
+        // second commit finds them unchanged, or changed by this one: a
+        // conflict, which --force applies.)
+        let refused_here: Vec<PathBuf> = report
+            .refused
+            .iter()
+            .filter_map(|r| r.path.strip_prefix(&layer.root).ok().map(Path::to_path_buf))
+            .collect();
+        let held = |rel: &Path| {
+            rel.ancestors().skip(1).any(|a| {
+                refused_here.iter().any(|r| r.starts_with(a) && r != a)
+                    && open_beneath(upper, a).is_ok_and(|d| super::is_opaque(&d))
+            })
+        };
+        for s in applied {
+            if refused_here.is_empty() || !held(&s.rel) {
+                forget(upper, s);
+            }
+        }
+        // An opaque directory with nothing refused beneath it now matches
+        // its real directory: no longer opaque, it shows nothing removed.
         for s in &dirs {
-            let refused_under = report
-                .refused
+            if !refused_here
                 .iter()
-                .any(|r| r.path.parent() == Some(layer.root.join(&s.rel).as_path()));
-            if !refused_under {
+                .any(|r| r.starts_with(&s.rel) && *r != s.rel)
+            {
                 unmark_opaque(upper, &s.rel);
             }
         }
     }
+    let steps_refused = !report.refused.is_empty();
     for c in git.check() {
         report.refused.push(Refusal {
             path: c.path.clone(),
@@ -314,7 +355,7 @@ pub fn commit(state_dir: &Path, id: &str, opts: CommitOptions) -> Result<CommitR
                 .unwrap_or_else(|| "planted git metadata, put aside".into()),
         });
     }
-    if report.refused.is_empty() {
+    if !steps_refused {
         meta.state = State::Committed;
         let _ = write_meta(&dir, &meta);
         let _ = std::fs::remove_dir_all(&dir);
@@ -346,7 +387,15 @@ fn unmark_opaque(upper: &OwnedFd, rel: &Path) {
 
 /// The steps that bring the real directory `real` (if it exists) to the
 /// upper directory `upper`, at `at` relative to the root.
-fn plan(upper: &OwnedFd, real: Option<&OwnedFd>, at: &Path, out: &mut Vec<Step>, depth: usize) {
+/// `replaced`: an opaque directory above (see `walk` in mod.rs).
+fn plan(
+    upper: &OwnedFd,
+    real: Option<&OwnedFd>,
+    at: &Path,
+    out: &mut Vec<Step>,
+    depth: usize,
+    replaced: bool,
+) {
     if depth >= super::MAX_DEPTH {
         out.push(Step {
             rel: at.to_path_buf(),
@@ -356,8 +405,9 @@ fn plan(upper: &OwnedFd, real: Option<&OwnedFd>, at: &Path, out: &mut Vec<Step>,
         return;
     }
     let names = sorted_names(upper.as_raw_fd());
+    let replaced = replaced || is_opaque(upper);
     if let Some(real) = real
-        && is_opaque(upper)
+        && replaced
     {
         for name in sorted_names(real.as_raw_fd()) {
             if names.binary_search(&name).is_err() {
@@ -399,7 +449,7 @@ fn plan(upper: &OwnedFd, real: Option<&OwnedFd>, at: &Path, out: &mut Vec<Step>,
                 let real_sub = real
                     .filter(|_| !replace && old.is_some())
                     .and_then(|r| crate::sandbox::undo::open_dir_at(r.as_raw_fd(), &name).ok());
-                plan(&sub, real_sub.as_ref(), &rel, out, depth + 1);
+                plan(&sub, real_sub.as_ref(), &rel, out, depth + 1, replaced);
             }
         } else {
             // A copy-up that changed nothing (opened for writing, nothing
@@ -461,33 +511,40 @@ fn activates_git(s: &Step) -> bool {
 const CONFIG_MAX: u64 = 1 << 20;
 
 /// Why step `s` would bring git something to run, judged before anything
-/// is written (the git check after the commit judges again, whole): a
-/// config of a git directory (one holding `HEAD`, in the layer or the real
-/// tree) with a key off the allow-list of plain-data keys
-/// (`gitcheck::config_refused`), or an executable hook (not `*.sample`) in
-/// its `hooks`.
-fn plants_git(real: &OwnedFd, upper: &OwnedFd, s: &Step) -> Option<String> {
+/// is written (the git check after the commit judges again, whole):
+/// - the config of a git directory (one holding `HEAD`, `commondir`, or
+///   `objects` and `refs`, in the layer or the real tree) with a key off
+///   the allow-list of plain-data keys (`gitcheck::config_refused`), or
+///   one that is a symlink or cannot be read;
+/// - a hook of a git directory that is not a `*.sample` file (an
+///   executable, or a symlink to one), or a `hooks` symlink;
+/// - a `.git` symlink (git never makes one), or a `.git` file or
+///   `commondir` that points anywhere but into a git directory's own
+///   `modules/` or `worktrees/` beneath the root, or at a `.git` directory
+///   beneath the root: what git keeps for submodules and worktrees.
+fn plants_git(real: &OwnedFd, upper: &OwnedFd, root: &Path, s: &Step) -> Option<String> {
     if !matches!(s.op, Op::Put) {
         return None;
     }
     let (parent, name) = split(&s.rel);
     let name = name.to_str().unwrap_or("");
-    let git_dir = |dir: &Path| {
-        let head = dir.join("HEAD");
+    let exists = |path: &Path| {
         [upper, real].iter().any(|root| {
-            let (p, n) = split(&head);
+            let (p, n) = split(path);
             open_beneath(root, p)
                 .ok()
                 .and_then(|d| stat_at(d.as_raw_fd(), n))
                 .is_some_and(|e| !e.is_whiteout())
         })
     };
+    let git_dir = |dir: &Path| {
+        exists(&dir.join("HEAD"))
+            || exists(&dir.join("commondir"))
+            || (exists(&dir.join("objects")) && exists(&dir.join("refs")))
+    };
     let from = open_beneath(upper, parent).ok()?;
     let entry = stat_at(from.as_raw_fd(), OsStr::new(name))?;
-    if ["config", "config.worktree"].contains(&name) && git_dir(parent) {
-        if entry.st.st_size as u64 > CONFIG_MAX {
-            return Some("a config too large to judge".into());
-        }
+    let read = |max: u64| -> Option<Vec<u8>> {
         let fd = crate::sys::fs::open_at(
             from.as_raw_fd(),
             name.as_bytes(),
@@ -498,9 +555,46 @@ fn plants_git(real: &OwnedFd, upper: &OwnedFd, s: &Step) -> Option<String> {
         let mut bytes = Vec::new();
         use std::io::Read;
         std::fs::File::from(fd)
-            .take(CONFIG_MAX)
+            .take(max)
             .read_to_end(&mut bytes)
             .ok()?;
+        Some(bytes)
+    };
+    if name == ".git" {
+        if entry.kind() != EntryKind::File {
+            return Some("a .git symlink or special file".into());
+        }
+        let Some(bytes) = read(4096) else {
+            return Some("a .git file that cannot be read".into());
+        };
+        let target = std::str::from_utf8(&bytes)
+            .ok()
+            .and_then(|t| t.trim_end().strip_prefix("gitdir: "));
+        return match target {
+            Some(t) if git_keeps(root, parent, t) => None,
+            _ => {
+                Some("a .git file pointing outside the repository's modules/ and worktrees/".into())
+            }
+        };
+    }
+    if name == "commondir" && git_dir(parent) {
+        let bytes = read(4096)?;
+        let target = std::str::from_utf8(&bytes).ok().map(str::trim_end);
+        return match target {
+            Some(t) if commondir_kept(root, parent, t) => None,
+            _ => Some("a commondir pointing elsewhere than the repository's own .git".into()),
+        };
+    }
+    if ["config", "config.worktree"].contains(&name) && git_dir(parent) {
+        if entry.kind() != EntryKind::File {
+            return Some("a config that is not a file".into());
+        }
+        if entry.st.st_size as u64 > CONFIG_MAX {
+            return Some("a config too large to judge".into());
+        }
+        let Some(bytes) = read(CONFIG_MAX) else {
+            return Some("a config that cannot be read".into());
+        };
         return crate::sandbox::gitcheck::config_refused(&bytes);
     }
     // A `hooks` symlink points git at hooks elsewhere.
@@ -511,8 +605,8 @@ fn plants_git(real: &OwnedFd, upper: &OwnedFd, s: &Step) -> Option<String> {
     let hooks_of = parent.parent().unwrap_or(Path::new(""));
     if in_hooks
         && !name.ends_with(".sample")
-        && entry.kind() == EntryKind::File
-        && entry.st.st_mode & 0o111 != 0
+        && (entry.kind() == EntryKind::Symlink
+            || (entry.kind() == EntryKind::File && entry.st.st_mode & 0o111 != 0))
         && git_dir(hooks_of)
     {
         return Some(format!("hook {name}"));
@@ -520,50 +614,111 @@ fn plants_git(real: &OwnedFd, upper: &OwnedFd, s: &Step) -> Option<String> {
     None
 }
 
-/// Whether the real path `rel` changed at or after `since` (its ctime; a
-/// path that does not exist has not); with `whole`, or anything beneath
-/// it (a directory about to be removed).
-fn changed_since(real: &OwnedFd, rel: &Path, since: (i64, i64), whole: bool) -> bool {
-    let (parent, name) = split(rel);
-    let Ok(dir) = open_beneath(real, parent) else {
-        // The directory on the way is gone or replaced: applying under it
-        // fails on its own, and says so.
+/// Whether a `.git` file in `dir` (relative to the root) naming `target`
+/// points where git itself puts a submodule's or worktree's git
+/// directory: a relative path, no `..` past the root, into a `.git`
+/// directory's `modules/` or `worktrees/`.
+fn git_keeps(root: &Path, dir: &Path, target: &str) -> bool {
+    let Some(resolved) = lexical(root, dir, target) else {
         return false;
     };
-    let Some(e) = stat_at(dir.as_raw_fd(), name) else {
-        return false;
+    let parts: Vec<&OsStr> = resolved.iter().collect();
+    parts
+        .windows(2)
+        .any(|w| w[0] == ".git" && (w[1] == "modules" || w[1] == "worktrees"))
+}
+
+/// Whether a `commondir` in `dir` naming `target` leads to a `.git`
+/// directory beneath the root (a worktree's `../..`).
+fn commondir_kept(root: &Path, dir: &Path, target: &str) -> bool {
+    lexical(root, dir, target).is_some_and(|r| r.file_name().is_some_and(|n| n == ".git"))
+}
+
+/// `target` taken from `dir` (relative to `root`), `..` resolved by name,
+/// relative to `root`; an absolute `target` must lie beneath `root` (git
+/// writes a worktree's `.git` file with an absolute path); `None` when it
+/// leaves the root.
+fn lexical(root: &Path, dir: &Path, target: &str) -> Option<PathBuf> {
+    let t = Path::new(target);
+    let (mut out, t) = match t.strip_prefix(root) {
+        Ok(rest) => (PathBuf::new(), rest),
+        Err(_) if t.is_absolute() => return None,
+        Err(_) => (dir.to_path_buf(), t),
     };
-    if (e.st.st_ctime, e.st.st_ctime_nsec) >= since {
-        return true;
+    for c in t.components() {
+        match c {
+            std::path::Component::Normal(n) => out.push(n),
+            std::path::Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            std::path::Component::CurDir => {}
+            _ => return None,
+        }
     }
-    whole
-        && e.kind() == EntryKind::Dir
-        && crate::sandbox::undo::open_dir_at(dir.as_raw_fd(), name)
-            .is_ok_and(|sub| changed_within(&sub, since, 0))
+    Some(out)
+}
+
+/// Why the real path `rel` may not be overwritten or removed: it changed
+/// at or after `since` (its ctime; a path that does not exist has not);
+/// with `whole`, anything beneath it did (a directory about to be
+/// removed), or it holds a tree too deep to judge.
+fn conflict(real: &OwnedFd, rel: &Path, since: (i64, i64), whole: bool) -> Option<String> {
+    const CHANGED: &str = "changed in the real tree after the transaction started";
+    let (parent, name) = split(rel);
+    // The directory on the way gone or replaced: applying under it fails
+    // on its own, and says so.
+    let dir = open_beneath(real, parent).ok()?;
+    let e = stat_at(dir.as_raw_fd(), name)?;
+    if (e.st.st_ctime, e.st.st_ctime_nsec) >= since {
+        return Some(CHANGED.into());
+    }
+    if !whole || e.kind() != EntryKind::Dir {
+        return None;
+    }
+    let sub = crate::sandbox::undo::open_dir_at(dir.as_raw_fd(), name).ok()?;
+    match changed_within(&sub, since, 0) {
+        Within::Unchanged => None,
+        Within::Changed => Some(CHANGED.into()),
+        Within::TooDeep => Some(format!(
+            "holds a tree deeper than {} levels: not judged, not removed",
+            super::MAX_DEPTH
+        )),
+    }
+}
+
+/// What [`changed_within`] found.
+enum Within {
+    Unchanged,
+    Changed,
+    TooDeep,
 }
 
 /// Whether anything beneath the directory `dir` has a ctime at or after
-/// `since`; a tree too deep to judge counts as changed (refused, never
+/// `since`; a tree too deep to judge is told apart (refused, never
 /// removed unjudged).
-fn changed_within(dir: &OwnedFd, since: (i64, i64), depth: usize) -> bool {
+fn changed_within(dir: &OwnedFd, since: (i64, i64), depth: usize) -> Within {
     if depth >= super::MAX_DEPTH {
-        return true;
+        return Within::TooDeep;
     }
     for name in sorted_names(dir.as_raw_fd()) {
         let Some(e) = stat_at(dir.as_raw_fd(), &name) else {
             continue;
         };
         if (e.st.st_ctime, e.st.st_ctime_nsec) >= since {
-            return true;
+            return Within::Changed;
         }
         if e.kind() == EntryKind::Dir
-            && crate::sandbox::undo::open_dir_at(dir.as_raw_fd(), &name)
-                .is_ok_and(|sub| changed_within(&sub, since, depth + 1))
+            && let Ok(sub) = crate::sandbox::undo::open_dir_at(dir.as_raw_fd(), &name)
         {
-            return true;
+            match changed_within(&sub, since, depth + 1) {
+                Within::Unchanged => {}
+                found => return found,
+            }
         }
     }
-    false
+    Within::Unchanged
 }
 
 fn split(rel: &Path) -> (&Path, &OsStr) {
@@ -656,10 +811,21 @@ fn set_metadata(
         target,
         nix::sys::stat::Mode::from_bits_retain(st.st_mode & 0o7777),
     )?;
-    for (n, v) in crate::sys::fs::xattrs(source) {
-        if !overlay_xattr(n.as_bytes()) {
-            crate::sys::fs::set_xattr(target, &n, &v)?;
+    let wanted: Vec<_> = crate::sys::fs::xattrs(source)
+        .into_iter()
+        .filter(|(n, _)| !overlay_xattr(n.as_bytes()))
+        .collect();
+    // Those the command removed (a directory keeps its own otherwise).
+    for (n, _) in crate::sys::fs::xattrs(target) {
+        if !overlay_xattr(n.as_bytes())
+            && !wanted.iter().any(|(w, _)| *w == n)
+            && let Ok(name) = n.into_string()
+        {
+            crate::sys::fs::remove_xattr(target, &name)?;
         }
+    }
+    for (n, v) in wanted {
+        crate::sys::fs::set_xattr(target, &n, &v)?;
     }
     if times {
         crate::sys::fs::set_times(

@@ -470,6 +470,7 @@ fn changes(layer: &LayerMeta, out: &mut Vec<Change>) -> std::io::Result<()> {
             out,
             0,
             &mut too_deep,
+            false,
         );
     } else {
         let per = names.len().div_ceil(threads);
@@ -480,7 +481,16 @@ fn changes(layer: &LayerMeta, out: &mut Vec<Change>) -> std::io::Result<()> {
                     let (upper, real) = (&upper, real.as_ref());
                     s.spawn(move || {
                         let (mut out, mut deep) = (Vec::new(), None);
-                        walk_names(upper, real, &layer.root, chunk, &mut out, 0, &mut deep);
+                        walk_names(
+                            upper,
+                            real,
+                            &layer.root,
+                            chunk,
+                            &mut out,
+                            0,
+                            &mut deep,
+                            false,
+                        );
                         (out, deep)
                     })
                 })
@@ -512,6 +522,9 @@ fn changes(layer: &LayerMeta, out: &mut Vec<Change>) -> std::io::Result<()> {
 /// that was not judged.
 pub(crate) const MAX_DEPTH: usize = crate::sandbox::gitcheck::MAX_DEPTH;
 
+/// `replaced`: a directory above was opaque, so this one replaces its real
+/// counterpart whole too (a lookup through the overlay stops at an opaque
+/// directory: nothing beneath it is merged with the lower layer).
 fn walk(
     upper: &OwnedFd,
     real: Option<&OwnedFd>,
@@ -519,14 +532,16 @@ fn walk(
     out: &mut Vec<Change>,
     depth: usize,
     too_deep: &mut Option<PathBuf>,
+    replaced: bool,
 ) {
     if depth >= MAX_DEPTH {
         too_deep.get_or_insert_with(|| at.to_path_buf());
         return;
     }
     let names = sorted_names(upper.as_raw_fd());
+    let replaced = replaced || is_opaque(upper);
     if let Some(real) = real
-        && is_opaque(upper)
+        && replaced
     {
         // Replaced whole: what the real directory holds and the upper one
         // does not was removed.
@@ -544,10 +559,11 @@ fn walk(
             }
         }
     }
-    walk_names(upper, real, at, &names, out, depth, too_deep);
+    walk_names(upper, real, at, &names, out, depth, too_deep, replaced);
 }
 
 /// [`walk`] of the entries `names` of the upper directory `upper`.
+#[allow(clippy::too_many_arguments)]
 fn walk_names(
     upper: &OwnedFd,
     real: Option<&OwnedFd>,
@@ -556,6 +572,7 @@ fn walk_names(
     out: &mut Vec<Change>,
     depth: usize,
     too_deep: &mut Option<PathBuf>,
+    replaced: bool,
 ) {
     for name in names {
         let Some(new) = stat_at(upper.as_raw_fd(), name) else {
@@ -613,7 +630,15 @@ fn walk_names(
             let real_sub = real
                 .filter(|_| old.as_ref().is_some_and(|o| o.kind() == EntryKind::Dir))
                 .and_then(|r| crate::sandbox::undo::open_dir_at(r.as_raw_fd(), name).ok());
-            walk(&sub, real_sub.as_ref(), &path, out, depth + 1, too_deep);
+            walk(
+                &sub,
+                real_sub.as_ref(),
+                &path,
+                out,
+                depth + 1,
+                too_deep,
+                replaced,
+            );
         }
     }
 }
@@ -648,8 +673,16 @@ fn differences(
             if target(upper) != real.and_then(|r| target(r.as_raw_fd())) {
                 what.push("target");
             }
+            if (o.st_mtime, o.st_mtime_nsec) != (n.st_mtime, n.st_mtime_nsec) {
+                what.push("times");
+            }
         }
-        EntryKind::Dir | EntryKind::Special => {}
+        EntryKind::Special => {
+            if (o.st_mtime, o.st_mtime_nsec) != (n.st_mtime, n.st_mtime_nsec) {
+                what.push("times");
+            }
+        }
+        EntryKind::Dir => {}
     }
     if kind != EntryKind::Symlink && o.st_mode & 0o7777 != n.st_mode & 0o7777 {
         what.push("mode");
