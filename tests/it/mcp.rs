@@ -524,7 +524,7 @@ fn the_official_python_sdk_drives_the_server() {
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     assert_eq!(
         stdout(&out),
-        "tools: kill,list,read,run,start,wait,write_stdin\nrun: [exit code: 3]\npty: 42\n\
+        "tools: commit,diff,discard,kill,list,read,run,start,wait,write_stdin\nrun: [exit code: 3]\npty: 42\n\
          parallel: 4 runs\ncancel one: the other ran on\n"
     );
 }

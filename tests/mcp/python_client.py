@@ -42,7 +42,10 @@ async def main(binary: str, workspace: str) -> None:
             await session.initialize()
             tools = await session.list_tools()
             names = sorted(t.name for t in tools.tools)
-            assert names == ["kill", "list", "read", "run", "start", "wait", "write_stdin"], names
+            assert names == [
+                "commit", "diff", "discard", "kill", "list", "read", "run", "start", "wait",
+                "write_stdin",
+            ], names
             print("tools:", ",".join(names))
 
             result = await session.call_tool("run", {"command": "echo hi; exit 3"})
