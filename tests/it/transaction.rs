@@ -174,6 +174,21 @@ fn rows(v: &Value, ws: &Path) -> Vec<(String, String, String, String)> {
         .collect()
 }
 
+/// The `refused` of a `commit --json` report as `PATH (REASON)` lines,
+/// paths relative to `ws`.
+fn refusals(report: &Value, ws: &Path) -> Vec<String> {
+    report["refused"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let path = Path::new(r["path"].as_str().unwrap());
+            let rel = path.strip_prefix(ws).unwrap();
+            format!("{} ({})", rel.display(), r["reason"].as_str().unwrap())
+        })
+        .collect()
+}
+
 fn row(p: &str, c: &str, k: &str, w: &str) -> (String, String, String, String) {
     (p.into(), c.into(), k.into(), w.into())
 }
@@ -389,21 +404,7 @@ fn a_planted_hook_or_command_running_config_never_lands() {
     let id = v["transaction"]["id"].as_str().unwrap().to_string();
     let out = d.sub(&["commit", &id, "--json"]);
     out.expect_status(1);
-    let refused: Vec<String> = out.json()["refused"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            format!(
-                "{} ({})",
-                Path::new(r["path"].as_str().unwrap())
-                    .strip_prefix(&d.ws)
-                    .unwrap()
-                    .display(),
-                r["reason"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let refused = refusals(&out.json(), &d.ws);
     assert_eq!(
         refused,
         vec![
@@ -835,21 +836,7 @@ fn git_pointers_and_configs_a_commit_would_bring_are_judged_before_they_are_writ
     let id = v["transaction"]["id"].as_str().unwrap().to_string();
     let out = d.sub(&["commit", &id, "--json"]);
     out.expect_status(1);
-    let refused: Vec<String> = out.json()["refused"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            format!(
-                "{} ({})",
-                Path::new(r["path"].as_str().unwrap())
-                    .strip_prefix(&d.ws)
-                    .unwrap()
-                    .display(),
-                r["reason"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let refused = refusals(&out.json(), &d.ws);
     assert_eq!(
         refused,
         vec![
