@@ -828,9 +828,23 @@ fn git_pointers_and_configs_a_commit_would_bring_are_judged_before_they_are_writ
          git init -q p3 && printf '[core]\\n\\tfsmonitor = touch {r}\\n' > cfg && \
          rm p3/.git/config && ln -s ../../cfg p3/.git/config; \
          git init -q p4 && ln -s /bin/true p4/.git/hooks/post-checkout; \
-         git init -q p5 && git -C p5 config user.name someone",
+         git init -q p5 && git -C p5 config user.name someone; \
+         git init -q p6 && ln -s {o} p6/.git/modules && \
+         mkdir p7 && printf 'gitdir: ../p6/.git/modules/evil\n' > p7/.git",
         e = elsewhere.display(),
-        r = ran.display()
+        r = ran.display(),
+        o = d.ws.parent().unwrap().join("outside").display()
+    );
+    // A repository outside the root that a pointer could reach through a
+    // symlink the commit brings.
+    let outside = d.ws.parent().unwrap().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    sh(
+        &outside,
+        &format!(
+            "git init -q --bare evil && git -C evil config core.fsmonitor 'touch {}'",
+            ran.display()
+        ),
     );
     let v = d.transact(&plant, &["--no-temp-write"]);
     let id = v["transaction"]["id"].as_str().unwrap().to_string();
@@ -847,6 +861,12 @@ fn git_pointers_and_configs_a_commit_would_bring_are_judged_before_they_are_writ
                 .into(),
             "p3/.git/config (a config that is not a file)".into(),
             "p4/.git/hooks/post-checkout (hook post-checkout)".into(),
+            "p7/.git (a .git file pointing outside the repository's modules/ and worktrees/)"
+                .into(),
+            // Put aside by the git check after the commit.
+            "p6/.git/modules (a symlink to a directory in a git directory, made or changed \
+             during the run)"
+                .into(),
         ]
     );
     for never in ["c/config", "p1/.git", "p2/.git/commondir", "p3/.git/config"] {
@@ -863,7 +883,7 @@ fn git_pointers_and_configs_a_commit_would_bring_are_judged_before_they_are_writ
     );
     sh(
         &d.ws,
-        "for r in p1 p2 p3 p4 p5; do (cd $r && git status >/dev/null 2>&1); done; true",
+        "for r in p1 p2 p3 p4 p5 p6 p7; do (cd $r && git status >/dev/null 2>&1); done; true",
     );
     assert!(!ran.exists(), "a planted command ran");
 }

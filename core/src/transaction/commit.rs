@@ -571,7 +571,9 @@ fn plants_git(real: &OwnedFd, upper: &OwnedFd, root: &Path, s: &Step) -> Option<
             .ok()
             .and_then(|t| t.trim_end().strip_prefix("gitdir: "));
         return match target {
-            Some(t) if git_keeps(root, parent, t) => None,
+            Some(t) if git_keeps(root, parent, t) && plain_path(real, upper, parent, t, root) => {
+                None
+            }
             _ => {
                 Some("a .git file pointing outside the repository's modules/ and worktrees/".into())
             }
@@ -581,7 +583,11 @@ fn plants_git(real: &OwnedFd, upper: &OwnedFd, root: &Path, s: &Step) -> Option<
         let bytes = read(4096)?;
         let target = std::str::from_utf8(&bytes).ok().map(str::trim_end);
         return match target {
-            Some(t) if commondir_kept(root, parent, t) => None,
+            Some(t)
+                if commondir_kept(root, parent, t) && plain_path(real, upper, parent, t, root) =>
+            {
+                None
+            }
             _ => Some("a commondir pointing elsewhere than the repository's own .git".into()),
         };
     }
@@ -612,6 +618,37 @@ fn plants_git(real: &OwnedFd, upper: &OwnedFd, root: &Path, s: &Step) -> Option<
         return Some(format!("hook {name}"));
     }
     None
+}
+
+/// Whether git, following `target` from `dir` (relative to `root`), meets
+/// no symlink on the way, in the tree as the commit would leave it (the
+/// layer's entry where it has one, else the real one): [`lexical`]
+/// resolves `..` by name, which is what git does only where no symlink
+/// intervenes.
+fn plain_path(real: &OwnedFd, upper: &OwnedFd, dir: &Path, target: &str, root: &Path) -> bool {
+    let Some(resolved) = lexical(root, dir, target) else {
+        return false;
+    };
+    let seen = |rel: &Path| -> Option<super::Entry> {
+        let (p, n) = split(rel);
+        let in_upper = open_beneath(upper, p)
+            .ok()
+            .and_then(|d| stat_at(d.as_raw_fd(), n));
+        match in_upper {
+            Some(e) if e.is_whiteout() => None,
+            Some(e) => Some(e),
+            None => open_beneath(real, p)
+                .ok()
+                .and_then(|d| stat_at(d.as_raw_fd(), n)),
+        }
+    };
+    [dir, resolved.as_path()].iter().all(|path| {
+        let mut at = PathBuf::new();
+        path.components().all(|c| {
+            at.push(c);
+            seen(&at).is_none_or(|e| e.kind() != EntryKind::Symlink)
+        })
+    })
 }
 
 /// Whether a `.git` file in `dir` (relative to the root) naming `target`
