@@ -861,11 +861,8 @@ fn git_pointers_and_configs_a_commit_would_bring_are_judged_before_they_are_writ
                 .into(),
             "p3/.git/config (a config that is not a file)".into(),
             "p4/.git/hooks/post-checkout (hook post-checkout)".into(),
+            "p6/.git/modules (a symlink in a git directory (modules))".into(),
             "p7/.git (a .git file pointing outside the repository's modules/ and worktrees/)"
-                .into(),
-            // Put aside by the git check after the commit.
-            "p6/.git/modules (a symlink to a directory in a git directory, made or changed \
-             during the run)"
                 .into(),
         ]
     );

@@ -517,7 +517,8 @@ const CONFIG_MAX: u64 = 1 << 20;
 ///   the allow-list of plain-data keys (`gitcheck::config_refused`), or
 ///   one that is a symlink or cannot be read;
 /// - a hook of a git directory that is not a `*.sample` file (an
-///   executable, or a symlink to one), or a `hooks` symlink;
+///   executable, or a symlink to one), or any symlink in a git directory
+///   (git makes none);
 /// - a `.git` symlink (git never makes one), or a `.git` file or
 ///   `commondir` that points anywhere but into a git directory's own
 ///   `modules/` or `worktrees/` beneath the root, or at a `.git` directory
@@ -603,9 +604,10 @@ fn plants_git(real: &OwnedFd, upper: &OwnedFd, root: &Path, s: &Step) -> Option<
         };
         return crate::sandbox::gitcheck::config_refused(&bytes);
     }
-    // A `hooks` symlink points git at hooks elsewhere.
-    if name == "hooks" && entry.kind() == EntryKind::Symlink && git_dir(parent) {
-        return Some("a hooks symlink".into());
+    // A symlink in a git directory (`hooks`, `modules`, `objects`...)
+    // leads git elsewhere; git makes none.
+    if entry.kind() == EntryKind::Symlink && git_dir(parent) {
+        return Some(format!("a symlink in a git directory ({name})"));
     }
     let in_hooks = parent.file_name().is_some_and(|p| p == "hooks");
     let hooks_of = parent.parent().unwrap_or(Path::new(""));
