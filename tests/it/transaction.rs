@@ -986,3 +986,69 @@ fn metadata_only_changes_of_directories_symlinks_and_fifos_are_committed() {
         t[Path::new("dir")]
     );
 }
+
+#[test]
+fn a_symlink_into_a_repository_the_run_made_outside_the_root_is_refused() {
+    if !overlays_here() || !have_git() {
+        return;
+    }
+    let d = dirs();
+    let tmp = d.ws.parent().unwrap().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let ran = d.ws.parent().unwrap().join("ran");
+    // The temp dir is written directly, not through the transaction.
+    let script = format!(
+        "mkdir -p $TMPDIR/a/b && git init -q $TMPDIR/a/b/repo && \
+         git -C $TMPDIR/a/b/repo config core.fsmonitor 'touch {}' && \
+         ln -s $TMPDIR/a/b/repo lnk && echo ok > ok",
+        ran.display()
+    );
+    let out = Test::new()
+        .env("HOME", &d.home)
+        .env("TMPDIR", &tmp)
+        .arg("-C")
+        .arg(&d.ws)
+        .args(["--transaction", "--json", "--", &script])
+        .run();
+    let v = out.json();
+    assert_eq!(v["exit_code"], 0, "{v}");
+    let id = v["transaction"]["id"].as_str().unwrap().to_string();
+    let out = d.sub(&["commit", &id, "--json"]);
+    out.expect_status(1);
+    let repo = std::fs::canonicalize(tmp.join("a/b/repo/.git")).unwrap();
+    assert_eq!(
+        refusals(&out.json(), &d.ws),
+        vec![format!(
+            "lnk (a symlink into a repository made during the run ({}))",
+            repo.display()
+        )]
+    );
+    assert!(std::fs::symlink_metadata(d.ws.join("lnk")).is_err());
+    assert_eq!(std::fs::read_to_string(d.ws.join("ok")).unwrap(), "ok\n");
+}
+
+#[test]
+fn the_roots_acl_and_xattrs_survive_a_commit() {
+    if !overlays_here() {
+        return;
+    }
+    let d = dirs();
+    sh(
+        &d.ws,
+        "python3 -c \"import os; os.setxattr('.', 'user.keep', b'1')\"",
+    );
+    let v = d.transact("touch f", &[]);
+    assert_eq!(rows(&v, &d.ws), vec![row("f", "created", "file", "")]);
+    let id = v["transaction"]["id"].as_str().unwrap().to_string();
+    d.sub(&["commit", &id]).expect_status(0);
+    assert_eq!(tree(&d.ws)[Path::new(".")], "root mode 40755 owner 0:0");
+    let kept = Command::new("python3")
+        .args([
+            "-c",
+            "import os,sys; print(os.getxattr(sys.argv[1], 'user.keep'))",
+        ])
+        .arg(&d.ws)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&kept.stdout), "b'1'\n");
+}

@@ -260,6 +260,15 @@ pub(crate) fn make(
             )
         })
         .map_err(|e| unavailable(format!("{}: {e}", upper.display())))?;
+        // And its extended attributes (POSIX ACLs among them), as a
+        // copy-up would give: a root without them would read as changed,
+        // and a commit would strip them.
+        for (name, value) in crate::sys::fs::xattrs(&lower) {
+            if !name.as_bytes().starts_with(b"trusted.overlay.") {
+                crate::sys::fs::set_xattr(&upper_fd, &name, &value)
+                    .map_err(|e| unavailable(format!("{}: {e}", upper.display())))?;
+            }
+        }
         let _ = crate::sys::fs::set_times(
             &upper_fd,
             (st.st_atime, st.st_atime_nsec),

@@ -213,15 +213,12 @@ pub fn commit(state_dir: &Path, id: &str, opts: CommitOptions) -> Result<CommitR
         {
             return Some("protected path".into());
         }
-        if let Some(why) = plants_git(real, upper, &layer.root, s) {
+        if let Some(why) = plants_git(real, upper, &layer.root, s, meta.started) {
             return Some(why);
         }
         // What a removal or replacement takes away is judged whole: an
         // edit made meanwhile deep inside a removed directory counts.
-        if opts.force {
-            return None;
-        }
-        conflict(real, &s.rel, meta.started, removes)
+        conflict(real, &s.rel, meta.started, removes, !opts.force)
     };
     let mut refused: Vec<(usize, usize)> = Vec::new();
     for (li, (layer, real, upper, steps)) in plans.iter().enumerate() {
@@ -280,7 +277,7 @@ pub fn commit(state_dir: &Path, id: &str, opts: CommitOptions) -> Result<CommitR
                 let removes = matches!(s.op, Op::Remove) || s.replace;
                 if !opts.force
                     && !matches!(s.op, Op::Enter)
-                    && let Some(reason) = conflict(real, &s.rel, meta.started, removes)
+                    && let Some(reason) = conflict(real, &s.rel, meta.started, removes, !opts.force)
                 {
                     report.refused.push(Refusal {
                         path: layer.root.join(&s.rel),
@@ -523,7 +520,13 @@ const CONFIG_MAX: u64 = 1 << 20;
 ///   `commondir` that points anywhere but into a git directory's own
 ///   `modules/` or `worktrees/` beneath the root, or at a `.git` directory
 ///   beneath the root: what git keeps for submodules and worktrees.
-fn plants_git(real: &OwnedFd, upper: &OwnedFd, root: &Path, s: &Step) -> Option<String> {
+fn plants_git(
+    real: &OwnedFd,
+    upper: &OwnedFd,
+    root: &Path,
+    s: &Step,
+    since: (i64, i64),
+) -> Option<String> {
     if !matches!(s.op, Op::Put) {
         return None;
     }
@@ -604,6 +607,17 @@ fn plants_git(real: &OwnedFd, upper: &OwnedFd, root: &Path, s: &Step) -> Option<
         };
         return crate::sandbox::gitcheck::config_refused(&bytes);
     }
+    // A symlink out of the root into a repository made during the run (in
+    // the temp dir, which the run writes directly): git, run in the
+    // link, finds that repository, which no check of the roots judged.
+    if entry.kind() == EntryKind::Symlink
+        && let Some(repo) = repository_made_since(root, parent, &from, name, since)
+    {
+        return Some(format!(
+            "a symlink into a repository made during the run ({})",
+            repo.display()
+        ));
+    }
     // A symlink in a git directory (`hooks`, `modules`, `objects`...)
     // leads git elsewhere; git makes none.
     if entry.kind() == EntryKind::Symlink && git_dir(parent) {
@@ -618,6 +632,57 @@ fn plants_git(real: &OwnedFd, upper: &OwnedFd, root: &Path, s: &Step) -> Option<
         && git_dir(hooks_of)
     {
         return Some(format!("hook {name}"));
+    }
+    None
+}
+
+/// The git directory git would find from where the symlink `name` (in the
+/// layer directory `from`, at `dir` beneath `root`) leads, when it lies
+/// outside `root` and was made at or after `since` (its birth time, or its
+/// ctime where the file system keeps none: no process can set either):
+/// git's discovery goes up from the link's target through every parent
+/// (a `.git` entry, or a bare repository's `HEAD`, `objects` and `refs`).
+fn repository_made_since(
+    root: &Path,
+    dir: &Path,
+    from: &OwnedFd,
+    name: &str,
+    since: (i64, i64),
+) -> Option<PathBuf> {
+    let target = crate::sys::fs::read_link_at(from.as_raw_fd(), OsStr::new(name)).ok()?;
+    let target = Path::new(OsStr::from_bytes(&target));
+    let real = std::fs::canonicalize(root.join(dir).join(target)).ok()?;
+    if real.starts_with(root) {
+        // Judged with the roots (the git check).
+        return None;
+    }
+    let made = |p: &Path| {
+        let (Some(parent), Some(n)) = (p.parent(), p.file_name()) else {
+            return false;
+        };
+        let Ok(d) = crate::sys::fs::open_no_symlinks(parent, libc::O_PATH | libc::O_DIRECTORY)
+        else {
+            return false;
+        };
+        let born = crate::sys::fs::birth_time_at(d.as_raw_fd(), n);
+        let ctime = stat_at(d.as_raw_fd(), n).map(|e| (e.st.st_ctime, e.st.st_ctime_nsec));
+        born.or(ctime).is_some_and(|t| t >= since)
+    };
+    for anc in real.ancestors() {
+        let dot_git = anc.join(".git");
+        let bare = ["HEAD", "objects", "refs"]
+            .iter()
+            .all(|n| anc.join(n).symlink_metadata().is_ok());
+        for candidate in [dot_git.as_path(), anc] {
+            let is_repo = if candidate == anc {
+                bare
+            } else {
+                candidate.symlink_metadata().is_ok()
+            };
+            if is_repo && made(candidate) {
+                return Some(candidate.to_path_buf());
+            }
+        }
     }
     None
 }
@@ -700,30 +765,48 @@ fn lexical(root: &Path, dir: &Path, target: &str) -> Option<PathBuf> {
 }
 
 /// Why the real path `rel` may not be overwritten or removed: it changed
-/// at or after `since` (its ctime; a path that does not exist has not);
-/// with `whole`, anything beneath it did (a directory about to be
-/// removed), or it holds a tree too deep to judge.
-fn conflict(real: &OwnedFd, rel: &Path, since: (i64, i64), whole: bool) -> Option<String> {
+/// at or after `since` (its ctime; a path that does not exist has not;
+/// only with `times`, which `--force` turns off); with `whole` (a
+/// directory about to be removed), anything beneath it did, or it holds
+/// a mount point (the layer never saw what is mounted there: removing it
+/// would reach into another file system), a tree too deep, or a directory
+/// that cannot be read (whatever `times` says).
+fn conflict(
+    real: &OwnedFd,
+    rel: &Path,
+    since: (i64, i64),
+    whole: bool,
+    times: bool,
+) -> Option<String> {
     const CHANGED: &str = "changed in the real tree after the transaction started";
     let (parent, name) = split(rel);
     // The directory on the way gone or replaced: applying under it fails
     // on its own, and says so.
     let dir = open_beneath(real, parent).ok()?;
     let e = stat_at(dir.as_raw_fd(), name)?;
-    if (e.st.st_ctime, e.st.st_ctime_nsec) >= since {
+    if times && (e.st.st_ctime, e.st.st_ctime_nsec) >= since {
         return Some(CHANGED.into());
     }
     if !whole || e.kind() != EntryKind::Dir {
         return None;
     }
-    let sub = crate::sandbox::undo::open_dir_at(dir.as_raw_fd(), name).ok()?;
-    match changed_within(&sub, since, 0) {
+    let parent_dev = crate::sys::fs::fstat(&dir).map(|st| st.st_dev).ok()?;
+    if e.st.st_dev != parent_dev {
+        return Some("a mount point: not removed".into());
+    }
+    let Ok(sub) = crate::sandbox::undo::open_dir_at(dir.as_raw_fd(), name) else {
+        return Some("cannot be read to be judged: not removed".into());
+    };
+    match changed_within(&sub, since, 0, e.st.st_dev) {
         Within::Unchanged => None,
-        Within::Changed => Some(CHANGED.into()),
+        Within::Changed if times => Some(CHANGED.into()),
+        Within::Changed => None,
         Within::TooDeep => Some(format!(
             "holds a tree deeper than {} levels: not judged, not removed",
             super::MAX_DEPTH
         )),
+        Within::Mount => Some("holds a mount point: not removed".into()),
+        Within::Unreadable => Some("holds a directory that cannot be read: not removed".into()),
     }
 }
 
@@ -732,32 +815,47 @@ enum Within {
     Unchanged,
     Changed,
     TooDeep,
+    Mount,
+    Unreadable,
 }
 
-/// Whether anything beneath the directory `dir` has a ctime at or after
-/// `since`; a tree too deep to judge is told apart (refused, never
-/// removed unjudged).
-fn changed_within(dir: &OwnedFd, since: (i64, i64), depth: usize) -> Within {
+/// What lies beneath the directory `dir` (on device `dev`): anything with
+/// a ctime at or after `since`, a mount point, a directory that cannot be
+/// read, or a tree too deep to judge (refused, never removed unjudged).
+/// A change found first is reported first; the walk goes on past it for
+/// what no `--force` may override.
+fn changed_within(dir: &OwnedFd, since: (i64, i64), depth: usize, dev: u64) -> Within {
     if depth >= super::MAX_DEPTH {
         return Within::TooDeep;
     }
+    let mut changed = false;
     for name in sorted_names(dir.as_raw_fd()) {
         let Some(e) = stat_at(dir.as_raw_fd(), &name) else {
             continue;
         };
         if (e.st.st_ctime, e.st.st_ctime_nsec) >= since {
-            return Within::Changed;
+            changed = true;
         }
-        if e.kind() == EntryKind::Dir
-            && let Ok(sub) = crate::sandbox::undo::open_dir_at(dir.as_raw_fd(), &name)
-        {
-            match changed_within(&sub, since, depth + 1) {
-                Within::Unchanged => {}
-                found => return found,
-            }
+        if e.kind() != EntryKind::Dir {
+            continue;
+        }
+        if e.st.st_dev != dev {
+            return Within::Mount;
+        }
+        let Ok(sub) = crate::sandbox::undo::open_dir_at(dir.as_raw_fd(), &name) else {
+            return Within::Unreadable;
+        };
+        match changed_within(&sub, since, depth + 1, dev) {
+            Within::Unchanged => {}
+            Within::Changed => changed = true,
+            found => return found,
         }
     }
-    Within::Unchanged
+    if changed {
+        Within::Changed
+    } else {
+        Within::Unchanged
+    }
 }
 
 fn split(rel: &Path) -> (&Path, &OsStr) {
