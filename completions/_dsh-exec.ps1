@@ -289,7 +289,7 @@ Register-ArgumentCompleter -Native -CommandName 'dsh-exec' -ScriptBlock {
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the pending transactions: id, state (pending, running, lost), changes, working directory, command')
-            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Discard the pending transactions that started longer ago than --older-than (a week unless it says otherwise), and those whose run was lost (its dsh-exec killed)')
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Discard the pending transactions that started longer ago than --older-than (a week unless it says otherwise), those whose run was lost (its dsh-exec killed), and unrecorded ones left by a dsh-exec killed as it started (unchanged for a minute at least)')
             break
         }
         'dsh-exec;transaction;list' {

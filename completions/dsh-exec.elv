@@ -271,7 +271,7 @@ set edit:completion:arg-completer[dsh-exec] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
             cand list 'List the pending transactions: id, state (pending, running, lost), changes, working directory, command'
-            cand prune 'Discard the pending transactions that started longer ago than --older-than (a week unless it says otherwise), and those whose run was lost (its dsh-exec killed)'
+            cand prune 'Discard the pending transactions that started longer ago than --older-than (a week unless it says otherwise), those whose run was lost (its dsh-exec killed), and unrecorded ones left by a dsh-exec killed as it started (unchanged for a minute at least)'
         }
         &'dsh-exec;transaction;list'= {
             cand --json 'Print one JSON array'

@@ -231,7 +231,7 @@ complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand discard" -s h -l help 
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand diff" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand transaction; and not __fish_seen_subcommand_from list prune" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand transaction; and not __fish_seen_subcommand_from list prune" -f -a "list" -d 'List the pending transactions: id, state (pending, running, lost), changes, working directory, command'
-complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand transaction; and not __fish_seen_subcommand_from list prune" -f -a "prune" -d 'Discard the pending transactions that started longer ago than --older-than (a week unless it says otherwise), and those whose run was lost (its dsh-exec killed)'
+complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand transaction; and not __fish_seen_subcommand_from list prune" -f -a "prune" -d 'Discard the pending transactions that started longer ago than --older-than (a week unless it says otherwise), those whose run was lost (its dsh-exec killed), and unrecorded ones left by a dsh-exec killed as it started (unchanged for a minute at least)'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand transaction; and __fish_seen_subcommand_from list" -l json -d 'Print one JSON array'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand transaction; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
 complete -c dsh-exec -n "__fish_dsh_exec_using_subcommand transaction; and __fish_seen_subcommand_from prune" -l older-than -d 'Only those started at least this long ago' -r

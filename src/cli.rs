@@ -279,7 +279,7 @@ pub enum TransactionCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Discard the pending transactions that started longer ago than --older-than (a week unless it says otherwise), and those whose run was lost (its dsh-exec killed).
+    /// Discard the pending transactions that started longer ago than --older-than (a week unless it says otherwise), those whose run was lost (its dsh-exec killed), and unrecorded ones left by a dsh-exec killed as it started (unchanged for a minute at least).
     Prune {
         /// Only those started at least this long ago.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "7d")]

@@ -169,6 +169,7 @@ pub(crate) fn prune(older_than: std::time::Duration) -> ExitCode {
             }
         }
     }
+    pruned += transaction::prune_unrecorded(&state, older_than);
     print_stdout(&format!("pruned {pruned} transactions\n"));
     status(0)
 }

@@ -462,9 +462,17 @@ fn on_exit_commit_and_discard_decide_without_a_second_call() {
     );
     assert!(!d.ws.join("w").exists());
     assert_eq!(d.transactions().len(), 2);
+    // One left without its record by a dsh-exec killed as it started, an
+    // hour ago.
+    let unrecorded = d.state.join("dsh-exec/transactions/tunrecord1");
+    std::fs::create_dir_all(unrecorded.join("0/upper")).unwrap();
+    sh(
+        &d.state,
+        &format!("touch -d '1 hour ago' {}", unrecorded.display()),
+    );
     d.sub(&["transaction", "prune", "--older-than", "0s"])
         .expect_status(0)
-        .expect_stdout("pruned 2 transactions\n");
+        .expect_stdout("pruned 3 transactions\n");
     assert_eq!(d.transactions(), Vec::<String>::new());
     let out = d.dsh(&["--transaction", "--on-exit", "discard", "--", "echo z > z"]);
     let line = out.stdout.lines().rev().nth(1).unwrap();

@@ -265,6 +265,29 @@ pub fn list(state_dir: &Path) -> Vec<Meta> {
     out
 }
 
+/// Removes the transaction directories that hold no record and have not
+/// changed for `older_than` (at least a minute: a run records its
+/// transaction right after making its layers, before its command starts):
+/// those of a `dsh-exec` killed in between. How many were removed.
+pub fn prune_unrecorded(state_dir: &Path, older_than: std::time::Duration) -> usize {
+    let floor = older_than.max(std::time::Duration::from_secs(60));
+    std::fs::read_dir(transactions_dir(state_dir))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| valid_id(&e.file_name().to_string_lossy()))
+        .filter(|e| !e.path().join("meta.json").exists())
+        .filter(|e| {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age >= floor)
+        })
+        .filter(|e| std::fs::remove_dir_all(e.path()).is_ok())
+        .count()
+}
+
 /// Throws transaction `id` away: its layers and record are removed.
 ///
 /// # Errors
