@@ -37,9 +37,16 @@ fn cgroup_base(flag: &str, value: &str, limit: &str) -> Option<PathBuf> {
     detail.split(" under ").nth(1).map(PathBuf::from)
 }
 
+/// The inode of this process's PID namespace, which the run cgroups of a
+/// `dsh-exec` started here are named by (`run-PIDNS-PID-START-N`).
+fn pid_namespace() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid").unwrap().ino()
+}
+
 /// Run cgroups of the `dsh-exec` process `pid` left under `base`.
 fn leftover_cgroups(base: &Path, pid: u32) -> Vec<String> {
-    let prefix = format!("run-{pid}-");
+    let prefix = format!("run-{}-{pid}-", pid_namespace());
     std::fs::read_dir(base)
         .map(|d| {
             d.flatten()
@@ -528,7 +535,7 @@ fn the_command_starts_inside_its_cgroups() {
             .unwrap_or_else(|| panic!("no {hierarchy} line in\n{text}"))
             .to_string()
     };
-    let leaf = format!("/dsh-exec/run-{pid}-");
+    let leaf = format!("/dsh-exec/run-{}-{pid}-", pid_namespace());
     if cpu == "cgroup-v2" {
         assert!(path("").contains(&leaf), "{text}");
     }

@@ -356,9 +356,16 @@ fn remove_tree(dir: &Path, depth: u32) -> io::Result<()> {
 
 /// Removes run cgroups under `base` whose `dsh-exec` is gone (one killed
 /// by SIGKILL leaves its own behind), judged by the pid and start time in
-/// the name (`run-PID-START-N`), as `/proc` shows them; a populated one
-/// stays (rmdir(2) refuses it).
-fn prune_stale(base: &Path, me: (i32, u64)) {
+/// the name (`run-PIDNS-PID-START-N`), as `/proc` shows them; a populated
+/// one stays (rmdir(2) refuses it).
+///
+/// Only the runs of this process's own PID namespace (`PIDNS`, the
+/// inode of `/proc/self/ns/pid`: pid_namespaces(7)) are judged: a
+/// `dsh-exec` in another one (PID 1 of a container that shares the
+/// cgroup tree) cannot see their pids in its `/proc`, and once took a
+/// running `dsh-exec`'s fresh cgroup for stale and removed it, whose
+/// clone3(2) into it then failed with ENOENT.
+fn prune_stale(base: &Path, me: (u64, i32, u64)) {
     let Ok(entries) = std::fs::read_dir(base) else {
         return;
     };
@@ -369,17 +376,28 @@ fn prune_stale(base: &Path, me: (i32, u64)) {
             .and_then(|n| n.strip_prefix("run-"))
             .unwrap_or_default()
             .split('-');
-        let (Some(Ok(pid)), Some(Ok(start))) = (
+        let (Some(Ok(ns)), Some(Ok(pid)), Some(Ok(start)), Some(_)) = (
+            parts.next().map(str::parse::<u64>),
             parts.next().map(str::parse::<i32>),
             parts.next().map(str::parse::<u64>),
+            parts.next(),
         ) else {
             continue;
         };
-        let alive = crate::proctree::live_start_time(pid) == Some(start);
-        if (pid, start) != me && !alive {
+        if ns != me.0 || (pid, start) == (me.1, me.2) {
+            continue;
+        }
+        if crate::proctree::live_start_time(pid) != Some(start) {
             let _ = remove_tree(&e.path(), 8);
         }
     }
+}
+
+/// The inode of this process's PID namespace (`/proc/self/ns/pid`), or 0
+/// when it cannot be read.
+fn pid_namespace() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid").map_or(0, |m| m.ino())
 }
 
 impl Leaf {
@@ -416,9 +434,10 @@ impl Leaf {
             }
         }
         let me = identity();
-        prune_stale(&place.base, me);
+        let ns = pid_namespace();
+        prune_stale(&place.base, (ns, me.0, me.1));
         let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
-        let dir = place.base.join(format!("run-{}-{}-{n}", me.0, me.1));
+        let dir = place.base.join(format!("run-{ns}-{}-{}-{n}", me.0, me.1));
         std::fs::create_dir(&dir)
             .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
         let made = || -> io::Result<(std::fs::File, std::fs::File)> {

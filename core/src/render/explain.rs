@@ -138,7 +138,7 @@ pub struct ExplainedContainment {
     /// `dsh-exec` lives, and the watchdog's kill of the group after).
     pub mechanism: String,
     /// The directory the run's cgroup is made in
-    /// (`…/dsh-exec`, one `run-PID-START-N` per run); `null` for
+    /// (`…/dsh-exec`, one `run-PIDNS-PID-START-N` per run); `null` for
     /// `process-group`.
     pub cgroup: Option<String>,
     /// What the mechanism holds, or why no cgroup can be made.
