@@ -345,15 +345,35 @@ pub(crate) fn xattrs(fd: &impl AsRawFd) -> Vec<(CString, Vec<u8>)> {
         return Vec::new();
     }
     names.truncate(n as usize);
+    // SAFETY: fgetxattr writes at most the buffer's length into it.
+    values(
+        &names,
+        |_| true,
+        |name, buf| unsafe {
+            libc::fgetxattr(fd, name.as_ptr(), buf.as_mut_ptr().cast(), buf.len())
+        },
+    )
+}
+
+/// The values of the attributes named in `names` (a listxattr(2) buffer:
+/// names each ended by NUL) that `keep` accepts, read by `get` (a
+/// getxattr(2) variant into the buffer given; negative: not read, the
+/// attribute is left out).
+fn values(
+    names: &[u8],
+    keep: impl Fn(&[u8]) -> bool,
+    get: impl Fn(&CStr, &mut [u8]) -> isize,
+) -> Vec<(CString, Vec<u8>)> {
     let mut out = Vec::new();
-    for name in names.split(|b| *b == 0).filter(|n| !n.is_empty()) {
+    for name in names
+        .split(|b| *b == 0)
+        .filter(|n| !n.is_empty() && keep(n))
+    {
         let Ok(name) = CString::new(name) else {
             continue;
         };
         let mut value = vec![0u8; 64 * 1024];
-        // SAFETY: fgetxattr writes at most `value.len()` bytes into our buffer.
-        let n =
-            unsafe { libc::fgetxattr(fd, name.as_ptr(), value.as_mut_ptr().cast(), value.len()) };
+        let n = get(&name, &mut value);
         if n >= 0 {
             value.truncate(n as usize);
             out.push((name, value));
@@ -386,26 +406,22 @@ pub(crate) fn set_xattr(fd: &impl AsRawFd, name: &CStr, value: &[u8]) -> io::Res
 /// (futimens(2); an `O_PATH` descriptor through utimensat(2) with
 /// `AT_EMPTY_PATH`): (seconds, nanoseconds) each.
 pub(crate) fn set_times(fd: &impl AsRawFd, atime: (i64, i64), mtime: (i64, i64)) -> io::Result<()> {
-    let times = [
-        libc::timespec {
-            tv_sec: atime.0,
-            tv_nsec: atime.1,
-        },
-        libc::timespec {
-            tv_sec: mtime.0,
-            tv_nsec: mtime.1,
-        },
-    ];
-    // SAFETY: utimensat with our descriptor, an empty C string and the
+    utimens(fd.as_raw_fd(), c"", atime, mtime, libc::AT_EMPTY_PATH)
+}
+
+/// utimensat(2) of `path` relative to `dir` with `flags`: access and
+/// modification times as (seconds, nanoseconds).
+fn utimens(
+    dir: RawFd,
+    path: &CStr,
+    atime: (i64, i64),
+    mtime: (i64, i64),
+    flags: i32,
+) -> io::Result<()> {
+    let times = [atime, mtime].map(|(tv_sec, tv_nsec)| libc::timespec { tv_sec, tv_nsec });
+    // SAFETY: utimensat with the caller's descriptor and C string, and the
     // two timespecs we own.
-    let rc = unsafe {
-        libc::utimensat(
-            fd.as_raw_fd(),
-            c"".as_ptr(),
-            times.as_ptr(),
-            libc::AT_EMPTY_PATH,
-        )
-    };
+    let rc = unsafe { libc::utimensat(dir, path.as_ptr(), times.as_ptr(), flags) };
     if rc == 0 {
         Ok(())
     } else {
@@ -465,30 +481,7 @@ pub(crate) fn set_times_at(
 ) -> io::Result<()> {
     let name =
         CString::new(name.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-    let times = [
-        libc::timespec {
-            tv_sec: atime.0,
-            tv_nsec: atime.1,
-        },
-        libc::timespec {
-            tv_sec: mtime.0,
-            tv_nsec: mtime.1,
-        },
-    ];
-    // SAFETY: utimensat with our C string and the two timespecs we own.
-    let rc = unsafe {
-        libc::utimensat(
-            dir,
-            name.as_ptr(),
-            times.as_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    utimens(dir, &name, atime, mtime, libc::AT_SYMLINK_NOFOLLOW)
 }
 
 /// The time now on the coarse real-time clock (clock_gettime(2),
@@ -559,28 +552,14 @@ pub(crate) fn xattrs_at(
         return Vec::new();
     }
     names.truncate(n as usize);
-    let mut out = Vec::new();
-    for attr in names
-        .split(|b| *b == 0)
-        .filter(|n| !n.is_empty() && keep(n))
-    {
-        let Ok(attr) = CString::new(attr) else {
-            continue;
-        };
-        let mut value = vec![0u8; 64 * 1024];
-        // SAFETY: lgetxattr writes at most `value.len()` bytes into our buffer.
-        let n = unsafe {
-            libc::lgetxattr(
-                path.as_ptr(),
-                attr.as_ptr(),
-                value.as_mut_ptr().cast(),
-                value.len(),
-            )
-        };
-        if n >= 0 {
-            value.truncate(n as usize);
-            out.push((attr, value));
-        }
-    }
-    out
+    // SAFETY: lgetxattr writes at most the buffer's length into it; the C
+    // strings outlive the call.
+    values(&names, keep, |attr, buf| unsafe {
+        libc::lgetxattr(
+            path.as_ptr(),
+            attr.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    })
 }

@@ -403,18 +403,12 @@ fn plan(
     }
     let names = sorted_names(upper.as_raw_fd());
     let replaced = replaced || is_opaque(upper);
-    if let Some(real) = real
-        && replaced
-    {
-        for name in sorted_names(real.as_raw_fd()) {
-            if names.binary_search(&name).is_err() {
-                out.push(Step {
-                    rel: at.join(&name),
-                    op: Op::Remove,
-                    replace: false,
-                });
-            }
-        }
+    for (name, _) in super::hidden(real, &names, replaced) {
+        out.push(Step {
+            rel: at.join(&name),
+            op: Op::Remove,
+            replace: false,
+        });
     }
     for name in names {
         let Some(new) = stat_at(upper.as_raw_fd(), &name) else {

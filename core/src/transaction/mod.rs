@@ -563,26 +563,34 @@ fn walk(
     }
     let names = sorted_names(upper.as_raw_fd());
     let replaced = replaced || is_opaque(upper);
-    if let Some(real) = real
-        && replaced
-    {
-        // Replaced whole: what the real directory holds and the upper one
-        // does not was removed.
-        for name in sorted_names(real.as_raw_fd()) {
-            if names.binary_search(&name).is_err()
-                && let Some(e) = stat_at(real.as_raw_fd(), &name)
-            {
-                out.push(Change {
-                    path: at.join(&name),
-                    change: ChangeKind::Deleted,
-                    kind: e.kind(),
-                    size: None,
-                    what: Vec::new(),
-                });
-            }
-        }
+    for (name, e) in hidden(real, &names, replaced) {
+        out.push(Change {
+            path: at.join(&name),
+            change: ChangeKind::Deleted,
+            kind: e.kind(),
+            size: None,
+            what: Vec::new(),
+        });
     }
     walk_names(upper, real, at, &names, out, depth, too_deep, replaced);
+}
+
+/// The entries of the real directory `real` that an upper directory
+/// holding `names` (sorted) hides, when it `replaced` the real one (opaque,
+/// or below an opaque one): what the command removed. None otherwise.
+pub(crate) fn hidden(
+    real: Option<&OwnedFd>,
+    names: &[std::ffi::OsString],
+    replaced: bool,
+) -> Vec<(std::ffi::OsString, Entry)> {
+    let Some(real) = real.filter(|_| replaced) else {
+        return Vec::new();
+    };
+    sorted_names(real.as_raw_fd())
+        .into_iter()
+        .filter(|name| names.binary_search(name).is_err())
+        .filter_map(|name| stat_at(real.as_raw_fd(), &name).map(|e| (name, e)))
+        .collect()
 }
 
 /// [`walk`] of the entries `names` of the upper directory `upper`.
