@@ -642,6 +642,18 @@ pub struct RunArgs {
     /// IPv4/IPv6 networking [default: loopback in read-only and workspace-write, allow in full-access; config key network]: allow; deny (no IP sockets); loopback (TCP and UDP to and from 127.0.0.0/8 and ::1 only); allow=HOST[,HOST...] (loopback, and the listed hosts through a proxy of the run: example.org, *.example.org, 10.0.0.5, each with an optional :PORT, else ports 80 and 443; repeatable). Unix sockets work within the run; confined runs reach outside ones only with --allow-unix-socket.
     #[arg(long, value_name = "POLICY", value_parser = parse_network)]
     pub network: Vec<NetworkArg>,
+    /// Declare a secret the command never gets: NAME=env:VAR, NAME=file:PATH or NAME=fd:N (repeatable; config key credentials). The proxy of --network allow= puts it into the requests an --inject rule names.
+    #[arg(long = "credential", value_name = "NAME=SOURCE")]
+    pub credentials: Vec<dsh_exec_core::net::inject::Credential>,
+    /// Where a credential goes: HOST[:PORT][/PREFIX]=bearer:NAME, basic:USER:NAME, header:FIELD:NAME or query:PARAM:NAME (port 443 unless given; the host must be on --network allow=; repeatable; config key inject). TLS to HOST is ended by the proxy with a CA made for the run.
+    #[arg(long = "inject", value_name = "RULE")]
+    pub inject: Vec<dsh_exec_core::net::inject::InjectRule>,
+    /// Give the command a phantom of credential NAME in variable VAR, for tools that will not start without a key; the proxy swaps it for the real value where a rule allows and refuses it anywhere else (repeatable; config key credential_env).
+    #[arg(long = "credential-env", value_name = "NAME=VAR")]
+    pub credential_env: Vec<dsh_exec_core::net::inject::PhantomVar>,
+    /// Trust the CA certificates in FILE (PEM) for the proxy's TLS to injection hosts, beside the system's roots (repeatable; config key upstream_ca).
+    #[arg(long = "upstream-ca", value_name = "FILE")]
+    pub upstream_ca: Vec<PathBuf>,
     /// Attach the command to this terminal, uncaptured (e.g. to try a sandbox by hand); without COMMAND, start $SHELL (else bash) as an interactive shell. At the end, what the sandbox refused goes to stderr, before the marker.
     #[arg(short = 'i', long, conflicts_with = "stdin_file")]
     pub interactive: bool,
@@ -683,6 +695,12 @@ impl RunArgs {
     pub fn into_request(self) -> Result<Request, String> {
         let (network, network_allow) = network_of(&self.network)?;
         Ok(Request {
+            injection: dsh_exec_core::net::inject::Injection {
+                credentials: self.credentials,
+                inject: self.inject,
+                phantom_env: self.credential_env,
+                upstream_ca: self.upstream_ca,
+            },
             command: self.command,
             workdir: self.workdir,
             timeout: self.timeout.map(|t| t.0),

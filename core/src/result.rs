@@ -118,7 +118,7 @@ pub fn json_schema() -> serde_json::Value {
 
 /// The fields of [`RunResult`] and its parts that are absent when empty
 /// (see [`json_schema`]).
-const SOMETIMES: [&str; 21] = [
+const SOMETIMES: [&str; 22] = [
     "limits",
     "transaction",
     "what",
@@ -140,6 +140,7 @@ const SOMETIMES: [&str; 21] = [
     "network_denials",
     "network_denials_more",
     "network_allowed",
+    "credentials_used",
 ];
 
 /// The JSON Schema of `T` with every property required but those serde

@@ -197,6 +197,10 @@ pub struct Spec {
     /// unnamed files itself instead of pipes, where no limit forbids it
     /// (see `crate::capture`, "Output the command writes itself").
     pub output_files: bool,
+    /// The values of `--credential` (never serialized: the job handoff
+    /// carries them after the spec; see [`crate::net::inject`]).
+    #[serde(skip)]
+    pub secrets: crate::net::inject::Secrets,
 }
 
 impl Spec {

@@ -286,12 +286,16 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
     // run does not start: fail closed.
     let proxy = match &spec.sandbox {
         Some(policy) if policy.network.value == sandbox::Network::AllowList => {
-            let proxy =
-                crate::net::proxy::Proxy::start(policy.network_allow.clone()).map_err(|e| {
-                    Error::SandboxUnavailable(crate::error::SandboxProblem::Policy(format!(
-                        "the --network allow= proxy cannot listen on 127.0.0.1: {e}"
-                    )))
-                })?;
+            let proxy = crate::net::proxy::Proxy::start(
+                policy.network_allow.clone(),
+                Some((&policy.injection, spec.secrets.clone())),
+                &std::env::temp_dir(),
+            )
+            .map_err(|e| {
+                Error::SandboxUnavailable(crate::error::SandboxProblem::Policy(format!(
+                    "the --network allow= proxy cannot start: {e}"
+                )))
+            })?;
             // NO_PROXY is the command's to choose: an explicit --env entry
             // keeps its value (the proxy variables are not: another proxy
             // could not be reached anyway).

@@ -443,6 +443,7 @@ impl Execution {
             facts.network_denials = proxy.denials;
             facts.network_denials_more = proxy.denials_more;
             facts.network_allowed = proxy.allowed;
+            facts.credentials_used = proxy.credentials_used;
             let extra = denials.len().saturating_sub(MAX_DENIALS) as u64;
             denials.truncate(MAX_DENIALS);
             facts.denials_more = gate_denials.more + extra;

@@ -206,10 +206,16 @@ fn hand_off(
     }
 }
 
-/// Writes the spec, shuts down the writing side, and reads the answer line
-/// within [`START_WAIT`]; `None` when none came.
+/// Writes the spec (then a NUL byte and the credentials' values, which
+/// the spec's JSON never holds: see `Secrets::to_wire`), shuts down the
+/// writing side, and reads the answer line within [`START_WAIT`]; `None`
+/// when none came.
 fn send_spec_and_wait(stream: &UnixStream, spec: &Spec) -> Option<Handoff> {
-    let bytes = serde_json::to_vec(spec).ok()?;
+    let mut bytes = zeroize::Zeroizing::new(serde_json::to_vec(spec).ok()?);
+    if !spec.secrets.is_empty() {
+        bytes.push(0);
+        bytes.extend_from_slice(&spec.secrets.to_wire());
+    }
     let end = Instant::now() + START_WAIT;
     let left = || {
         end.checked_duration_since(Instant::now())
@@ -261,12 +267,23 @@ fn take_handoff() -> Result<UnixStream, Error> {
 }
 
 fn read_spec(stream: &UnixStream) -> Result<Spec, String> {
-    let mut bytes = Vec::new();
+    let mut bytes = zeroize::Zeroizing::new(Vec::new());
     stream
         .take(MAX_SPEC_BYTES)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("reading the job's spec: {e}"))?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("the job's spec is malformed: {e}"))
+    // JSON never holds a raw NUL: what follows one is the credentials.
+    let (json, wire) = match bytes.iter().position(|b| *b == 0) {
+        Some(at) => (&bytes[..at], Some(&bytes[at + 1..])),
+        None => (&bytes[..], None),
+    };
+    let mut spec: Spec =
+        serde_json::from_slice(json).map_err(|e| format!("the job's spec is malformed: {e}"))?;
+    if let Some(wire) = wire {
+        spec.secrets = crate::net::inject::Secrets::from_wire(wire)
+            .ok_or("the job's credentials are malformed")?;
+    }
+    Ok(spec)
 }
 
 fn answer(stream: &UnixStream, reply: &Handoff) {

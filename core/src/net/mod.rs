@@ -35,6 +35,8 @@
 
 pub(crate) mod addr;
 pub(crate) mod http1;
+pub mod inject;
+pub(crate) mod mitm;
 pub mod proxy;
 pub mod rules;
 

@@ -142,10 +142,13 @@ pub struct NetworkStats {
     pub denials_more: u64,
     /// Requests let through, by host (lower case).
     pub allowed: BTreeMap<String, u64>,
+    /// Requests a credential was put into: by credential name, then by
+    /// host, how many (`--inject`; never a value).
+    pub credentials_used: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 impl NetworkStats {
-    fn deny(&mut self, host: &str, port: u16, reason: String) {
+    pub(super) fn deny(&mut self, host: &str, port: u16, reason: String) {
         if let Some(same) = self
             .denials
             .iter_mut()
@@ -166,8 +169,11 @@ impl NetworkStats {
 }
 
 /// Shared between the proxy's threads.
-struct Shared {
+pub(super) struct Shared {
     rules: Vec<HostRule>,
+    /// The credentials and their rules (`--credential`, `--inject`), and
+    /// the TLS state of the hosts whose TLS the proxy ends.
+    injector: Option<Arc<super::mitm::Injector>>,
     /// `Basic BASE64(dsh-exec:TOKEN)`: what a client of this run sends in
     /// `Proxy-Authorization` (the credentials are in the proxy URL the
     /// command gets).
@@ -181,7 +187,7 @@ struct Shared {
     tree: Mutex<Option<crate::proctree::Tree>>,
     /// This proxy's port.
     port: u16,
-    stats: Mutex<NetworkStats>,
+    pub(super) stats: Mutex<NetworkStats>,
     stop: AtomicBool,
     live: AtomicUsize,
     /// The client and upstream sockets of live connections, shut down when
@@ -206,9 +212,22 @@ impl std::fmt::Debug for Proxy {
 
 impl Proxy {
     /// Binds 127.0.0.1 on a port the kernel picks and starts accepting.
+    /// With `injection` (declarations and their values), it makes the
+    /// run's CA and its files under `temp` (see `mitm.rs`).
     ///
-    /// Errors when the socket cannot be bound or the thread cannot start.
-    pub fn start(rules: Vec<HostRule>) -> io::Result<Proxy> {
+    /// Errors when the socket cannot be bound, the thread cannot start, or
+    /// the CA or its files cannot be made.
+    pub(crate) fn start(
+        rules: Vec<HostRule>,
+        injection: Option<(&super::inject::Injection, super::inject::Secrets)>,
+        temp: &std::path::Path,
+    ) -> io::Result<Proxy> {
+        let injector = match injection {
+            Some((decl, secrets)) if !secrets.is_empty() => {
+                Some(Arc::new(super::mitm::Injector::new(decl, secrets, temp)?))
+            }
+            _ => None,
+        };
         let listener = Arc::new(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?);
         let addr = listener.local_addr()?;
         let token = random_token()?;
@@ -219,6 +238,7 @@ impl Proxy {
             tree: Mutex::new(None),
             port: addr.port(),
             rules,
+            injector,
             stats: Mutex::new(NetworkStats::default()),
             stop: AtomicBool::new(false),
             live: AtomicUsize::new(0),
@@ -258,8 +278,24 @@ impl Proxy {
         .into_iter()
         .map(|k| (k.to_string(), url.clone()))
         .collect();
+        // Loopback goes direct, but for an injection host (a local test
+        // server), whose requests must pass the proxy to get their
+        // credential.
+        let direct: Vec<&str> = ["localhost", "127.0.0.1", "::1"]
+            .into_iter()
+            .filter(|h| {
+                !self.shared.injector.as_ref().is_some_and(|i| {
+                    i.rules
+                        .iter()
+                        .any(|r| r.host.names_exactly(h) || r.host.matches(h, 443))
+                })
+            })
+            .collect();
         for k in ["NO_PROXY", "no_proxy"] {
-            env.push((k.into(), "localhost,127.0.0.1,::1".into()));
+            env.push((k.into(), direct.join(",")));
+        }
+        if let Some(inj) = &self.shared.injector {
+            env.extend(inj.env());
         }
         env
     }
@@ -374,13 +410,13 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// A socket registered for shutdown at stop, unregistered when dropped.
-struct Registered<'a> {
+pub(super) struct Registered<'a> {
     shared: &'a Shared,
     fd: i32,
 }
 
 impl<'a> Registered<'a> {
-    fn new(shared: &'a Shared, sock: &TcpStream) -> Registered<'a> {
+    pub(super) fn new(shared: &'a Shared, sock: &TcpStream) -> Registered<'a> {
         let fd = sock.as_raw_fd();
         if let Ok(mut s) = shared.sockets.lock() {
             s.push(fd);
@@ -402,11 +438,12 @@ impl Drop for Registered<'_> {
 }
 
 /// A response with a one-line plain-text body.
-fn response(status: u16, line: &str) -> Vec<u8> {
+pub(super) fn response(status: u16, line: &str) -> Vec<u8> {
     let reason = match status {
         400 => "Bad Request",
         407 => "Proxy Authentication Required",
         403 => "Forbidden",
+        421 => "Misdirected Request",
         502 => "Bad Gateway",
         503 => "Service Unavailable",
         504 => "Gateway Timeout",
@@ -433,8 +470,9 @@ struct Head {
     port: u16,
     /// `CONNECT`: a tunnel.
     tunnel: bool,
-    /// For a plain request: the head to send upstream.
-    upstream_head: Vec<u8>,
+    /// For a plain request: the head to send upstream (it may hold a
+    /// credential: zeroed when dropped).
+    upstream_head: zeroize::Zeroizing<Vec<u8>>,
     /// Bytes read past the head (the start of a body, or of the tunnel).
     rest: Vec<u8>,
     /// For a plain request: how long its body is.
@@ -443,6 +481,10 @@ struct Head {
     head_request: bool,
     /// It carried this run's credentials.
     authorized: bool,
+    /// Why the injection rules refuse it (`inject::judge`).
+    refusal: Option<String>,
+    /// The credential put into it.
+    used: Option<String>,
 }
 
 /// Splits an authority (`host:port`, `[v6]:port`, `host`) into the host
@@ -498,7 +540,7 @@ fn host_field(host: &str, port: u16) -> String {
 /// and challenge). Transfer-Encoding is in RFC 9110's list for proxies
 /// that re-frame a body; this one passes each body on as it came, so the
 /// field goes with it.
-fn hop_by_hop(name: &str) -> bool {
+pub(super) fn hop_by_hop(name: &str) -> bool {
     [
         "connection",
         "proxy-connection",
@@ -516,7 +558,7 @@ fn hop_by_hop(name: &str) -> bool {
 /// The field names a message's `Connection` fields list (RFC 9110 7.6.1:
 /// comma-separated connection options, each naming a field meant for the
 /// next hop alone), in lower case.
-fn connection_options(headers: &[httparse::Header]) -> Vec<String> {
+pub(super) fn connection_options(headers: &[httparse::Header]) -> Vec<String> {
     headers
         .iter()
         .filter(|h| h.name.eq_ignore_ascii_case("connection"))
@@ -528,12 +570,16 @@ fn connection_options(headers: &[httparse::Header]) -> Vec<String> {
 
 /// Whether `name` frames a message's body: Content-Length or
 /// Transfer-Encoding.
-fn frames_body(name: &str) -> bool {
+pub(super) fn frames_body(name: &str) -> bool {
     name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding")
 }
 
 /// Reads and parses the request head, or answers the client's error.
-fn read_head(client: &mut TcpStream, credentials: &str) -> Result<Head, (u16, String)> {
+fn read_head(
+    client: &mut TcpStream,
+    credentials: &str,
+    injector: Option<&super::mitm::Injector>,
+) -> Result<Head, (u16, String)> {
     let _ = client.set_read_timeout(Some(HEAD_TIMEOUT));
     let mut buf = Vec::with_capacity(4096);
     let mut chunk = [0u8; 4096];
@@ -550,7 +596,7 @@ fn read_head(client: &mut TcpStream, credentials: &str) -> Result<Head, (u16, St
         match req.parse(&buf) {
             Ok(httparse::Status::Complete(len)) => {
                 let _ = client.set_read_timeout(None);
-                let mut head = head_of(&req, buf[len..].to_vec())?;
+                let mut head = head_of(&req, buf[len..].to_vec(), injector)?;
                 head.authorized = req.headers.iter().any(|h| {
                     h.name.eq_ignore_ascii_case("proxy-authorization")
                         && same_bytes(h.value, credentials.as_bytes())
@@ -566,7 +612,11 @@ fn read_head(client: &mut TcpStream, credentials: &str) -> Result<Head, (u16, St
     }
 }
 
-fn head_of(req: &httparse::Request, rest: Vec<u8>) -> Result<Head, (u16, String)> {
+fn head_of(
+    req: &httparse::Request,
+    rest: Vec<u8>,
+    injector: Option<&super::mitm::Injector>,
+) -> Result<Head, (u16, String)> {
     let method = req.method.unwrap_or("");
     let target = req.path.unwrap_or("");
     if method.eq_ignore_ascii_case("CONNECT") {
@@ -579,11 +629,13 @@ fn head_of(req: &httparse::Request, rest: Vec<u8>) -> Result<Head, (u16, String)
             host,
             port,
             tunnel: true,
-            upstream_head: Vec::new(),
+            upstream_head: Default::default(),
             rest,
             body: Body::Empty,
             head_request: false,
             authorized: false,
+            refusal: None,
+            used: None,
         });
     }
     let after_scheme = target
@@ -636,11 +688,27 @@ fn head_of(req: &httparse::Request, rest: Vec<u8>) -> Result<Head, (u16, String)
     // One request per connection: its body must end where the upstream
     // will think it ends (see `http1`).
     let body = request_body(version, req.headers).map_err(|e| (400, e))?;
-    let mut head = format!(
-        "{method} {path} HTTP/1.{version}\r\nHost: {}\r\n",
-        host_field(&host, port)
-    )
-    .into_bytes();
+    // The injection rules: a phantom going where its credential does not,
+    // or the credential going where a rule says.
+    let (mut refusal, mut injected) = (None, None);
+    if let Some(inj) = injector {
+        let pairs: Vec<(&str, &[u8])> = req.headers.iter().map(|h| (h.name, h.value)).collect();
+        match super::inject::judge(&inj.rules, &inj.secrets, &host, port, &path, &pairs) {
+            Ok(i) => injected = Some(i),
+            Err(reason) => refusal = Some(reason),
+        }
+    }
+    let path = injected
+        .as_ref()
+        .map_or(path.as_str(), |i| i.target.as_str());
+    let drop_field = injected.as_ref().and_then(|i| i.drop_field.as_deref());
+    let mut head = zeroize::Zeroizing::new(
+        format!(
+            "{method} {path} HTTP/1.{version}\r\nHost: {}\r\n",
+            host_field(&host, port)
+        )
+        .into_bytes(),
+    );
     // The fields `Connection` names are the client's hop's alone (RFC 9110
     // 7.6.1), but for those that frame the body, which the upstream needs
     // to find its end: a request that names one is refused.
@@ -655,6 +723,7 @@ fn head_of(req: &httparse::Request, rest: Vec<u8>) -> Result<Head, (u16, String)
         if hop_by_hop(h.name)
             || h.name.eq_ignore_ascii_case("host")
             || listed.iter().any(|f| h.name.eq_ignore_ascii_case(f))
+            || drop_field.is_some_and(|f| h.name.eq_ignore_ascii_case(f))
         {
             continue;
         }
@@ -663,7 +732,14 @@ fn head_of(req: &httparse::Request, rest: Vec<u8>) -> Result<Head, (u16, String)
         head.extend_from_slice(h.value);
         head.extend_from_slice(b"\r\n");
     }
+    if let Some((name, value)) = injected.as_ref().and_then(|i| i.add.as_ref()) {
+        head.extend_from_slice(name.as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(value);
+        head.extend_from_slice(b"\r\n");
+    }
     head.extend_from_slice(b"Connection: close\r\n\r\n");
+    let used = injected.and_then(|i| i.used);
     Ok(Head {
         host,
         port,
@@ -673,6 +749,8 @@ fn head_of(req: &httparse::Request, rest: Vec<u8>) -> Result<Head, (u16, String)
         body,
         head_request: method == "HEAD",
         authorized: false,
+        refusal,
+        used,
     })
 }
 
@@ -784,7 +862,7 @@ fn keep(
     Ok(kept)
 }
 
-fn connect_any(addrs: &[SocketAddr]) -> Result<TcpStream, (u16, String)> {
+pub(super) fn connect_any(addrs: &[SocketAddr]) -> Result<TcpStream, (u16, String)> {
     let mut last = None;
     for a in addrs {
         match TcpStream::connect_timeout(a, CONNECT_TIMEOUT) {
@@ -814,7 +892,8 @@ fn refuse(client: &TcpStream, status: u16, line: &str) {
 }
 
 fn serve(mut client: TcpStream, shared: &Shared) {
-    let head = match read_head(&mut client, &shared.credentials) {
+    let injector = shared.injector.as_deref();
+    let head = match read_head(&mut client, &shared.credentials, injector) {
         Ok(h) => h,
         Err((status, line)) => return refuse(&client, status, &line),
     };
@@ -825,6 +904,13 @@ fn serve(mut client: TcpStream, shared: &Shared) {
         Some(IpAddr::V6(a)) => format!("[{a}]:{}", head.port),
         _ => format!("{}:{}", head.host, head.port),
     };
+    // A phantom going elsewhere is told as such, listed host or not.
+    if let Some(reason) = &head.refusal {
+        if let Ok(mut s) = shared.stats.lock() {
+            s.deny(&head.host, head.port, reason.clone());
+        }
+        return refuse(&client, 403, &format!("{shown} refused: {reason}"));
+    }
     let addrs = match decide(&shared.rules, &shared.own_addrs, &head.host, head.port) {
         Ok(a) => a,
         Err((status, reason)) => {
@@ -846,13 +932,31 @@ fn serve(mut client: TcpStream, shared: &Shared) {
             return refuse(&client, status, &line);
         }
     };
+    if head.tunnel
+        && let Some(inj) = injector.filter(|i| i.intercepts(&head.host, head.port))
+    {
+        if let Ok(mut s) = shared.stats.lock() {
+            *s.allowed.entry(head.host.clone()).or_insert(0) += 1;
+        }
+        let _ = client.set_nodelay(true);
+        return super::mitm::serve(
+            client, head.rest, &head.host, head.port, &addrs, shared, inj,
+        );
+    }
     let mut upstream = match connect_any(&addrs) {
         Ok(u) => u,
         Err((status, line)) => return refuse(&client, status, &line),
     };
     if let Ok(mut s) = shared.stats.lock() {
         let key = parse_addr(&head.host).map_or_else(|| head.host.clone(), |ip| ip.to_string());
-        *s.allowed.entry(key).or_insert(0) += 1;
+        *s.allowed.entry(key.clone()).or_insert(0) += 1;
+        if let Some(name) = &head.used {
+            *s.credentials_used
+                .entry(name.clone())
+                .or_default()
+                .entry(key)
+                .or_insert(0) += 1;
+        }
     }
     let _guard = Registered::new(shared, &upstream);
     let _ = client.set_nodelay(true);
@@ -870,7 +974,7 @@ fn serve(mut client: TcpStream, shared: &Shared) {
             relay(client, upstream);
         }
     } else if upstream.write_all(&head.upstream_head).is_ok() {
-        exchange(client, upstream, head);
+        exchange(client, upstream, head, injector);
     }
 }
 
@@ -885,7 +989,12 @@ const LINGER: Duration = Duration::from_secs(2);
 /// reaches nothing unjudged, whatever the upstream makes of `Connection:
 /// close` (see [`super::http1`]). Interim (1xx) responses go back as
 /// they come, then one final response, which says `Connection: close`.
-fn exchange(client: TcpStream, upstream: TcpStream, head: Head) {
+fn exchange(
+    client: TcpStream,
+    upstream: TcpStream,
+    head: Head,
+    injector: Option<&super::mitm::Injector>,
+) {
     let (Ok(c2), Ok(u2)) = (client.try_clone(), upstream.try_clone()) else {
         return;
     };
@@ -902,7 +1011,7 @@ fn exchange(client: TcpStream, upstream: TcpStream, head: Head) {
     let Ok(sender) = sender else {
         return;
     };
-    relay_response(&upstream, &client, head.head_request, &refused);
+    relay_response(&upstream, &client, head.head_request, &refused, injector);
     // The client has its response, and the upstream has been heard out.
     // The client's socket is read until the client closes it, for a
     // while: a close with unread bytes would answer them with a reset,
@@ -977,20 +1086,22 @@ fn relay_response(
     mut client: &TcpStream,
     head_request: bool,
     refused: &Mutex<Option<String>>,
+    injector: Option<&super::mitm::Injector>,
 ) {
     let mut buf = Vec::new();
     loop {
-        let (len, status, out, body) = match response_head(upstream, &mut buf, head_request) {
-            Ok(h) => h,
-            Err(why) => {
-                let reply = match refused.lock().ok().and_then(|mut r| r.take()) {
-                    Some(r) => response(400, &r),
-                    None => response(502, &why),
-                };
-                let _ = client.write_all(&reply);
-                return;
-            }
-        };
+        let (len, status, out, body) =
+            match response_head(upstream, &mut buf, head_request, injector) {
+                Ok(h) => h,
+                Err(why) => {
+                    let reply = match refused.lock().ok().and_then(|mut r| r.take()) {
+                        Some(r) => response(400, &r),
+                        None => response(502, &why),
+                    };
+                    let _ = client.write_all(&reply);
+                    return;
+                }
+            };
         if status == 101 {
             // Upgrade never goes upstream (a hop-by-hop field).
             let _ = client.write_all(&response(
@@ -1020,6 +1131,7 @@ fn response_head(
     mut upstream: &TcpStream,
     buf: &mut Vec<u8>,
     head_request: bool,
+    injector: Option<&super::mitm::Injector>,
 ) -> Result<(usize, u16, Vec<u8>, Body), String> {
     let mut chunk = [0u8; 8192];
     loop {
@@ -1053,7 +1165,11 @@ fn response_head(
                         }
                         out.extend_from_slice(h.name.as_bytes());
                         out.extend_from_slice(b": ");
-                        out.extend_from_slice(h.value);
+                        if injector.is_some_and(|i| i.redacts(h.value)) {
+                            out.extend_from_slice(super::mitm::REDACTED.as_bytes());
+                        } else {
+                            out.extend_from_slice(h.value);
+                        }
                         out.extend_from_slice(b"\r\n");
                     }
                     out.extend_from_slice(b"Connection: close\r\nProxy-Connection: close\r\n\r\n");
@@ -1323,13 +1439,13 @@ mod tests {
             httparse::Status::Complete(n) => n,
             httparse::Status::Partial => panic!("partial"),
         };
-        let head = head_of(&req, raw[n..].to_vec()).ok().unwrap();
+        let head = head_of(&req, raw[n..].to_vec(), None).ok().unwrap();
         assert_eq!(
             (head.host.as_str(), head.port, head.tunnel),
             ("a.org", 8080, false)
         );
         assert_eq!(
-            String::from_utf8(head.upstream_head).unwrap(),
+            String::from_utf8(head.upstream_head.to_vec()).unwrap(),
             "GET /x?y HTTP/1.1\r\nHost: a.org:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n"
         );
         assert_eq!(head.rest, b"BODY");
@@ -1348,13 +1464,14 @@ mod tests {
             httparse::Status::Complete(n) => n,
             httparse::Status::Partial => panic!("partial"),
         };
-        head_of(&req, raw[n..].to_vec())
+        head_of(&req, raw[n..].to_vec(), None)
     }
 
     #[test]
     fn host_is_the_target_s_authority_and_one_host_line_is_required() {
-        let upstream =
-            |raw: &[u8]| String::from_utf8(parsed(raw).ok().unwrap().upstream_head).unwrap();
+        let upstream = |raw: &[u8]| {
+            String::from_utf8(parsed(raw).ok().unwrap().upstream_head.to_vec()).unwrap()
+        };
         // Another host, in any case: replaced, and sent first.
         assert_eq!(
             upstream(b"GET http://A.org./x HTTP/1.1\r\nAccept: */*\r\nhOsT: other.example\r\n\r\n"),

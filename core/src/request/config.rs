@@ -146,6 +146,22 @@ pub struct Defaults {
     /// What happens to a transaction when its run ends (`--on-exit`).
     #[serde(default, deserialize_with = "parsed")]
     pub on_exit: Option<crate::sandbox::overlay::OnExit>,
+    /// Credentials the proxy injects (`--credential NAME=SOURCE`); flags
+    /// replace the list.
+    #[serde(default)]
+    pub credentials: Vec<crate::net::inject::Credential>,
+    /// Where they go (`--inject HOST[:PORT][/PREFIX]=SCHEME:NAME`); flags
+    /// replace the list.
+    #[serde(default)]
+    pub inject: Vec<crate::net::inject::InjectRule>,
+    /// The command's phantom variables (`--credential-env NAME=VAR`);
+    /// flags replace the list.
+    #[serde(default)]
+    pub credential_env: Vec<crate::net::inject::PhantomVar>,
+    /// Certificates trusted for upstream TLS beside the system's roots
+    /// (`--upstream-ca`); flags replace the list.
+    #[serde(default)]
+    pub upstream_ca: Vec<std::path::PathBuf>,
     /// More paths unreadable in the confining modes (added to
     /// `--deny-read`); `~/` is the home.
     #[serde(default)]

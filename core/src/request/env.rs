@@ -596,6 +596,20 @@ impl EnvPlan {
         self
     }
 
+    /// Withholds each of `names` from the command, listed as scrubbed
+    /// (`credential source`, and wiped from dsh-exec's own environment
+    /// with the rest): the sources of `--credential NAME=env:VAR`.
+    pub(crate) fn withholding<'a>(mut self, names: impl Iterator<Item = &'a str>) -> EnvPlan {
+        for name in names {
+            self.inherited.retain(|(k, _)| k != name);
+            if !self.scrubbed.iter().any(|k| k == name) {
+                self.scrubbed.push(name.into());
+                self.scrub_rules.push("credential source".into());
+            }
+        }
+        self
+    }
+
     fn push(&mut self, name: &str, value: OsString, layer: Layer) {
         self.settings.push(EnvSetting {
             name: name.to_string(),

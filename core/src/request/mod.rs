@@ -49,6 +49,9 @@ pub struct Request {
     pub transaction: bool,
     /// `--on-exit`: what happens to the transaction when the run ends.
     pub on_exit: Option<crate::sandbox::overlay::OnExit>,
+    /// `--credential`, `--inject`, `--credential-env`, `--upstream-ca`:
+    /// each list given replaces the configuration file's.
+    pub injection: crate::net::inject::Injection,
     /// Tail budget of stdout, in bytes.
     pub stdout_max_bytes: Option<u64>,
     /// Tail budget of stderr, in bytes.
@@ -454,6 +457,50 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
             }
         }
     }
+    // Credentials: checked against the allow-list, then read (a source
+    // that is missing or empty is a usage error: nothing runs).
+    let injection = {
+        let d = req.config.as_ref().map(|c| &c.defaults);
+        fn pick<T: Clone>(flag: &[T], conf: Option<&Vec<T>>) -> Vec<T> {
+            if flag.is_empty() {
+                conf.cloned().unwrap_or_default()
+            } else {
+                flag.to_vec()
+            }
+        }
+        crate::net::inject::Injection {
+            credentials: pick(&req.injection.credentials, d.map(|d| &d.credentials)),
+            inject: pick(&req.injection.inject, d.map(|d| &d.inject)),
+            phantom_env: pick(&req.injection.phantom_env, d.map(|d| &d.credential_env)),
+            upstream_ca: pick(&req.injection.upstream_ca, d.map(|d| &d.upstream_ca))
+                .into_iter()
+                .map(|p| absolute(cwd, p))
+                .collect(),
+        }
+    };
+    let allow = sandbox
+        .as_ref()
+        .filter(|p| p.network.value == crate::sandbox::Network::AllowList)
+        .map(|p| &p.network_allow[..]);
+    injection.check(allow).map_err(UsageError)?;
+    for c in &injection.credentials {
+        if let crate::net::inject::Source::Env(var) = &c.source
+            && req.env.iter().any(|e| match e {
+                EnvArg::Set(k, _) | EnvArg::PassThrough(k) => k == var,
+            })
+        {
+            return Err(UsageError(format!(
+                "--env {var} would give the command the value of --credential {c}: the                  command gets a phantom (--credential-env {}=VAR)",
+                c.name
+            )));
+        }
+    }
+    let secrets = crate::net::inject::Secrets::load(&injection.credentials, &ambient.env)
+        .map_err(UsageError)?;
+    let mut sandbox = sandbox;
+    if let Some(p) = sandbox.as_mut() {
+        p.injection = injection.clone();
+    }
     let mut managed = req.dsh_env.clone();
     if let Some(policy) = &sandbox {
         managed.push(("DSH_SANDBOX_MODE".into(), policy.mode.value.as_str().into()));
@@ -553,7 +600,17 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
             &req.env,
             &managed,
         )
-        .on_terminal(req.pty),
+        .on_terminal(req.pty)
+        .withholding(
+            injection
+                .credentials
+                .iter()
+                .filter_map(|c| match &c.source {
+                    crate::net::inject::Source::Env(var) => Some(var.as_str()),
+                    _ => None,
+                }),
+        ),
+        secrets,
         sandbox,
         interactive: req.interactive,
         stream: if req.background { None } else { req.stream },
@@ -775,6 +832,7 @@ fn resolve_sandbox(req: &Request, ambient: &Ambient, workdir: &Path) -> Option<P
         .map(|p| absolute(workdir, tilde(p, home)))
         .collect();
     Some(Policy {
+        injection: Default::default(),
         mode,
         network,
         network_allow,
@@ -1195,6 +1253,7 @@ mod tests {
                 path: odd(),
                 ..Config::default()
             }),
+            injection: Default::default(),
         };
         let spec = resolve(req, &ambient).unwrap();
         let text = serde_json::to_string(&spec).unwrap();

@@ -99,6 +99,12 @@ pub struct SandboxFacts {
     /// Requests the proxy let through, counted by host.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub network_allowed: std::collections::BTreeMap<String, u64>,
+    /// Requests the proxy put a credential into (`--inject`): by
+    /// credential name, then by host, how many; never a value. Absent
+    /// when none.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub credentials_used:
+        std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>,
     /// Changes the command made to protected paths, and whether they were
     /// undone (absent when none): a protected file it created (removed),
     /// or, without a mount namespace, one it modified (restored).

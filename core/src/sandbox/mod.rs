@@ -271,6 +271,11 @@ pub struct Policy {
     /// (`overlay`); `None`: no transaction.
     #[serde(default)]
     pub transaction: Option<overlay::TransactionPolicy>,
+    /// `--credential`, `--inject`, `--credential-env`, `--upstream-ca`
+    /// (names, sources and rules; the values are in
+    /// [`crate::spec::Spec::secrets`]). Empty without them.
+    #[serde(default)]
+    pub injection: crate::net::inject::Injection,
 }
 
 impl Policy {
@@ -1757,6 +1762,7 @@ pub(crate) fn facts(
         network_denials: Vec::new(),
         network_denials_more: 0,
         network_allowed: Default::default(),
+        credentials_used: Default::default(),
     }
 }
 

@@ -133,6 +133,22 @@ pub(crate) fn take_inherited_socket(fd: std::os::fd::RawFd) -> Option<std::os::f
     Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
+/// Takes ownership of descriptor `fd`, inherited from the process that
+/// started this one, if it is open (fcntl(2) `F_GETFD`); `None` else. For
+/// `--credential NAME=fd:N`: the caller hands descriptor N to dsh-exec
+/// alone, which reads it once and closes it.
+pub(crate) fn take_inherited_fd(fd: std::os::fd::RawFd) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: `fd` is only queried; F_GETFD fails with EBADF when it is
+    // not open.
+    if fd < 0 || unsafe { nix::libc::fcntl(fd, nix::libc::F_GETFD) } < 0 {
+        return None;
+    }
+    // SAFETY: `fd` is open, and by the contract above owned by nobody
+    // else in this process.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
 /// Whether the kernel has mount_setattr(2) (Linux 5.12): called with no
 /// descriptor, it fails with EBADF where it exists and ENOSYS where not.
 pub(crate) fn mount_setattr_available() -> bool {
