@@ -77,7 +77,7 @@ _dsh__exec() {
 
     case "${cmd}" in
         dsh__exec)
-            opts="-C -t -e -s -i -q -h -V --workdir --timeout --signal --idle-timeout --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --transaction --on-exit --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --output-files --quiet --json --events --color --help --version explain mcp job prune commit discard diff transaction parse-status"
+            opts="-C -t -e -s -i -q -h -V --workdir --timeout --signal --idle-timeout --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --transaction --on-exit --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --credential --inject --credential-env --upstream-ca --interactive --background --detach-after --stream --output-files --quiet --json --events --color --help --version explain mcp job prune commit discard diff transaction parse-status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -227,6 +227,22 @@ _dsh__exec() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --credential)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --inject)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --credential-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --upstream-ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --detach-after)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -285,7 +301,7 @@ _dsh__exec() {
             return 0
             ;;
         dsh__exec__subcmd__explain)
-            opts="-C -t -e -s -i -q -h --workdir --timeout --signal --idle-timeout --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --transaction --on-exit --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --interactive --background --detach-after --stream --output-files --quiet --json --events --color --help"
+            opts="-C -t -e -s -i -q -h --workdir --timeout --signal --idle-timeout --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --stdin-file --stdin --pty --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --transaction --on-exit --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --credential --inject --credential-env --upstream-ca --interactive --background --detach-after --stream --output-files --quiet --json --events --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -432,6 +448,22 @@ _dsh__exec() {
                     return 0
                     ;;
                 --network)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --credential)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --inject)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --credential-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --upstream-ca)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -583,7 +615,7 @@ _dsh__exec() {
             return 0
             ;;
         dsh__exec__subcmd__mcp)
-            opts="-C -t -e -s -q -i -h --keep-jobs --max-parallel --max-jobs --workdir --timeout --signal --idle-timeout --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --transaction --on-exit --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --output-files --quiet --json --events --color --background --detach-after --interactive --stream --pty --stdin --stdin-file --help"
+            opts="-C -t -e -s -q -i -h --keep-jobs --max-parallel --max-jobs --workdir --timeout --signal --idle-timeout --kill-after --stdout-max-bytes --stderr-max-bytes --file-size-max --spill-max-bytes --memory-max --pids-max --cpu-max --limits --keep --render --env --env-policy --dsh-env --spill-dir --sandbox --workspace-root --writable-root --no-temp-write --allow-caches --transaction --on-exit --allow-unix-socket --protect --allow-write --deny-read --read-root --allow-read --network --credential --inject --credential-env --upstream-ca --output-files --quiet --json --events --color --background --detach-after --interactive --stream --pty --stdin --stdin-file --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -730,6 +762,22 @@ _dsh__exec() {
                     return 0
                     ;;
                 --network)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --credential)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --inject)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --credential-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --upstream-ca)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

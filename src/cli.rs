@@ -701,6 +701,7 @@ impl RunArgs {
                 phantom_env: self.credential_env,
                 upstream_ca: self.upstream_ca,
             },
+            secrets: None,
             command: self.command,
             workdir: self.workdir,
             timeout: self.timeout.map(|t| t.0),

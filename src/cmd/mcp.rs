@@ -1087,6 +1087,12 @@ pub(crate) fn mcp(args: McpArgs) -> std::process::ExitCode {
         .as_ref()
         .map(|p| p.allow_write.clone())
         .unwrap_or_default();
+    // The server's credentials were read once, now; every call's spec
+    // carries them (a call names none of its own).
+    if let Some(p) = &spec.sandbox {
+        base.injection = p.injection.clone();
+    }
+    base.secrets = Some(spec.secrets.clone());
     let root_dir = spec
         .sandbox
         .as_ref()

@@ -21,6 +21,7 @@ mod agent_files;
 mod color;
 mod config;
 mod containment;
+mod credentials;
 mod deadline;
 mod denials;
 mod environment;

@@ -382,7 +382,7 @@ serde_as_text!(Credential, InjectRule, PhantomVar);
 
 /// The credential declarations of a run: what the spec, `explain` and
 /// the job handoff carry (names, sources and rules, never a value).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Injection {
     /// `--credential` entries, in the order given.
     #[serde(default)]

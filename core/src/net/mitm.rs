@@ -51,13 +51,18 @@ pub const REDACTED: &str = "[redacted by dsh-exec]";
 
 /// The variables that name the run's CA bundle (system roots and the
 /// run's CA), for the clients that read them.
-pub const BUNDLE_VARS: [&str; 6] = [
+pub const BUNDLE_VARS: [&str; 11] = [
     "SSL_CERT_FILE",
     "REQUESTS_CA_BUNDLE",
     "CURL_CA_BUNDLE",
     "GIT_SSL_CAINFO",
     "PIP_CERT",
     "CARGO_HTTP_CAINFO",
+    "AWS_CA_BUNDLE",
+    "NIX_SSL_CERT_FILE",
+    "HTTPLIB2_CA_CERTS",
+    "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+    "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE",
 ];
 
 /// The variable that names the run's CA certificate alone (Node.js adds

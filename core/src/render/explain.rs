@@ -293,6 +293,11 @@ pub struct ExplainedSandbox {
     /// Where the allow-list proxy would listen and how the command finds
     /// it; `null` without an allow-list.
     pub network_proxy: Option<String>,
+    /// The credentials the proxy would inject (`--credential`, names and
+    /// sources, never values), their rules (`--inject`), the phantom
+    /// variables (`--credential-env`) and the upstream CA files; `null`
+    /// without credentials.
+    pub credentials: Option<crate::net::inject::Injection>,
     /// The workspace root, as given.
     pub workspace_root: SourcedValue<String>,
     /// Every directory the command may write under (real paths); empty
@@ -774,6 +779,7 @@ fn explained_sandbox(spec: &Spec) -> Option<ExplainedSandbox> {
         network_allow: policy.network_allow.clone(),
         network_mechanism: network_mechanism(policy.network.value).into(),
         network_proxy: (policy.network.value == Network::AllowList).then(|| PROXY_WHERE.into()),
+        credentials: (!policy.injection.is_empty()).then(|| policy.injection.clone()),
         workspace_root: sourced(&policy.workspace_root, lossy(&policy.workspace_root.value)),
         writable: lossy_all(roots.writable_paths()),
         temp_dir: roots.temp_dir.as_deref().map(lossy),
@@ -938,6 +944,38 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
     }
     if policy.network.value == crate::sandbox::Network::AllowList {
         rows.push(("proxy".into(), PROXY_WHERE.into(), String::new()));
+    }
+    let inj = &policy.injection;
+    for (i, c) in inj.credentials.iter().enumerate() {
+        let name = if i == 0 { "credentials" } else { "" };
+        rows.push((
+            name.into(),
+            c.to_string(),
+            "(read by dsh-exec; never given to the command)".into(),
+        ));
+    }
+    for (i, r) in inj.inject.iter().enumerate() {
+        let name = if i == 0 { "inject" } else { "" };
+        rows.push((
+            name.into(),
+            r.to_string(),
+            "(TLS ended by the proxy with the run's CA)".into(),
+        ));
+    }
+    for (i, p) in inj.phantom_env.iter().enumerate() {
+        let name = if i == 0 { "phantoms" } else { "" };
+        rows.push((
+            name.into(),
+            format!("{}={}", p.var, crate::net::inject::PHANTOM_PREFIX),
+            format!(
+                "(phantom of {}; refused anywhere no rule sends it)",
+                p.credential
+            ),
+        ));
+    }
+    for (i, f) in inj.upstream_ca.iter().enumerate() {
+        let name = if i == 0 { "upstream-ca" } else { "" };
+        rows.push((name.into(), f.display().to_string(), String::new()));
     }
     if policy.network.value != crate::sandbox::Network::Allow {
         rows.push((

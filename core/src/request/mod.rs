@@ -52,6 +52,10 @@ pub struct Request {
     /// `--credential`, `--inject`, `--credential-env`, `--upstream-ca`:
     /// each list given replaces the configuration file's.
     pub injection: crate::net::inject::Injection,
+    /// The values of the credentials, read already (the MCP server's, read
+    /// once when it started: an `fd:` source can be read once); `None`:
+    /// read from the sources when the request is resolved.
+    pub secrets: Option<crate::net::inject::Secrets>,
     /// Tail budget of stdout, in bytes.
     pub stdout_max_bytes: Option<u64>,
     /// Tail budget of stderr, in bytes.
@@ -490,13 +494,17 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
             })
         {
             return Err(UsageError(format!(
-                "--env {var} would give the command the value of --credential {c}: the                  command gets a phantom (--credential-env {}=VAR)",
+                "--env {var} would give the command the value of --credential {c}: the \
+                 command gets a phantom (--credential-env {}=VAR)",
                 c.name
             )));
         }
     }
-    let secrets = crate::net::inject::Secrets::load(&injection.credentials, &ambient.env)
-        .map_err(UsageError)?;
+    let secrets = match &req.secrets {
+        Some(s) => s.clone(),
+        None => crate::net::inject::Secrets::load(&injection.credentials, &ambient.env)
+            .map_err(UsageError)?,
+    };
     let mut sandbox = sandbox;
     if let Some(p) = sandbox.as_mut() {
         p.injection = injection.clone();
@@ -1254,6 +1262,7 @@ mod tests {
                 ..Config::default()
             }),
             injection: Default::default(),
+            secrets: None,
         };
         let spec = resolve(req, &ambient).unwrap();
         let text = serde_json::to_string(&spec).unwrap();
