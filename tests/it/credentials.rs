@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::support::{dsh, poll_until};
 
 /// A secret unique to one test.
-fn secret(tag: &str) -> String {
+pub(crate) fn secret(tag: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -55,10 +55,10 @@ fn test_ca(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
 }
 
 /// The upstream server of one test; killed and waited for when dropped.
-struct Upstream {
+pub(crate) struct Upstream {
     child: Child,
-    port: u16,
-    ca: PathBuf,
+    pub(crate) port: u16,
+    pub(crate) ca: PathBuf,
     log: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -66,7 +66,7 @@ struct Upstream {
 impl Upstream {
     /// Starts the server; `expected` is the Authorization value it
     /// accepts, `root` the directory of its git and file trees.
-    fn start(expected: &str, root: Option<&Path>) -> Upstream {
+    pub(crate) fn start(expected: &str, root: Option<&Path>) -> Upstream {
         let dir = tempfile::tempdir().unwrap();
         let (ca, leaf, key) = test_ca(dir.path());
         let (portfile, log, exp) = (
@@ -99,7 +99,7 @@ impl Upstream {
     }
 
     /// The requests it got, in order.
-    fn requests(&self) -> Vec<Value> {
+    pub(crate) fn requests(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
@@ -108,7 +108,7 @@ impl Upstream {
     }
 
     /// `localhost:PORT`.
-    fn host(&self) -> String {
+    pub(crate) fn host(&self) -> String {
         format!("localhost:{}", self.port)
     }
 }
@@ -681,4 +681,54 @@ fn bad_credential_input_is_one_line_and_exit_125_before_anything_runs() {
         assert_eq!(String::from_utf8_lossy(&out.stderr), message, "{args:?}");
         assert!(!marker.exists(), "{args:?}");
     }
+}
+
+#[test]
+fn the_configuration_file_declares_them_and_a_flag_list_replaces_its_list() {
+    let s = secret("config");
+    let up = Upstream::start(&format!("Bearer {s}"), None);
+    let work = tempfile::tempdir().unwrap();
+    let config = work.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[defaults]\nnetwork_allow = [\"{h}\"]\ncredentials = [\"K=env:TOKEN\"]\n\
+             inject = [\"{h}/nothing=bearer:K\"]\ncredential_env = [\"K=K_TOKEN\"]\n\
+             upstream_ca = [\"{ca}\"]\n",
+            h = up.host(),
+            ca = up.ca.display()
+        ),
+    )
+    .unwrap();
+    let run_with = |extra: &[&str]| -> Value {
+        let out = dsh()
+            .env("TOKEN", &s)
+            .env("DSH_EXEC_CONFIG", &config)
+            .args(["--json", "-s", "workspace-write", "-C"])
+            .arg(work.path())
+            .args(extra)
+            .args([
+                "--",
+                &format!(
+                    "curl -sS https://{}/api/c -H \"Authorization: Bearer $K_TOKEN\"",
+                    up.host()
+                ),
+            ])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // The file's rule covers /nothing: the phantom to /api is refused.
+    let v = run_with(&[]);
+    assert_eq!(
+        v["sandbox"]["network_denials"][0]["reason"], "no injection rule: K",
+        "{v}"
+    );
+    // A flag's rule replaces the file's list.
+    let v = run_with(&[&format!("--inject={}/api=bearer:K", up.host())]);
+    assert_eq!(
+        v["stdout"]["text"], "{\"authorized\": true, \"path\": \"/api/c\"}",
+        "{v}"
+    );
+    assert!(!v.to_string().contains(&s));
 }

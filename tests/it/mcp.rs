@@ -1461,3 +1461,53 @@ fn a_call_cannot_leave_the_servers_transaction_nor_name_on_exit_without_one() {
     assert!(!ws.join("x").exists());
     assert!(m.close().success());
 }
+
+#[test]
+fn the_server_reads_its_credentials_once_and_every_call_carries_them() {
+    let secret = crate::credentials::secret("mcp");
+    let up = crate::credentials::Upstream::start(&format!("Bearer {secret}"), None);
+    let ws = tempfile::tempdir().unwrap();
+    let host = up.host();
+    let ca = up.ca.display().to_string();
+    let args: Vec<String> = vec![
+        "--sandbox".into(),
+        "workspace-write".into(),
+        "-C".into(),
+        ws.path().display().to_string(),
+        format!("--network=allow={host}"),
+        "--credential=K=env:TOKEN".into(),
+        format!("--inject={host}=bearer:K"),
+        "--credential-env=K=K_TOKEN".into(),
+        format!("--upstream-ca={ca}"),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut m = Mcp::start_with(&args, &[("TOKEN", std::path::Path::new(&secret))]);
+    let curl = format!("curl -sS https://{host}/api/call -H \"Authorization: Bearer $K_TOKEN\"");
+    let mut replies = String::new();
+    for _ in 0..2 {
+        let r = m.call("run", json!({"command": curl}));
+        assert_eq!(
+            text(&r),
+            "{\"authorized\": true, \"path\": \"/api/call\"}\n[exit code: 0]\n",
+            "{r}"
+        );
+        assert_eq!(
+            r["structuredContent"]["sandbox"]["credentials_used"]["K"]["localhost"],
+            1
+        );
+        replies.push_str(&r.to_string());
+    }
+    // A job of the server carries them too.
+    let r = m.call("start", json!({"command": format!("{curl}; env")}));
+    let job = r["structuredContent"]["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = m.call("wait", json!({"job_id": job, "timeout_ms": 20000}));
+    assert!(text(&r).starts_with("{\"authorized\": true"), "{r}");
+    replies.push_str(&r.to_string());
+    assert!(!replies.contains(&secret), "the secret is in a reply");
+    assert!(replies.contains("K_TOKEN=dsh-exec-phantom-k-"));
+    assert_eq!(up.requests().len(), 3);
+    assert!(m.close().success());
+}

@@ -244,6 +244,44 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
     let pty_path = pty
         .as_ref()
         .and_then(|(_, slave)| nix::unistd::ttyname(slave).ok());
+    // The allow-list proxy listens before the command starts (and before
+    // the sandbox is prepared: the files of an injecting proxy's CA must
+    // exist when the Landlock ruleset grants what is readable), and the
+    // command is pointed at it; its variables win over any of the same
+    // name (the gate would refuse another proxy anyway). Without it the
+    // run does not start: fail closed.
+    let proxy = match &spec.sandbox {
+        Some(policy) if policy.network.value == sandbox::Network::AllowList => {
+            let proxy = crate::net::proxy::Proxy::start(
+                policy.network_allow.clone(),
+                Some((&policy.injection, spec.secrets.clone())),
+                &std::env::temp_dir(),
+            )
+            .map_err(|e| {
+                Error::SandboxUnavailable(crate::error::SandboxProblem::Policy(format!(
+                    "the --network allow= proxy cannot start: {e}"
+                )))
+            })?;
+            // NO_PROXY is the command's to choose: an explicit --env entry
+            // keeps its value (the proxy variables are not: another proxy
+            // could not be reached anyway).
+            let explicit = |k: &str| {
+                spec.env
+                    .settings
+                    .iter()
+                    .any(|s| s.name == k && s.layer == crate::request::env::Layer::Explicit)
+            };
+            for (k, v) in proxy.env() {
+                if k.eq_ignore_ascii_case("no_proxy") && explicit(&k) {
+                    continue;
+                }
+                env.retain(|(name, _)| name.as_os_str() != k.as_str());
+                env.push((k.into(), v.into()));
+            }
+            Some(proxy)
+        }
+        _ => None,
+    };
     let run = sandbox::RunContext {
         pty: pty_path.as_deref(),
         interactive: spec.interactive,
@@ -280,42 +318,6 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
         // may not be the temp dir the sandbox grants.
         point_temp_at(&mut env, temp);
     }
-    // The allow-list proxy listens before the command starts, and the
-    // command is pointed at it; its variables win over any of the same
-    // name (the gate would refuse another proxy anyway). Without it the
-    // run does not start: fail closed.
-    let proxy = match &spec.sandbox {
-        Some(policy) if policy.network.value == sandbox::Network::AllowList => {
-            let proxy = crate::net::proxy::Proxy::start(
-                policy.network_allow.clone(),
-                Some((&policy.injection, spec.secrets.clone())),
-                &std::env::temp_dir(),
-            )
-            .map_err(|e| {
-                Error::SandboxUnavailable(crate::error::SandboxProblem::Policy(format!(
-                    "the --network allow= proxy cannot start: {e}"
-                )))
-            })?;
-            // NO_PROXY is the command's to choose: an explicit --env entry
-            // keeps its value (the proxy variables are not: another proxy
-            // could not be reached anyway).
-            let explicit = |k: &str| {
-                spec.env
-                    .settings
-                    .iter()
-                    .any(|s| s.name == k && s.layer == crate::request::env::Layer::Explicit)
-            };
-            for (k, v) in proxy.env() {
-                if k.eq_ignore_ascii_case("no_proxy") && explicit(&k) {
-                    continue;
-                }
-                env.retain(|(name, _)| name.as_os_str() != k.as_str());
-                env.push((k.into(), v.into()));
-            }
-            Some(proxy)
-        }
-        _ => None,
-    };
     let (spill_parent, moved, spill_warning) = spill_parent(spec, sandbox.as_ref())?;
     let mut spill_dir = SpillDir::new(&spill_parent)?;
     // The tails are read back from the spill files only where no other
