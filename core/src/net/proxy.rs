@@ -1322,7 +1322,11 @@ fn splice_upto(from: &TcpStream, to: &TcpStream, limit: Option<u64>) -> Result<u
     let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| (0, e as i32))?;
     // A smaller pipe works too.
     let _ = fcntl(&w, FcntlArg::F_SETPIPE_SZ(SPLICE_CHUNK as libc::c_int));
-    let flags = SpliceFFlags::SPLICE_F_MOVE | SpliceFFlags::SPLICE_F_MORE;
+    // No SPLICE_F_MORE: on the socket it is MSG_MORE (splice(2), tcp(7)
+    // TCP_CORK), which holds a partial segment back for up to 200 ms
+    // waiting for more; a request and its answer through a tunnel then
+    // wait that long each way.
+    let flags = SpliceFFlags::SPLICE_F_MOVE;
     let mut moved = 0u64;
     loop {
         let want = match limit {
