@@ -401,8 +401,17 @@ pub(super) fn serve(
     }
     let mut tls = StreamOwned::new(conn, sock);
     let mut pending: Vec<u8> = Vec::new();
+    let mut upstream: Option<Upstream> = None;
     loop {
-        match one_request(&mut tls, &mut pending, host, port, addrs, shared, inj) {
+        let step = one_request(
+            &mut tls,
+            &mut pending,
+            &mut upstream,
+            (host, port, addrs),
+            shared,
+            inj,
+        );
+        match step {
             Ok(true) => continue,
             Ok(false) => break,
             Err((status, line)) => {
@@ -450,14 +459,17 @@ fn read_head<R: Read>(from: &mut R, pending: &mut Vec<u8>) -> Result<Option<usiz
 type Upstream = StreamOwned<ClientConnection, TcpStream>;
 
 /// Carries one request of a connection and its response: `Ok(true)` when
-/// the client connection may carry another.
-#[allow(clippy::too_many_arguments)]
+/// the client connection may carry another. `kept` is the upstream
+/// connection the last request left open (a response framed by its
+/// length or chunks, without `Connection: close`): it carries the next
+/// request, which is judged as any other; one that turns out closed
+/// before a byte of the answer is replaced once, for a request without a
+/// body.
 fn one_request(
     tls: &mut StreamOwned<ServerConnection, Prefixed>,
     pending: &mut Vec<u8>,
-    host: &str,
-    port: u16,
-    addrs: &[SocketAddr],
+    kept: &mut Option<Upstream>,
+    (host, port, addrs): (&str, u16, &[SocketAddr]),
     shared: &Shared,
     inj: &Injector,
 ) -> Result<bool, (u16, String)> {
@@ -557,9 +569,11 @@ fn one_request(
         up_head.extend_from_slice(value);
         up_head.extend_from_slice(b"\r\n");
     }
-    up_head.extend_from_slice(b"Connection: close\r\n\r\n");
-
-    let mut upstream = connect(host, addrs, inj)?;
+    up_head.extend_from_slice(if close {
+        b"Connection: close\r\n\r\n".as_slice()
+    } else {
+        b"\r\n".as_slice()
+    });
     if let Some(name) = &injected.used
         && let Ok(mut s) = shared.stats.lock()
     {
@@ -569,27 +583,54 @@ fn one_request(
             .entry(host.to_string())
             .or_insert(0) += 1;
     }
-    let _guard = proxy::Registered::new(shared, upstream.get_ref());
-    upstream
-        .write_all(&up_head)
-        .map_err(|e| (502, format!("the upstream failed: {e}")))?;
+    // A kept connection the upstream closed meanwhile fails at once or
+    // answers nothing: a request without a body goes again, once, on a
+    // new one.
+    let mut tries = if kept.is_some() && body == Body::Empty {
+        2
+    } else {
+        1
+    };
+    let (mut upstream, mut buf, first) = loop {
+        tries -= 1;
+        let mut upstream = match kept.take() {
+            Some(u) => u,
+            None => connect(host, addrs, inj)?,
+        };
+        let _guard = proxy::Registered::new(shared, upstream.get_ref());
+        if let Err(e) = upstream.write_all(&up_head).and_then(|_| upstream.flush()) {
+            if tries > 0 {
+                continue;
+            }
+            return Err((502, format!("the upstream failed: {e}")));
+        }
+        if expect {
+            tls.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+                .map_err(|_| (400, "the client went away".to_string()))?;
+        }
+        match copy_body(pending, tls, &mut upstream, body, Chunked::request()) {
+            Ok(()) => {}
+            Err(Ended::Framing(why)) => return Err((400, why)),
+            Err(_) => return Ok(false),
+        }
+        let _ = upstream.flush();
+        let mut buf = Vec::new();
+        match response_head(&mut upstream, &mut buf, method == "HEAD", close, inj) {
+            Ok(first) => break (upstream, buf, first),
+            Err(_) if tries > 0 && buf.is_empty() => continue,
+            Err(why) => return Err((502, why)),
+        }
+    };
     drop(up_head);
-    if expect {
-        tls.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-            .map_err(|_| (400, "the client went away".into()))?;
-    }
-    match copy_body(pending, tls, &mut upstream, body, Chunked::request()) {
-        Ok(()) => {}
-        Err(Ended::Framing(why)) => return Err((400, why)),
-        Err(_) => return Ok(false),
-    }
-    let _ = upstream.flush();
+    let _guard = proxy::Registered::new(shared, upstream.get_ref());
     // The response: interim heads as they come, then the final one.
-    let mut buf = Vec::new();
+    let mut first = Some(first);
     loop {
-        let (len, status, out, rbody) =
-            response_head(&mut upstream, &mut buf, method == "HEAD", close, inj)
-                .map_err(|why| (502, why))?;
+        let (len, status, out, rbody, upstream_closes) = match first.take() {
+            Some(h) => h,
+            None => response_head(&mut upstream, &mut buf, method == "HEAD", close, inj)
+                .map_err(|why| (502, why))?,
+        };
         if status == 101 {
             return Err((
                 502,
@@ -609,7 +650,13 @@ fn one_request(
         let ends_with_close = rbody == Body::UntilClose;
         let copied = copy_body(&mut buf, &mut upstream, tls, rbody, Chunked::response());
         let _ = tls.flush();
-        return Ok(copied.is_ok() && !close && !ends_with_close);
+        let again = copied.is_ok() && !close && !ends_with_close;
+        // Kept for the next request only when the answer ended where its
+        // framing says and nothing came after it.
+        if again && !upstream_closes && buf.is_empty() {
+            *kept = Some(upstream);
+        }
+        return Ok(again);
     }
 }
 
@@ -641,15 +688,16 @@ fn connect(host: &str, addrs: &[SocketAddr], inj: &Injector) -> Result<Upstream,
 
 /// Reads the upstream's next response head into `buf`: its length, its
 /// status, the head for the client (fields holding a secret redacted;
-/// `Connection: close` when `close` or the body runs until close), and
-/// its body's framing.
+/// `Connection: close` when `close` or the body runs until close), its
+/// body's framing, and whether the upstream closes the connection after
+/// it (`Connection: close`, or HTTP/1.0).
 fn response_head<R: Read>(
     upstream: &mut R,
     buf: &mut Vec<u8>,
     head_request: bool,
     close: bool,
     inj: &Injector,
-) -> Result<(usize, u16, Vec<u8>, Body), String> {
+) -> Result<(usize, u16, Vec<u8>, Body, bool), String> {
     let mut chunk = [0u8; 8192];
     loop {
         if !buf.is_empty() {
@@ -662,6 +710,7 @@ fn response_head<R: Read>(
                     let mut out =
                         format!("HTTP/1.1 {status} {}\r\n", resp.reason.unwrap_or("")).into_bytes();
                     let listed = proxy::connection_options(resp.headers);
+                    let closes = resp.version == Some(0) || listed.iter().any(|o| o == "close");
                     for h in resp.headers.iter() {
                         if proxy::hop_by_hop(h.name)
                             || (body == Body::Chunked
@@ -687,7 +736,7 @@ fn response_head<R: Read>(
                     } else {
                         out.extend_from_slice(b"\r\n");
                     }
-                    return Ok((len, status, out, body));
+                    return Ok((len, status, out, body, closes));
                 }
                 Ok(httparse::Status::Partial) if buf.len() < HEAD_MAX => {}
                 Ok(httparse::Status::Partial) => {
