@@ -67,6 +67,11 @@ impl Upstream {
     /// Starts the server; `expected` is the Authorization value it
     /// accepts, `root` the directory of its git and file trees.
     pub(crate) fn start(expected: &str, root: Option<&Path>) -> Upstream {
+        Upstream::start_as(expected, root, false)
+    }
+
+    /// As [`Upstream::start`]; `plain`: plain HTTP, no TLS.
+    fn start_as(expected: &str, root: Option<&Path>, plain: bool) -> Upstream {
         let dir = tempfile::tempdir().unwrap();
         let (ca, leaf, key) = test_ca(dir.path());
         let (portfile, log, exp) = (
@@ -79,6 +84,7 @@ impl Upstream {
         let mut cmd = Command::new("python3");
         cmd.arg(script)
             .args([&leaf, &key, &portfile, &log, &exp])
+            .env("TLS_UPSTREAM_PLAIN", if plain { "1" } else { "0" })
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         if let Some(r) = root {
@@ -731,4 +737,45 @@ fn the_configuration_file_declares_them_and_a_flag_list_replaces_its_list() {
         "{v}"
     );
     assert!(!v.to_string().contains(&s));
+}
+
+#[test]
+fn an_upstream_echoing_the_secret_anywhere_in_a_head_gets_it_redacted() {
+    let s = secret("echo");
+    for plain in [false, true] {
+        let up = Upstream::start_as("x", None, plain);
+        let work = tempfile::tempdir().unwrap();
+        let scheme = if plain { "http" } else { "https" };
+        // A plain http:// rule names its port; the request goes through
+        // the proxy with -x (NO_PROXY keeps loopback direct otherwise).
+        let (v, text) = run(
+            work.path(),
+            &s,
+            &flags(&up, &format!("{}=bearer:K", up.host())),
+            &format!(
+                "curl -sS -i --raw -x \"$HTTP_PROXY\" {scheme}://{}/echo",
+                up.host()
+            ),
+        );
+        let out = v["stdout"]["text"].as_str().unwrap();
+        assert_eq!(v["exit_code"], 0, "{text}");
+        assert_eq!(
+            up.requests()[0]["headers"]["Authorization"],
+            format!("Bearer {s}")
+        );
+        for shown in [
+            "HTTP/1.1 103 [redacted by dsh-exec]",
+            "X-Early: [redacted by dsh-exec]",
+            "HTTP/1.1 200 [redacted by dsh-exec]",
+            "X-A: [redacted by dsh-exec]",
+            "X-Trailer: [redacted by dsh-exec]",
+            "\nhello\r\n",
+        ] {
+            assert!(
+                out.contains(shown),
+                "plain {plain}: {shown:?} not in {out:?}"
+            );
+        }
+        assert_absent(&s, &text, work.path(), &v);
+    }
 }

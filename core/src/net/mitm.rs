@@ -648,7 +648,11 @@ fn one_request(
         }
         buf.drain(..len);
         let ends_with_close = rbody == Body::UntilClose;
-        let copied = copy_body(&mut buf, &mut upstream, tls, rbody, Chunked::response());
+        let copied = if rbody == Body::Chunked {
+            copy_chunked_redacted(&mut buf, &mut upstream, tls, inj)
+        } else {
+            copy_body(&mut buf, &mut upstream, tls, rbody, Chunked::response())
+        };
         let _ = tls.flush();
         let again = copied.is_ok() && !close && !ends_with_close;
         // Kept for the next request only when the answer ended where its
@@ -707,8 +711,13 @@ fn response_head<R: Read>(
                 Ok(httparse::Status::Complete(len)) => {
                     let status = resp.code.unwrap_or(0);
                     let body = response_body(head_request, status, resp.headers)?;
-                    let mut out =
-                        format!("HTTP/1.1 {status} {}\r\n", resp.reason.unwrap_or("")).into_bytes();
+                    let reason = resp.reason.unwrap_or("");
+                    let reason = if inj.redacts(reason.as_bytes()) {
+                        REDACTED
+                    } else {
+                        reason
+                    };
+                    let mut out = format!("HTTP/1.1 {status} {reason}\r\n").into_bytes();
                     let listed = proxy::connection_options(resp.headers);
                     let closes = resp.version == Some(0) || listed.iter().any(|o| o == "close");
                     for h in resp.headers.iter() {
@@ -757,7 +766,7 @@ fn response_head<R: Read>(
 }
 
 /// Why a body was not copied whole.
-enum Ended {
+pub(super) enum Ended {
     /// The sender ended before the body did, or a side failed.
     Broken,
     /// The body broke its framing (the reason).
@@ -847,5 +856,101 @@ fn read_some<R: Read>(from: &mut R, buf: &mut [u8]) -> Result<usize, Ended> {
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
             Err(_) => return Err(Ended::Broken),
         }
+    }
+}
+
+/// The longest chunk-size line of a re-framed response: 4 KiB.
+const SIZE_LINE_MAX: usize = 4096;
+
+/// The most bytes of a response's trailer fields: 64 KiB.
+const TRAILERS_MAX: usize = 64 * 1024;
+
+/// Reads from `pending` (bytes read already), then `from`, up to the next
+/// CRLF (at most `max` bytes before it); the line without its CRLF.
+fn read_line<R: Read>(pending: &mut Vec<u8>, from: &mut R, max: usize) -> Result<Vec<u8>, Ended> {
+    let mut buf = [0u8; 8192];
+    loop {
+        if let Some(at) = pending.windows(2).position(|w| w == b"\r\n") {
+            let line = pending[..at].to_vec();
+            pending.drain(..at + 2);
+            return Ok(line);
+        }
+        if pending.len() > max {
+            return Err(Ended::Framing("a chunk line too long".into()));
+        }
+        let n = read_some(from, &mut buf)?;
+        if n == 0 {
+            return Err(Ended::Broken);
+        }
+        pending.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Copies a chunked response body (RFC 9112 7.1) from `pending`, then
+/// `from`, to `to`, framed anew: the same data in the same chunks, without
+/// chunk extensions, with the trailer fields whose value holds a secret
+/// redacted (a trailer is a header field an echoing API may use as well).
+/// Bytes past the body's end stay in `pending`.
+pub(super) fn copy_chunked_redacted<R: Read, W: Write>(
+    pending: &mut Vec<u8>,
+    from: &mut R,
+    to: &mut W,
+    inj: &Injector,
+) -> Result<(), Ended> {
+    let mut buf = vec![0u8; BUF];
+    loop {
+        let line = read_line(pending, from, SIZE_LINE_MAX)?;
+        let digits = line.split(|b| *b == b';').next().unwrap_or_default();
+        if digits.is_empty() || digits.len() > 16 || !digits.iter().all(u8::is_ascii_hexdigit) {
+            return Err(Ended::Framing("a chunk size that is not hex digits".into()));
+        }
+        let size = u64::from_str_radix(std::str::from_utf8(digits).unwrap_or("0"), 16)
+            .map_err(|_| Ended::Framing("a bad chunk size".into()))?;
+        to.write_all(format!("{size:x}\r\n").as_bytes())
+            .map_err(|_| Ended::Broken)?;
+        if size == 0 {
+            break;
+        }
+        // The data: first what was read already, then from the stream.
+        let mut left = size;
+        let k = (pending.len() as u64).min(left) as usize;
+        to.write_all(&pending[..k]).map_err(|_| Ended::Broken)?;
+        pending.drain(..k);
+        left -= k as u64;
+        while left > 0 {
+            let want = left.min(BUF as u64) as usize;
+            let got = read_some(from, &mut buf[..want])?;
+            if got == 0 {
+                return Err(Ended::Broken);
+            }
+            to.write_all(&buf[..got]).map_err(|_| Ended::Broken)?;
+            left -= got as u64;
+        }
+        if !read_line(pending, from, 0)?.is_empty() {
+            return Err(Ended::Framing("chunk data longer than its size".into()));
+        }
+        to.write_all(b"\r\n").map_err(|_| Ended::Broken)?;
+    }
+    let mut trailers = 0;
+    loop {
+        let line = read_line(pending, from, TRAILERS_MAX)?;
+        trailers += line.len() + 2;
+        if trailers > TRAILERS_MAX {
+            return Err(Ended::Framing("trailer fields longer than 64 KiB".into()));
+        }
+        if line.is_empty() {
+            return to.write_all(b"\r\n").map_err(|_| Ended::Broken);
+        }
+        match line.iter().position(|b| *b == b':') {
+            Some(at) if inj.redacts(&line[at + 1..]) => {
+                to.write_all(&line[..at]).map_err(|_| Ended::Broken)?;
+                to.write_all(b": ").map_err(|_| Ended::Broken)?;
+                to.write_all(REDACTED.as_bytes())
+                    .map_err(|_| Ended::Broken)?;
+            }
+            Some(_) => to.write_all(&line).map_err(|_| Ended::Broken)?,
+            None => return Err(Ended::Framing("a trailer line that is not a field".into())),
+        }
+        to.write_all(b"\r\n").map_err(|_| Ended::Broken)?;
     }
 }

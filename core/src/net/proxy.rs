@@ -1111,14 +1111,32 @@ fn relay_response(
             return;
         }
         if (100..200).contains(&status) {
-            if client.write_all(&buf[..len]).is_err() {
+            // An interim head as it came, but for a field holding a
+            // secret (see `response_head`).
+            let head = if injector.is_some() {
+                &out
+            } else {
+                &buf[..len]
+            };
+            if client.write_all(head).is_err() {
                 return;
             }
             buf.drain(..len);
             continue;
         }
         if client.write_all(&out).is_ok() {
-            let _ = copy_body(&buf[len..], upstream, client, body, Chunked::response());
+            match injector {
+                // Trailer fields are header fields too: re-framed, with
+                // those holding a secret redacted.
+                Some(inj) if body == Body::Chunked => {
+                    let mut rest = buf[len..].to_vec();
+                    let (mut from, mut to) = (upstream, client);
+                    let _ = super::mitm::copy_chunked_redacted(&mut rest, &mut from, &mut to, inj);
+                }
+                _ => {
+                    let _ = copy_body(&buf[len..], upstream, client, body, Chunked::response());
+                }
+            }
         }
         return;
     }
@@ -1142,12 +1160,14 @@ fn response_head(
                 Ok(httparse::Status::Complete(len)) => {
                     let status = resp.code.unwrap_or(0);
                     let body = response_body(head_request, status, resp.headers)?;
-                    let mut out = format!(
-                        "HTTP/1.{} {status} {}\r\n",
-                        resp.version.unwrap_or(1),
-                        resp.reason.unwrap_or("")
-                    )
-                    .into_bytes();
+                    let reason = resp.reason.unwrap_or("");
+                    let reason = match injector {
+                        Some(i) if i.redacts(reason.as_bytes()) => super::mitm::REDACTED,
+                        _ => reason,
+                    };
+                    let mut out =
+                        format!("HTTP/1.{} {status} {reason}\r\n", resp.version.unwrap_or(1))
+                            .into_bytes();
                     // The fields `Connection` names are the upstream's hop's
                     // alone (RFC 9110 7.6.1), but for those that frame the
                     // body, which goes on as they frame it.
@@ -1172,7 +1192,13 @@ fn response_head(
                         }
                         out.extend_from_slice(b"\r\n");
                     }
-                    out.extend_from_slice(b"Connection: close\r\nProxy-Connection: close\r\n\r\n");
+                    if (100..200).contains(&status) {
+                        out.extend_from_slice(b"\r\n");
+                    } else {
+                        out.extend_from_slice(
+                            b"Connection: close\r\nProxy-Connection: close\r\n\r\n",
+                        );
+                    }
                     return Ok((len, status, out, body));
                 }
                 Ok(httparse::Status::Partial) if buf.len() < HEAD_MAX => {}

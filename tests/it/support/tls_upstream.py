@@ -12,7 +12,12 @@ Authorization value that counts as authorized.
   tokens); with ?redirect=URL, 302 to URL instead.
 - /git/...: git's smart HTTP (git http-backend, ROOT/git the project root),
   401 without the expected Authorization.
+- /echo: a raw answer that echoes the Authorization everywhere a header
+  can hold it: a 103 interim head (reason phrase and a field), the final
+  head's reason phrase and a field, a chunk extension, a trailer field.
 - /simple/... and /files/...: files under ROOT, 401 without it.
+
+With TLS_UPSTREAM_PLAIN=1 in its environment it speaks plain HTTP.
 """
 
 import http.server
@@ -69,6 +74,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         auth = self.headers.get("Authorization", "")
         authorized = auth == EXPECTED_AUTH
         url = urllib.parse.urlsplit(self.path)
+        if url.path == "/echo":
+            a = auth.encode()
+            self.wfile.write(b"HTTP/1.1 103 " + a + b"\r\nX-Early: " + a + b"\r\n\r\n"
+                             b"HTTP/1.1 200 " + a + b"\r\nTransfer-Encoding: chunked\r\n"
+                             b"X-A: " + a + b"\r\n\r\n5;e=" + a + b"\r\nhello\r\n0\r\n"
+                             b"X-Trailer: " + a + b"\r\n\r\n")
+            self.wfile.flush()
+            self.close_connection = True
+            return
         if url.path.startswith("/api/"):
             q = urllib.parse.parse_qs(url.query)
             if "redirect" in q:
@@ -119,9 +133,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(CERT, KEY)
-server.socket = ctx.wrap_socket(server.socket, server_side=True)
+if os.environ.get("TLS_UPSTREAM_PLAIN") != "1":
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(CERT, KEY)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
 with open(PORTFILE + ".tmp", "w") as f:
     f.write(str(server.server_address[1]))
 os.rename(PORTFILE + ".tmp", PORTFILE)
