@@ -742,40 +742,151 @@ fn the_configuration_file_declares_them_and_a_flag_list_replaces_its_list() {
 #[test]
 fn an_upstream_echoing_the_secret_anywhere_in_a_head_gets_it_redacted() {
     let s = secret("echo");
-    for plain in [false, true] {
-        let up = Upstream::start_as("x", None, plain);
-        let work = tempfile::tempdir().unwrap();
-        let scheme = if plain { "http" } else { "https" };
-        // A plain http:// rule names its port; the request goes through
-        // the proxy with -x (NO_PROXY keeps loopback direct otherwise).
-        let (v, text) = run(
-            work.path(),
-            &s,
-            &flags(&up, &format!("{}=bearer:K", up.host())),
-            &format!(
-                "curl -sS -i --raw -x \"$HTTP_PROXY\" {scheme}://{}/echo",
-                up.host()
-            ),
-        );
-        let out = v["stdout"]["text"].as_str().unwrap();
-        assert_eq!(v["exit_code"], 0, "{text}");
-        assert_eq!(
-            up.requests()[0]["headers"]["Authorization"],
-            format!("Bearer {s}")
-        );
-        for shown in [
-            "HTTP/1.1 103 [redacted by dsh-exec]",
-            "X-Early: [redacted by dsh-exec]",
-            "HTTP/1.1 200 [redacted by dsh-exec]",
-            "X-A: [redacted by dsh-exec]",
-            "X-Trailer: [redacted by dsh-exec]",
-            "\nhello\r\n",
-        ] {
-            assert!(
-                out.contains(shown),
-                "plain {plain}: {shown:?} not in {out:?}"
-            );
-        }
-        assert_absent(&s, &text, work.path(), &v);
+    let up = Upstream::start("x", None);
+    let work = tempfile::tempdir().unwrap();
+    let (v, text) = run(
+        work.path(),
+        &s,
+        &flags(&up, &format!("{}=bearer:K", up.host())),
+        &format!("curl -sS -i --raw https://{}/echo", up.host()),
+    );
+    let out = v["stdout"]["text"].as_str().unwrap();
+    assert_eq!(v["exit_code"], 0, "{text}");
+    assert_eq!(
+        up.requests()[0]["headers"]["Authorization"],
+        format!("Bearer {s}")
+    );
+    for shown in [
+        "HTTP/1.1 103 [redacted by dsh-exec]",
+        "X-Early: [redacted by dsh-exec]",
+        "HTTP/1.1 200 [redacted by dsh-exec]",
+        "X-A: [redacted by dsh-exec]",
+        "X-Trailer: [redacted by dsh-exec]",
+        "\nhello\r\n",
+    ] {
+        assert!(out.contains(shown), "{shown:?} not in {out:?}");
     }
+    assert_absent(&s, &text, work.path(), &v);
+}
+
+#[test]
+fn plain_http_and_trace_never_carry_the_credential() {
+    let s = secret("plain");
+    let plain = Upstream::start_as("x", None, true);
+    let tls = Upstream::start("x", None);
+    let work = tempfile::tempdir().unwrap();
+    let mut f = flags(&tls, &format!("{}=bearer:K", tls.host()));
+    f[0] = format!("--network=allow={},{}", tls.host(), plain.host());
+    f.push(format!("--inject={}=bearer:K", plain.host()));
+    let (v, text) = run(
+        work.path(),
+        &s,
+        &f,
+        &format!(
+            // Plain http:// to a host with a rule: the phantom is refused,
+            // and without one the request goes on bare.
+            "curl -sS -x \"$HTTP_PROXY\" -H \"Authorization: Bearer $K_TOKEN\" http://{p}/api/a; echo; \
+             curl -sS -x \"$HTTP_PROXY\" http://{p}/api/b; echo; \
+             curl -sS -X TRACE https://{t}/api/c; echo",
+            p = plain.host(),
+            t = tls.host()
+        ),
+    );
+    let out = v["stdout"]["text"].as_str().unwrap();
+    assert_eq!(v["exit_code"], 0, "{text}");
+    assert!(
+        out.contains(&format!(
+            "dsh-exec: {} refused: no injection rule: K",
+            plain.host()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"{"authorized": false, "path": "/api/b"}"#),
+        "{out}"
+    );
+    let seen = plain.requests();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["headers"].get("Authorization"), None);
+    let traced = tls.requests();
+    assert_eq!(traced[0]["method"], "TRACE");
+    assert_eq!(traced[0]["headers"].get("Authorization"), None);
+    assert!(v["sandbox"].get("credentials_used").is_none(), "{text}");
+    assert_absent(&s, &text, work.path(), &v);
+}
+
+#[test]
+fn a_file_source_is_unreadable_to_the_command_and_needs_a_confining_mode() {
+    let s = secret("file");
+    let up = Upstream::start(&format!("Bearer {s}"), None);
+    let work = tempfile::tempdir().unwrap();
+    // In the workspace itself, where the command may write.
+    let file = work.path().join("token");
+    std::fs::write(&file, format!("{s}\n")).unwrap();
+    let mut f = flags(&up, &format!("{}=bearer:K", up.host()));
+    f[1] = format!("--credential=K=file:{}", file.display());
+    let (v, text) = run(
+        work.path(),
+        &s,
+        &f,
+        &format!(
+            "cat token; cp token copy 2>/dev/null; curl -sS https://{}/api/f",
+            up.host()
+        ),
+    );
+    assert!(
+        v["stdout"]["text"]
+            .as_str()
+            .unwrap()
+            .contains(r#"{"authorized": true, "path": "/api/f"}"#),
+        "{text}"
+    );
+    assert!(!text.contains(&s), "{text}");
+    let copy = std::fs::read(work.path().join("copy")).unwrap_or_default();
+    assert!(!String::from_utf8_lossy(&copy).contains(&s));
+    // Full access reads what dsh-exec reads: refused.
+    let out = dsh()
+        .args(["--network", &format!("allow={}", up.host())])
+        .arg(format!("--credential=K=file:{}", file.display()))
+        .arg(format!("--inject={}=bearer:K", up.host()))
+        .args(["--", "cat token"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("a file: source needs --sandbox read-only or workspace-write"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_process_holding_credentials_is_not_dumpable() {
+    let Some(u) = crate::support::Unprivileged::new() else {
+        return;
+    };
+    // As another user the owner of /proc/PID/environ tells: a dumpable
+    // process's files are its own user's; a non-dumpable one's (no core
+    // file, memory readable only with CAP_SYS_PTRACE) are root's (proc(5)).
+    // The command looks at its parent, dsh-exec.
+    let out = u.run_with(
+        &[("TOKEN", std::ffi::OsStr::new("v"))],
+        &[
+            "--network=allow=api.example.org",
+            "--credential=K=env:TOKEN",
+            "--inject=api.example.org=bearer:K",
+            "--",
+            "stat -c %u /proc/$PPID/environ /proc/$$/environ",
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "0
+65534
+[exit code: 0]
+",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -193,13 +193,18 @@ pub struct InjectRule {
 impl InjectRule {
     /// Whether this rule covers `path` (the request target's path, without
     /// its query), whole segments only: `/a` covers `/a` and `/a/b`, not
-    /// `/ab`. A path that is not [`plain_path`] is covered by no rule.
+    /// `/ab`. The prefix `/` covers every path of the host; a longer one
+    /// covers no path that [`climbs`] (a server could read it as one
+    /// outside the prefix).
     pub fn covers(&self, path: &str) -> bool {
-        if !plain_path(path) {
+        if !path.starts_with('/') {
             return false;
         }
         if self.prefix == "/" {
             return true;
+        }
+        if climbs(path) {
+            return false;
         }
         let p = self.prefix.trim_end_matches('/');
         path == p || path.strip_prefix(p).is_some_and(|r| r.starts_with('/'))
@@ -211,9 +216,57 @@ impl InjectRule {
     }
 }
 
+/// Decodes `%XX` escapes (invalid ones stay as they are), bytewise.
+fn percent_decoded(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if s[i] == b'%'
+            && i + 2 < s.len()
+            && let (Some(h), Some(l)) = (hex(s[i + 1]), hex(s[i + 2]))
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            out.push(s[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Whether some server could read `path` as climbing out of a prefix: a
+/// segment of dots only (`..`, `.`, `...`), also with `;parameters`
+/// (`..;`, which Tomcat and Jetty read as `..`) and after percent-decoding
+/// up to three times (`%2e`, `%252e`); a backslash in any of those forms
+/// (read as `/` by some); an overlong UTF-8 form of `.` or `/` (`%c0%ae`).
+pub fn climbs(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    if ["%c0", "%c1", "%e0%80"].iter().any(|e| lower.contains(e)) {
+        return true;
+    }
+    let mut p = path.as_bytes().to_vec();
+    for _ in 0..3 {
+        let d = percent_decoded(&p);
+        if d == p {
+            break;
+        }
+        p = d;
+    }
+    if p.contains(&b'\\') || p.contains(&b'%') {
+        // Still escaped after three rounds: not read alike by everyone.
+        return p.contains(&b'\\') || percent_decoded(&p) != p;
+    }
+    p.split(|b| *b == b'/').any(|seg| {
+        let seg = seg.split(|b| *b == b';').next().unwrap_or_default();
+        !seg.is_empty() && seg.iter().all(|b| *b == b'.')
+    })
+}
+
 /// Whether `path` has no dot segment (`.`, `..`), no empty segment and
-/// no percent-encoded `.`, `/` or `\`: a path the proxy and the server
-/// read alike, so a prefix means the same to both.
+/// no percent-encoded `.`, `/` or `\`: how a rule's own prefix must be
+/// written.
 pub fn plain_path(path: &str) -> bool {
     if !path.starts_with('/') {
         return false;
@@ -747,15 +800,27 @@ fn carried<'a>(secrets: &'a Secrets, target: &str, fields: &[(&str, &[u8])]) -> 
 ///
 /// Errors with the reason of a refusal ([`PHANTOM_UNLISTED`],
 /// [`NO_RULE`], each with the credential's name).
+///
+/// Only a request inside TLS the proxy ended (`tls`) gets a credential: on
+/// plain `http://` anyone on the way would read it. Nor does a `TRACE` or
+/// `TRACK` (RFC 9110 9.3.8: the server echoes the request, credential
+/// and all), or a target with a fragment (never sent by a client).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn judge(
     rules: &[InjectRule],
     secrets: &Secrets,
+    method: &str,
     host: &str,
     port: u16,
     target: &str,
     fields: &[(&str, &[u8])],
+    tls: bool,
 ) -> Result<Injected, String> {
     let carried = carried(secrets, target, fields);
+    let injectable = tls
+        && !method.eq_ignore_ascii_case("TRACE")
+        && !method.eq_ignore_ascii_case("TRACK")
+        && !target.contains('#');
     let (path, query) = match target.split_once('?') {
         Some((p, q)) => (p, Some(q)),
         None => (target, None),
@@ -763,7 +828,7 @@ pub(crate) fn judge(
     let for_host: Vec<&InjectRule> = rules.iter().filter(|r| r.holds(host, port)).collect();
     let rule = for_host
         .iter()
-        .filter(|r| r.covers(path))
+        .filter(|r| injectable && r.covers(path))
         .max_by_key(|r| r.prefix.len());
     let unchanged = || Injected {
         target: target.to_string(),
@@ -838,6 +903,12 @@ pub(crate) fn needles(rules: &[InjectRule], secrets: &Secrets) -> Vec<Zeroizing<
         let enc = percent_encode(s.value());
         if enc.as_bytes() != s.value() {
             out.push(Zeroizing::new(enc.as_bytes().to_vec()));
+        }
+        for engine in [
+            &base64::engine::general_purpose::STANDARD_NO_PAD,
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        ] {
+            out.push(Zeroizing::new(engine.encode(s.value()).into_bytes()));
         }
         for r in rules.iter().filter(|r| r.credential == s.name) {
             if let Scheme::Basic(user) = &r.scheme {
@@ -914,21 +985,36 @@ mod tests {
     }
 
     #[test]
-    fn prefixes_cover_whole_segments_of_plain_paths() {
+    fn prefixes_cover_whole_segments_and_never_a_path_that_could_climb_out() {
         let r: InjectRule = "a.org/repos/me=bearer:K".parse().unwrap();
         assert!(r.covers("/repos/me"));
         assert!(r.covers("/repos/me/"));
         assert!(r.covers("/repos/me/x"));
+        assert!(r.covers("/repos/me/group%2Fproject"));
         assert!(!r.covers("/repos/meow"));
         assert!(!r.covers("/repos"));
-        assert!(!r.covers("/repos/me/../other"));
-        assert!(!r.covers("/repos/me/%2e%2e/other"));
-        assert!(!r.covers("/repos/me/..%2Fother"));
-        assert!(!r.covers("/repos/me//x"));
+        for climbing in [
+            "/repos/me/../other",
+            "/repos/me/./x",
+            "/repos/me/%2e%2e/other",
+            "/repos/me/%2E./other",
+            "/repos/me/%252e%252e/other",
+            "/repos/me/%25252e%25252e/other",
+            "/repos/me/..;/other",
+            "/repos/me/..;x=1/other",
+            "/repos/me/.../other",
+            "/repos/me/%c0%ae%c0%ae/other",
+            "/repos/me/..\\other",
+            "/repos/me/..%5cother",
+            "/repos/me/..%255cother",
+        ] {
+            assert!(!r.covers(climbing), "{climbing}");
+        }
+        // The prefix / is the whole host: nothing to climb out of.
         let all: InjectRule = "a.org=bearer:K".parse().unwrap();
         assert!(all.covers("/"));
         assert!(all.covers("/x/y"));
-        assert!(!all.covers("/x/../y"));
+        assert!(all.covers("/x/../y"));
         assert!(!all.covers("*"));
     }
 
@@ -1076,10 +1162,12 @@ mod tests {
         let i = judge(
             &rules,
             &s,
+            "GET",
             "api.gh.test",
             443,
             "/repos/a",
             &[("Authorization", auth.as_bytes())],
+            true,
         )
         .ok()
         .unwrap();
@@ -1089,9 +1177,18 @@ mod tests {
             Some(("Authorization", b"Bearer real-gh".to_vec()))
         );
         // The longest prefix wins.
-        let i = judge(&rules, &s, "api.gh.test", 443, "/repos/x/y", &[])
-            .ok()
-            .unwrap();
+        let i = judge(
+            &rules,
+            &s,
+            "GET",
+            "api.gh.test",
+            443,
+            "/repos/x/y",
+            &[],
+            true,
+        )
+        .ok()
+        .unwrap();
         assert_eq!(
             i.add.unwrap().1.to_vec(),
             b"Basic bWU6cmVhbC1naA==".to_vec()
@@ -1100,17 +1197,21 @@ mod tests {
         let i = judge(
             &rules,
             &s,
+            "GET",
             "reg.test",
             8080,
             &format!("/p?a=1&token={npm}&b=2"),
             &[],
+            true,
         )
         .ok()
         .unwrap();
         assert_eq!(i.target, "/p?a=1&b=2&token=real%20npm");
         assert_eq!(i.drop_field, None);
         // Not the rule's port: nothing in, and a phantom is refused.
-        let i = judge(&rules, &s, "reg.test", 443, "/p", &[]).ok().unwrap();
+        let i = judge(&rules, &s, "GET", "reg.test", 443, "/p", &[], true)
+            .ok()
+            .unwrap();
         assert!(i.add.is_none() && i.used.is_none());
         // A phantom to another host, in any form.
         let basic = {
@@ -1138,7 +1239,7 @@ mod tests {
                 vec![("X-Anything", gh.as_bytes())],
             ),
         ] {
-            let err = judge(&rules, &s, host, 443, &target, &fields)
+            let err = judge(&rules, &s, "GET", host, 443, &target, &fields, true)
                 .err()
                 .unwrap();
             assert_eq!(err, "phantom to unlisted host: GH");
@@ -1147,10 +1248,12 @@ mod tests {
         let err = judge(
             &rules,
             &s,
+            "GET",
             "api.gh.test",
             443,
             "/user",
             &[("Authorization", auth.as_bytes())],
+            true,
         )
         .err()
         .unwrap();
@@ -1158,10 +1261,12 @@ mod tests {
         let err = judge(
             &rules,
             &s,
+            "GET",
             "api.gh.test",
             443,
             "/repos/../user",
             &[("Authorization", auth.as_bytes())],
+            true,
         )
         .err()
         .unwrap();
@@ -1170,16 +1275,44 @@ mod tests {
         let err = judge(
             &rules,
             &s,
+            "GET",
             "api.gh.test",
             443,
             "/repos/a",
             &[("X-Npm", npm.as_bytes())],
+            true,
         )
         .err()
         .unwrap();
         assert_eq!(err, "phantom to unlisted host: NPM");
+        // Never on plain http, never in a TRACE, never with a fragment:
+        // the phantom is then refused, and without one nothing goes in.
+        for (method, target, tls) in [
+            ("GET", "/repos/a", false),
+            ("TRACE", "/repos/a", true),
+            ("track", "/repos/a", true),
+            ("GET", "/repos/a#x", true),
+        ] {
+            let err = judge(
+                &rules,
+                &s,
+                method,
+                "api.gh.test",
+                443,
+                target,
+                &[("Authorization", auth.as_bytes())],
+                tls,
+            )
+            .err()
+            .unwrap();
+            assert_eq!(err, "no injection rule: GH", "{method} {target} {tls}");
+            let i = judge(&rules, &s, method, "api.gh.test", 443, target, &[], tls)
+                .ok()
+                .unwrap();
+            assert!(i.add.is_none() && i.used.is_none());
+        }
         // No phantom and no rule: unchanged.
-        assert!(judge(&rules, &s, "api.gh.test", 443, "/user", &[]).is_ok());
+        assert!(judge(&rules, &s, "GET", "api.gh.test", 443, "/user", &[], true).is_ok());
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub(crate) struct Injector {
 
 impl Drop for Injector {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.remove_files();
     }
 }
 
@@ -221,6 +221,12 @@ impl Injector {
             dir,
             phantom_env,
         })
+    }
+
+    /// Removes the CA files (the proxy stops; a connection's thread may
+    /// still hold this injector for a while).
+    pub(crate) fn remove_files(&self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 
     /// The variables the command gets: the CA files, and the phantoms.
@@ -390,6 +396,13 @@ pub(super) fn serve(
             let other = resolver.other_sni.lock().ok().and_then(|o| o.clone());
             let reason = match other {
                 Some(sni) => format!("SNI {sni} is not the CONNECT target"),
+                None if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+                {
+                    format!("no TLS handshake within {} s", HEAD_TIMEOUT.as_secs())
+                }
                 None => format!(
                     "{}: the client did not accept the run's certificate ({e})",
                     inject::TLS_PINNED
@@ -515,7 +528,15 @@ fn one_request(
         _ => false,
     };
     if !host_ok {
-        let shown = String::from_utf8_lossy(hosts.first().copied().unwrap_or(b"")).into_owned();
+        let mut shown = String::from_utf8_lossy(hosts.first().copied().unwrap_or(b"")).into_owned();
+        if shown.len() > 80 {
+            let mut end = 80;
+            while !shown.is_char_boundary(end) {
+                end -= 1;
+            }
+            shown.truncate(end);
+            shown.push_str("...");
+        }
         deny(
             shared,
             host,
@@ -536,12 +557,24 @@ fn one_request(
     let expect = req.headers.iter().any(|h| {
         h.name.eq_ignore_ascii_case("expect") && h.value.eq_ignore_ascii_case(b"100-continue")
     });
+    if target.contains('#') {
+        return Err((400, "a request target with a fragment (#)".into()));
+    }
     let pairs: Vec<(&str, &[u8])> = req.headers.iter().map(|h| (h.name, h.value)).collect();
-    let injected =
-        inject::judge(&inj.rules, &inj.secrets, host, port, &target, &pairs).map_err(|reason| {
-            deny(shared, host, port, reason.clone());
-            (403, format!("{host}:{port} refused: {reason}"))
-        })?;
+    let injected = inject::judge(
+        &inj.rules,
+        &inj.secrets,
+        &method,
+        host,
+        port,
+        &target,
+        &pairs,
+        true,
+    )
+    .map_err(|reason| {
+        deny(shared, host, port, reason.clone());
+        (403, format!("{host}:{port} refused: {reason}"))
+    })?;
     let mut up_head =
         Zeroizing::new(format!("{method} {} HTTP/1.{version}\r\n", injected.target).into_bytes());
     for h in req.headers.iter() {
@@ -727,6 +760,12 @@ fn response_head<R: Read>(
                             || (!proxy::frames_body(h.name)
                                 && listed.iter().any(|f| h.name.eq_ignore_ascii_case(f)))
                         {
+                            continue;
+                        }
+                        if inj.redacts(h.name.as_bytes()) {
+                            out.extend_from_slice(b"X-Dsh-Exec-Redacted: ");
+                            out.extend_from_slice(REDACTED.as_bytes());
+                            out.extend_from_slice(b"\r\n");
                             continue;
                         }
                         out.extend_from_slice(h.name.as_bytes());

@@ -320,6 +320,9 @@ impl Proxy {
 impl Drop for Proxy {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(inj) = &self.shared.injector {
+            inj.remove_files();
+        }
         // A listening socket shut down wakes its accept(2) with EINVAL. A
         // descriptor in `sockets` is removed by its connection before it
         // is closed.
@@ -693,7 +696,18 @@ fn head_of(
     let (mut refusal, mut injected) = (None, None);
     if let Some(inj) = injector {
         let pairs: Vec<(&str, &[u8])> = req.headers.iter().map(|h| (h.name, h.value)).collect();
-        match super::inject::judge(&inj.rules, &inj.secrets, &host, port, &path, &pairs) {
+        // Plain http://: never a credential (`tls` false); a phantom is
+        // judged all the same.
+        match super::inject::judge(
+            &inj.rules,
+            &inj.secrets,
+            method,
+            &host,
+            port,
+            &path,
+            &pairs,
+            false,
+        ) {
             Ok(i) => injected = Some(i),
             Err(reason) => refusal = Some(reason),
         }

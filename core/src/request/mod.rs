@@ -508,6 +508,23 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
     let mut sandbox = sandbox;
     if let Some(p) = sandbox.as_mut() {
         p.injection = injection.clone();
+        // A file: source is a file the command must not read: it joins
+        // the read deny list, which only a confining mode enforces.
+        for c in &injection.credentials {
+            if let crate::net::inject::Source::File(path) = &c.source {
+                if !p.mode.value.confines() {
+                    return Err(UsageError(format!(
+                        "--credential {c}: a file: source needs --sandbox read-only or \
+                         workspace-write, which keep the file from the command (in \
+                         full-access it reads what dsh-exec reads); or use env: or fd:"
+                    )));
+                }
+                let path = absolute(cwd, path.clone());
+                if !p.deny_read.contains(&path) {
+                    p.deny_read.push(path);
+                }
+            }
+        }
     }
     let mut managed = req.dsh_env.clone();
     if let Some(policy) = &sandbox {

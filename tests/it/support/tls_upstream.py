@@ -129,7 +129,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 extra.append((k, v.strip()))
         return self.send(status, data, ctype, extra)
 
-    do_GET = do_POST = do_HEAD = do_PUT = handle_any
+    do_GET = do_POST = do_HEAD = do_PUT = do_TRACE = handle_any
 
 
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
