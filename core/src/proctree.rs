@@ -52,6 +52,14 @@ fn start_time(pid: i32) -> Option<u64> {
     procfs::stat(&pid.to_string()).map(|s| s.start_time)
 }
 
+/// The inode of this process's PID namespace (`/proc/self/ns/pid`,
+/// pid_namespaces(7)), or 0 when it cannot be read: what names the
+/// namespace in which a pid recorded in a name means something.
+pub(crate) fn pid_namespace() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid").map_or(0, |m| m.ino())
+}
+
 /// The start time of `pid` (field 22 of `/proc/PID/stat`, clock ticks since
 /// boot) when it runs and is not a zombie: with the pid, it names the
 /// process uniquely.

@@ -22,6 +22,16 @@ use crate::output::{infrastructure_error, terminal_colours, usage_error};
 /// print JSON, and the colour choice; or the exit status of a usage or
 /// configuration error, already reported.
 pub(crate) fn resolve_args(args: RunArgs) -> Result<(Spec, bool, ColorChoice), ExitCode> {
+    resolve_args_reading(args, true)
+}
+
+/// As [`resolve_args`]; `read_secrets` false leaves the credentials'
+/// sources unread (`explain`: an `fd:` source can be read once, and a
+/// missing one is what `explain` may be asked to show).
+pub(crate) fn resolve_args_reading(
+    args: RunArgs,
+    read_secrets: bool,
+) -> Result<(Spec, bool, ColorChoice), ExitCode> {
     let (json, color) = (args.json, args.color);
     let ambient = match Ambient::current(args.workdir.as_deref()) {
         Ok(a) => a,
@@ -38,6 +48,9 @@ pub(crate) fn resolve_args(args: RunArgs) -> Result<(Spec, bool, ColorChoice), E
     };
     let mut request = args.into_request().map_err(|e| usage_error(&e))?;
     request.terminal_colours = Some(terminal_colours(color));
+    if !read_secrets {
+        request.secrets = Some(Default::default());
+    }
     request.config = match dsh_exec_core::request::config::load(&ambient.env) {
         Ok(c) => c,
         Err(e) => return Err(infrastructure_error(&e, json)),

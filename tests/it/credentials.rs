@@ -730,8 +730,13 @@ fn the_configuration_file_declares_them_and_a_flag_list_replaces_its_list() {
         v["sandbox"]["network_denials"][0]["reason"], "no injection rule: K",
         "{v}"
     );
-    // A flag's rule replaces the file's list.
-    let v = run_with(&[&format!("--inject={}/api=bearer:K", up.host())]);
+    // The flags' declarations replace the file's as a whole.
+    let v = run_with(&[
+        "--credential=K=env:TOKEN",
+        &format!("--inject={}/api=bearer:K", up.host()),
+        "--credential-env=K=K_TOKEN",
+        &format!("--upstream-ca={}", up.ca.display()),
+    ]);
     assert_eq!(
         v["stdout"]["text"], "{\"authorized\": true, \"path\": \"/api/c\"}",
         "{v}"
@@ -888,5 +893,179 @@ fn a_process_holding_credentials_is_not_dumpable() {
 ",
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn an_upstream_tls_failure_is_told_in_the_result() {
+    let s = secret("upfail");
+    let up = Upstream::start(&format!("Bearer {s}"), None);
+    let work = tempfile::tempdir().unwrap();
+    // No --upstream-ca: the proxy cannot verify the test upstream.
+    let f: Vec<String> = flags(&up, &format!("{}=bearer:K", up.host()))
+        .into_iter()
+        .filter(|f| !f.starts_with("--upstream-ca"))
+        .collect();
+    let (v, text) = run(
+        work.path(),
+        &s,
+        &f,
+        &format!("curl -sS https://{}/api/x", up.host()),
+    );
+    let reason = v["sandbox"]["network_denials"][0]["reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        reason.starts_with("upstream: the upstream's TLS failed (invalid peer certificate: UnknownIssuer); a private CA is trusted with --upstream-ca"),
+        "{text}"
+    );
+    assert!(up.requests().is_empty());
+}
+
+#[test]
+fn the_command_s_own_ca_variables_keep_what_they_trusted_and_an_explicit_one_wins() {
+    let s = secret("cavars");
+    let up = Upstream::start(&format!("Bearer {s}"), None);
+    let work = tempfile::tempdir().unwrap();
+    let out = dsh()
+        .env("TOKEN", &s)
+        .env("REQUESTS_CA_BUNDLE", &up.ca)
+        .args(["-s", "workspace-write", "-C"])
+        .arg(work.path())
+        .args(flags(&up, &format!("{}=bearer:K", up.host())))
+        .args(["-e", "CURL_CA_BUNDLE=/etc/hostname", "--"])
+        .arg(format!(
+            "grep -c 'BEGIN CERTIFICATE' \"$REQUESTS_CA_BUNDLE\" \"$NODE_EXTRA_CA_CERTS\"; \
+             grep -q \"$(sed -n 2p {})\" \"$REQUESTS_CA_BUNDLE\" && echo theirs-kept; \
+             echo \"$CURL_CA_BUNDLE\"",
+            up.ca.display()
+        ))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    // Their CA and the run's; the run's alone for Node.
+    assert!(lines[0].ends_with(":2"), "{text}");
+    assert!(lines[1].ends_with(":1"), "{text}");
+    assert_eq!(
+        &lines[2..],
+        ["theirs-kept", "/etc/hostname", "[exit code: 0]"],
+        "{text}"
+    );
+}
+
+#[test]
+fn explain_reads_no_value_and_configured_credentials_stay_out_of_runs_without_an_allow_list() {
+    // explain shows the sources; a missing one is no error there.
+    let out = dsh()
+        .args([
+            "explain",
+            "--network=allow=api.example.org",
+            "--credential=K=env:NOT_SET_ANYWHERE",
+            "--inject=api.example.org=bearer:K",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("K=env:NOT_SET_ANYWHERE"));
+    // The configuration file's credentials: a loopback run ignores them.
+    let work = tempfile::tempdir().unwrap();
+    let config = work.path().join("c.toml");
+    std::fs::write(
+        &config,
+        "[defaults]\nnetwork_allow = [\"api.example.org\"]\ncredentials = [\"K=env:NOT_SET_ANYWHERE\"]\n\
+         inject = [\"api.example.org=bearer:K\"]\n",
+    )
+    .unwrap();
+    let run_with = |net: &str| {
+        dsh()
+            .env("DSH_EXEC_CONFIG", &config)
+            .args([net, "--", "echo ran"])
+            .output()
+            .unwrap()
+    };
+    let out = run_with("--network=loopback");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "ran\n[exit code: 0]\n"
+    );
+    let out = run_with("--network=allow=api.example.org");
+    assert_eq!(out.status.code(), Some(125));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "dsh-exec: error: --credential K=env:NOT_SET_ANYWHERE: the variable NOT_SET_ANYWHERE is \
+         not set (from the configuration file's credentials) (USAGE)\n"
+    );
+}
+
+#[test]
+fn a_ca_directory_a_killed_dsh_exec_left_is_removed_by_the_next_run() {
+    use std::os::unix::fs::MetadataExt;
+    let ns = std::fs::metadata("/proc/self/ns/pid").unwrap().ino();
+    let temp = tempfile::tempdir().unwrap();
+    // A pid past pid_max: no such process.
+    let stale = temp.path().join(format!("dsh-exec-ca-{ns}-4194305-1-ab"));
+    let other_ns = temp
+        .path()
+        .join(format!("dsh-exec-ca-{}-4194305-1-ab", ns + 1));
+    for d in [&stale, &other_ns] {
+        std::fs::create_dir(d).unwrap();
+        std::fs::write(d.join("ca.pem"), "x").unwrap();
+    }
+    let out = dsh()
+        .env("TOKEN", "v")
+        .env("TMPDIR", temp.path())
+        .args([
+            "--network=allow=api.example.org",
+            "--credential=K=env:TOKEN",
+            "--inject=api.example.org=bearer:K",
+            "--",
+            "ls -d \"$(dirname \"$SSL_CERT_FILE\")\" | grep -c dsh-exec-ca-",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1\n[exit code: 0]\n");
+    assert!(!stale.exists());
+    // Another PID namespace's is not judged; the run's own is gone.
+    let left: Vec<_> = std::fs::read_dir(temp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(left, [other_ns]);
+}
+
+#[test]
+fn a_file_source_with_another_hard_link_is_refused() {
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("token");
+    std::fs::write(&file, "v\n").unwrap();
+    std::fs::hard_link(&file, work.path().join("other")).unwrap();
+    let out = dsh()
+        .args(["-s", "workspace-write", "-C"])
+        .arg(work.path())
+        .args([
+            "--network=allow=api.example.org",
+            "--inject=api.example.org=bearer:K",
+        ])
+        .arg(format!("--credential=K=file:{}", file.display()))
+        .args(["--", "cat other"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "dsh-exec: error: --credential K=file:{}: the file has 2 hard links; the command \
+             could read it through another: copy it to a file of its own (USAGE)\n",
+            file.display()
+        )
     );
 }

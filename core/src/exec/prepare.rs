@@ -271,8 +271,12 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, Error> {
                     .iter()
                     .any(|s| s.name == k && s.layer == crate::request::env::Layer::Explicit)
             };
-            for (k, v) in proxy.env() {
-                if k.eq_ignore_ascii_case("no_proxy") && explicit(&k) {
+            // So are the CA variables of an injecting proxy: a client told
+            // to trust something else then fails its handshake (`tls
+            // pinned`), as the user asked.
+            let ca_var = |k: &str| crate::net::inject::CA_VARS.contains(&k);
+            for (k, v) in proxy.env(&env) {
+                if (k.eq_ignore_ascii_case("no_proxy") || ca_var(&k)) && explicit(&k) {
                     continue;
                 }
                 env.retain(|(name, _)| name.as_os_str() != k.as_str());

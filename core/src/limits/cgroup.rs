@@ -393,13 +393,6 @@ fn prune_stale(base: &Path, me: (u64, i32, u64)) {
     }
 }
 
-/// The inode of this process's PID namespace (`/proc/self/ns/pid`), or 0
-/// when it cannot be read.
-fn pid_namespace() -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self/ns/pid").map_or(0, |m| m.ino())
-}
-
 impl Leaf {
     /// Makes a run cgroup at `place` with `controllers` and `settings`.
     ///
@@ -434,7 +427,7 @@ impl Leaf {
             }
         }
         let me = identity();
-        let ns = pid_namespace();
+        let ns = crate::proctree::pid_namespace();
         prune_stale(&place.base, (ns, me.0, me.1));
         let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
         let dir = place.base.join(format!("run-{ns}-{}-{}-{n}", me.0, me.1));

@@ -32,6 +32,24 @@ use zeroize::Zeroizing;
 
 use super::rules::{HostPattern, HostRule};
 
+/// The variables an injecting proxy sets to its CA files: a bundle in
+/// each but `NODE_EXTRA_CA_CERTS` (which Node.js adds to its own roots),
+/// the run's CA there.
+pub const CA_VARS: [&str; 12] = [
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "GIT_SSL_CAINFO",
+    "PIP_CERT",
+    "CARGO_HTTP_CAINFO",
+    "AWS_CA_BUNDLE",
+    "NIX_SSL_CERT_FILE",
+    "HTTPLIB2_CA_CERTS",
+    "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+    "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE",
+    "NODE_EXTRA_CA_CERTS",
+];
+
 /// The longest credential value: 16 KiB (a JWT with many claims fits).
 pub const SECRET_MAX: usize = 16 * 1024;
 
@@ -241,9 +259,16 @@ fn percent_decoded(s: &[u8]) -> Vec<u8> {
 /// (`..;`, which Tomcat and Jetty read as `..`) and after percent-decoding
 /// up to three times (`%2e`, `%252e`); a backslash in any of those forms
 /// (read as `/` by some); an overlong UTF-8 form of `.` or `/` (`%c0%ae`).
+///
+/// Also: `%u` escapes (IIS), a control character (NUL, tab: servers that
+/// cut or trim there), and segments of dot-like characters other than `.`
+/// (U+FF0E, U+2024, U+FE52, U+3002, U+FF61: NFKC makes some of them `.`).
 pub fn climbs(path: &str) -> bool {
     let lower = path.to_ascii_lowercase();
-    if ["%c0", "%c1", "%e0%80"].iter().any(|e| lower.contains(e)) {
+    if ["%c0", "%c1", "%e0%80", "%u"]
+        .iter()
+        .any(|e| lower.contains(e))
+    {
         return true;
     }
     let mut p = path.as_bytes().to_vec();
@@ -258,9 +283,19 @@ pub fn climbs(path: &str) -> bool {
         // Still escaped after three rounds: not read alike by everyone.
         return p.contains(&b'\\') || percent_decoded(&p) != p;
     }
+    if p.iter().any(|b| *b < 0x20 || *b == 0x7f) {
+        return true;
+    }
+    let dot_like = |c: char| {
+        matches!(
+            c,
+            '.' | '\u{ff0e}' | '\u{2024}' | '\u{fe52}' | '\u{3002}' | '\u{ff61}'
+        )
+    };
     p.split(|b| *b == b'/').any(|seg| {
         let seg = seg.split(|b| *b == b';').next().unwrap_or_default();
-        !seg.is_empty() && seg.iter().all(|b| *b == b'.')
+        let seg = String::from_utf8_lossy(seg);
+        !seg.is_empty() && seg.chars().all(dot_like)
     })
 }
 
@@ -295,6 +330,11 @@ impl FromStr for InjectRule {
     /// Errors with a one-line message naming the entry.
     fn from_str(s: &str) -> Result<InjectRule, String> {
         let bad = |why: &str| format!("invalid --inject '{s}': {why}");
+        if s.contains("://") {
+            return Err(bad(
+                "a host, not a URL: write api.example.org/v1=bearer:NAME, not https://...",
+            ));
+        }
         let (target, how) = s.rsplit_once('=').ok_or_else(|| {
             bad("write HOST[:PORT][/PREFIX]=SCHEME:NAME, as api.example.org=bearer:API")
         })?;
@@ -521,6 +561,27 @@ impl Injection {
     }
 }
 
+/// Checks that each `--upstream-ca` file can be read and holds at least
+/// one PEM certificate.
+///
+/// Errors with a one-line usage error naming the file.
+pub fn check_upstream_ca(files: &[PathBuf]) -> Result<(), String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    for path in files {
+        let bad = |why: String| format!("--upstream-ca {}: {why}", path.display());
+        let mut n = 0;
+        for c in CertificateDer::pem_file_iter(path).map_err(|e| bad(e.to_string()))? {
+            c.map_err(|e| bad(e.to_string()))?;
+            n += 1;
+        }
+        if n == 0 {
+            return Err(bad("no PEM certificate in it".into()));
+        }
+    }
+    Ok(())
+}
+
 /// Whether the allow-list entry `allow` lets through every destination
 /// of `rule` (a host and one port).
 fn covers(allow: &HostRule, rule: &HostRule) -> bool {
@@ -635,10 +696,23 @@ impl Secrets {
                         .rev()
                         .find(|(k, _)| k == var.as_str())
                         .ok_or_else(|| bad(format!("the variable {var} is not set")))?;
+                    if v.1.is_empty() {
+                        return Err(bad(format!("the variable {var} is empty")));
+                    }
                     Zeroizing::new(std::os::unix::ffi::OsStrExt::as_bytes(v.1.as_os_str()).to_vec())
                 }
                 Source::File(path) => {
+                    use std::os::unix::fs::MetadataExt;
                     let f = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+                    // The read deny list hides this path; another hard
+                    // link to the same file would stay readable.
+                    let links = f.metadata().map_err(|e| bad(e.to_string()))?.nlink();
+                    if links > 1 {
+                        return Err(bad(format!(
+                            "the file has {links} hard links; the command could read it \
+                             through another: copy it to a file of its own"
+                        )));
+                    }
                     read_bounded(f).map_err(|e| bad(e.to_string()))?
                 }
                 Source::Fd(n) => {
@@ -846,7 +920,12 @@ pub(crate) fn judge(
         };
     };
     if let Some(other) = carried.iter().find(|n| **n != rule.credential) {
-        return Err(format!("{PHANTOM_UNLISTED}: {other}"));
+        let why = if for_host.iter().any(|r| r.credential == *other) {
+            NO_RULE
+        } else {
+            PHANTOM_UNLISTED
+        };
+        return Err(format!("{why}: {other}"));
     }
     let secret = secrets
         .get(&rule.credential)
@@ -882,7 +961,13 @@ pub(crate) fn judge(
             let mut q: Vec<&str> = query
                 .unwrap_or("")
                 .split('&')
-                .filter(|kv| !kv.is_empty() && kv.split('=').next() != Some(param.as_str()))
+                .filter(|kv| {
+                    // The command's own parameter of that name goes, in
+                    // any case or encoding: the upstream takes one value.
+                    let name = kv.split('=').next().unwrap_or_default();
+                    let name = percent_decoded(name.as_bytes());
+                    !kv.is_empty() && !name.eq_ignore_ascii_case(param.as_bytes())
+                })
                 .collect();
             let pair = Zeroizing::new(format!("{param}={}", &*percent_encode(value)));
             q.push(&pair);
@@ -1007,6 +1092,11 @@ mod tests {
             "/repos/me/..\\other",
             "/repos/me/..%5cother",
             "/repos/me/..%255cother",
+            "/repos/me/%u002e%u002e/other",
+            "/repos/me/%ef%bc%8e%ef%bc%8e/other",
+            "/repos/me/%e2%80%a4%e2%80%a4/other",
+            "/repos/me/.%00./other",
+            "/repos/me/..%09/other",
         ] {
             assert!(!r.covers(climbing), "{climbing}");
         }
@@ -1062,7 +1152,8 @@ mod tests {
         assert_eq!(format!("{s:?}"), "[\"GH\"]");
         for (e, why) in [
             (env(&[]), "the variable T is not set"),
-            (env(&[("T", "")]), "the value is empty"),
+            (env(&[("T", "")]), "the variable T is empty"),
+            (env(&[("T", "\n")]), "the value is empty"),
             (env(&[("T", "a\r\nX-Evil: 1")]), "control character"),
         ] {
             let err = Secrets::load(&c("GH=env:T"), &e).unwrap_err();
@@ -1207,6 +1298,19 @@ mod tests {
         .ok()
         .unwrap();
         assert_eq!(i.target, "/p?a=1&b=2&token=real%20npm");
+        let i = judge(
+            &rules,
+            &s,
+            "GET",
+            "reg.test",
+            8080,
+            "/p?TOKEN=mine&t%6Fken=mine&x=1",
+            &[],
+            true,
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(i.target, "/p?x=1&token=real%20npm");
         assert_eq!(i.drop_field, None);
         // Not the rule's port: nothing in, and a phantom is refused.
         let i = judge(&rules, &s, "GET", "reg.test", 443, "/p", &[], true)

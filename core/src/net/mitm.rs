@@ -49,26 +49,6 @@ use super::rules::normalize;
 /// What replaces the value of a response field that holds a secret.
 pub const REDACTED: &str = "[redacted by dsh-exec]";
 
-/// The variables that name the run's CA bundle (system roots and the
-/// run's CA), for the clients that read them.
-pub const BUNDLE_VARS: [&str; 11] = [
-    "SSL_CERT_FILE",
-    "REQUESTS_CA_BUNDLE",
-    "CURL_CA_BUNDLE",
-    "GIT_SSL_CAINFO",
-    "PIP_CERT",
-    "CARGO_HTTP_CAINFO",
-    "AWS_CA_BUNDLE",
-    "NIX_SSL_CERT_FILE",
-    "HTTPLIB2_CA_CERTS",
-    "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
-    "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE",
-];
-
-/// The variable that names the run's CA certificate alone (Node.js adds
-/// it to its own roots).
-pub const EXTRA_CA_VAR: &str = "NODE_EXTRA_CA_CERTS";
-
 /// The credentials of a run, its rules, and its TLS state.
 pub(crate) struct Injector {
     pub(crate) rules: Vec<InjectRule>,
@@ -79,8 +59,11 @@ pub(crate) struct Injector {
     ca_der: CertificateDer<'static>,
     leaves: Mutex<HashMap<String, Arc<CertifiedKey>>>,
     upstream: Arc<ClientConfig>,
-    /// The directory of `ca.pem` and `bundle.pem`; removed on drop.
+    /// The directory of `ca.pem`, `bundle.pem` and the bundles made for
+    /// the command's own CA variables; removed on drop.
     dir: PathBuf,
+    /// The run's CA certificate, PEM.
+    ca_pem: String,
     /// The phantom variables of `--credential-env`: (variable, phantom).
     phantom_env: Vec<(String, String)>,
 }
@@ -88,6 +71,40 @@ pub(crate) struct Injector {
 impl Drop for Injector {
     fn drop(&mut self) {
         self.remove_files();
+    }
+}
+
+/// Removes the CA directories (`dsh-exec-ca-NS-PID-START-ID`) in `temp`
+/// that a `dsh-exec` of PID namespace `ns`, now gone, left (killed by
+/// SIGKILL: no drop ran), and only this user's. A `dsh-exec` of another
+/// PID namespace is not judged: its pids mean nothing here.
+fn prune_stale_ca_dirs(temp: &Path, ns: u64) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    let uid = nix::unistd::geteuid().as_raw();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("dsh-exec-ca-")) else {
+            continue;
+        };
+        let mut parts = rest.split('-');
+        let (Some(Ok(their_ns)), Some(Ok(pid)), Some(Ok(start)), Some(_)) = (
+            parts.next().map(str::parse::<u64>),
+            parts.next().map(str::parse::<i32>),
+            parts.next().map(str::parse::<u64>),
+            parts.next(),
+        ) else {
+            continue;
+        };
+        let mine = e
+            .path()
+            .symlink_metadata()
+            .is_ok_and(|m| m.is_dir() && m.uid() == uid);
+        if their_ns == ns && mine && crate::proctree::live_start_time(pid) != Some(start) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
     }
 }
 
@@ -152,6 +169,9 @@ impl Injector {
                 system_pem.push_str(&pem("CERTIFICATE", &c));
             }
         }
+        // The --upstream-ca certificates go into the command's bundle too:
+        // a host without a rule is reached through a tunnel, TLS end to end.
+        let mut upstream_pem = String::new();
         for path in &decl.upstream_ca {
             use rustls::pki_types::pem::PemObject;
             let mut n = 0;
@@ -161,6 +181,7 @@ impl Injector {
                 let c = c.map_err(|e| {
                     io::Error::other(format!("--upstream-ca {}: {e}", path.display()))
                 })?;
+                upstream_pem.push_str(&pem("CERTIFICATE", &c));
                 roots.add(c).map_err(|e| {
                     io::Error::other(format!("--upstream-ca {}: {e}", path.display()))
                 })?;
@@ -180,7 +201,13 @@ impl Injector {
             .with_no_client_auth();
         upstream.alpn_protocols = vec![b"http/1.1".to_vec()];
 
-        let dir = temp.join(format!("dsh-exec-ca-{id}"));
+        // Named by this process (PID namespace, pid, start time), so that
+        // a later run removes what a dsh-exec killed by SIGKILL left.
+        let me = std::process::id() as i32;
+        let ns = crate::proctree::pid_namespace();
+        let start = crate::proctree::live_start_time(me).unwrap_or(0);
+        prune_stale_ca_dirs(temp, ns);
+        let dir = temp.join(format!("dsh-exec-ca-{ns}-{me}-{start}-{id}"));
         {
             use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
             std::fs::DirBuilder::new().mode(0o755).create(&dir)?;
@@ -194,7 +221,7 @@ impl Injector {
             };
             let ca_pem = pem("CERTIFICATE", &ca_der);
             let done = write("ca.pem", &ca_pem)
-                .and_then(|_| write("bundle.pem", &format!("{system_pem}{ca_pem}")));
+                .and_then(|_| write("bundle.pem", &format!("{system_pem}{upstream_pem}{ca_pem}")));
             if let Err(e) = done {
                 let _ = std::fs::remove_dir_all(&dir);
                 return Err(e);
@@ -210,6 +237,7 @@ impl Injector {
             })
             .collect();
         Ok(Injector {
+            ca_pem: pem("CERTIFICATE", &ca_der),
             needles: inject::needles(&decl.inject, &secrets),
             rules: decl.inject.clone(),
             secrets,
@@ -229,17 +257,59 @@ impl Injector {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 
-    /// The variables the command gets: the CA files, and the phantoms.
-    pub(crate) fn env(&self) -> Vec<(String, String)> {
-        let bundle = self.dir.join("bundle.pem").display().to_string();
-        let mut out: Vec<(String, String)> = BUNDLE_VARS
-            .iter()
-            .map(|v| (v.to_string(), bundle.clone()))
-            .collect();
-        out.push((
-            EXTRA_CA_VAR.into(),
-            self.dir.join("ca.pem").display().to_string(),
-        ));
+    /// The variables the command gets: each of [`inject::CA_VARS`], and
+    /// the phantoms. A CA variable the command's environment (`current`)
+    /// already points at a readable file gets a bundle of its own: that
+    /// file and the run's CA, so that the client trusts what it trusted,
+    /// and the run's CA besides. Otherwise: `bundle.pem` (the system's
+    /// roots, the `--upstream-ca` certificates, the run's CA), and for
+    /// `NODE_EXTRA_CA_CERTS` the run's CA alone.
+    pub(crate) fn env(
+        &self,
+        current: &[(std::ffi::OsString, std::ffi::OsString)],
+    ) -> Vec<(String, String)> {
+        use std::io::Read as _;
+        let mut out = Vec::new();
+        for var in inject::CA_VARS {
+            let theirs = current
+                .iter()
+                .rev()
+                .find(|(k, _)| k == var)
+                .map(|(_, v)| PathBuf::from(v))
+                .filter(|p| p.is_absolute() && p.is_file())
+                .and_then(|p| {
+                    let mut text = String::new();
+                    std::fs::File::open(&p)
+                        .ok()?
+                        .take(16 << 20)
+                        .read_to_string(&mut text)
+                        .ok()?;
+                    Some(text)
+                });
+            let path = match theirs {
+                Some(text) => {
+                    let path = self.dir.join(format!("{var}.pem"));
+                    use std::os::unix::fs::OpenOptionsExt;
+                    let written = std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .mode(0o644)
+                        .open(&path)
+                        .and_then(|mut f| {
+                            f.write_all(text.as_bytes())?;
+                            f.write_all(b"\n")?;
+                            f.write_all(self.ca_pem.as_bytes())
+                        });
+                    match written {
+                        Ok(()) => path,
+                        Err(_) => self.dir.join("bundle.pem"),
+                    }
+                }
+                None if var == "NODE_EXTRA_CA_CERTS" => self.dir.join("ca.pem"),
+                None => self.dir.join("bundle.pem"),
+            };
+            out.push((var.to_string(), path.display().to_string()));
+        }
         out.extend(self.phantom_env.iter().cloned());
         out
     }
@@ -310,26 +380,58 @@ impl ResolvesServerCert for OneHost {
     }
 }
 
-/// The client socket with the bytes read past the CONNECT head in front.
-struct Prefixed {
-    first: Vec<u8>,
+/// How much one read(2) of a socket under TLS asks for: 256 KiB. rustls
+/// asks its transport for 4 KiB at a time (its deframer's read size);
+/// served from this buffer, a bulk transfer costs one system call per
+/// 256 KiB instead of one per 4 KiB. A read returns what the socket has,
+/// so nothing waits for the buffer to fill.
+const SOCKET_READ: usize = 256 * 1024;
+
+/// A socket under TLS, read through a buffer of [`SOCKET_READ`] bytes
+/// that may start with bytes read before (the client's, past its CONNECT
+/// head).
+struct Buffered {
+    buf: Vec<u8>,
     at: usize,
     sock: TcpStream,
 }
 
-impl Read for Prefixed {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.at < self.first.len() {
-            let n = (self.first.len() - self.at).min(buf.len());
-            buf[..n].copy_from_slice(&self.first[self.at..self.at + n]);
-            self.at += n;
-            return Ok(n);
+impl Buffered {
+    fn new(sock: TcpStream, first: Vec<u8>) -> Buffered {
+        Buffered {
+            buf: first,
+            at: 0,
+            sock,
         }
-        self.sock.read(buf)
     }
 }
 
-impl Write for Prefixed {
+impl Read for Buffered {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.at == self.buf.len() {
+            self.buf.resize(SOCKET_READ, 0);
+            let n = match self.sock.read(&mut self.buf) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.buf.clear();
+                    self.at = 0;
+                    return Err(e);
+                }
+            };
+            self.buf.truncate(n);
+            self.at = 0;
+            if n == 0 {
+                return Ok(0);
+            }
+        }
+        let n = (self.buf.len() - self.at).min(out.len());
+        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+impl Write for Buffered {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.sock.write(buf)
     }
@@ -386,11 +488,7 @@ pub(super) fn serve(
         return;
     };
     let _ = client.set_read_timeout(Some(HEAD_TIMEOUT));
-    let mut sock = Prefixed {
-        first: rest,
-        at: 0,
-        sock: client,
-    };
+    let mut sock = Buffered::new(client, rest);
     while conn.is_handshaking() {
         if let Err(e) = conn.complete_io(&mut sock) {
             let other = resolver.other_sni.lock().ok().and_then(|o| o.clone());
@@ -414,16 +512,8 @@ pub(super) fn serve(
     }
     let mut tls = StreamOwned::new(conn, sock);
     let mut pending: Vec<u8> = Vec::new();
-    let mut upstream: Option<Upstream> = None;
     loop {
-        let step = one_request(
-            &mut tls,
-            &mut pending,
-            &mut upstream,
-            (host, port, addrs),
-            shared,
-            inj,
-        );
+        let step = one_request(&mut tls, &mut pending, (host, port, addrs), shared, inj);
         match step {
             Ok(true) => continue,
             Ok(false) => break,
@@ -469,19 +559,14 @@ fn read_head<R: Read>(from: &mut R, pending: &mut Vec<u8>) -> Result<Option<usiz
 }
 
 /// The upstream's TLS stream.
-type Upstream = StreamOwned<ClientConnection, TcpStream>;
+type Upstream = StreamOwned<ClientConnection, Buffered>;
 
-/// Carries one request of a connection and its response: `Ok(true)` when
-/// the client connection may carry another. `kept` is the upstream
-/// connection the last request left open (a response framed by its
-/// length or chunks, without `Connection: close`): it carries the next
-/// request, which is judged as any other; one that turns out closed
-/// before a byte of the answer is replaced once, for a request without a
-/// body.
+/// Carries one request of a connection and its response, on an upstream
+/// connection of its own: `Ok(true)` when the client connection may carry
+/// another.
 fn one_request(
-    tls: &mut StreamOwned<ServerConnection, Prefixed>,
+    tls: &mut StreamOwned<ServerConnection, Buffered>,
     pending: &mut Vec<u8>,
-    kept: &mut Option<Upstream>,
     (host, port, addrs): (&str, u16, &[SocketAddr]),
     shared: &Shared,
     inj: &Injector,
@@ -602,11 +687,12 @@ fn one_request(
         up_head.extend_from_slice(value);
         up_head.extend_from_slice(b"\r\n");
     }
-    up_head.extend_from_slice(if close {
-        b"Connection: close\r\n\r\n".as_slice()
-    } else {
-        b"\r\n".as_slice()
-    });
+    // One request per upstream connection, as for plain requests: bytes
+    // an upstream leaves unread (a body it answered before reading) or
+    // sends past its answer (a response split by a header it echoes) die
+    // with the connection, never to be read as the next request or
+    // response.
+    up_head.extend_from_slice(b"Connection: close\r\n\r\n");
     if let Some(name) = &injected.used
         && let Ok(mut s) = shared.stats.lock()
     {
@@ -616,54 +702,33 @@ fn one_request(
             .entry(host.to_string())
             .or_insert(0) += 1;
     }
-    // A kept connection the upstream closed meanwhile fails at once or
-    // answers nothing: a request without a body goes again, once, on a
-    // new one.
-    let mut tries = if kept.is_some() && body == Body::Empty {
-        2
-    } else {
-        1
-    };
-    let (mut upstream, mut buf, first) = loop {
-        tries -= 1;
-        let mut upstream = match kept.take() {
-            Some(u) => u,
-            None => connect(host, addrs, inj)?,
-        };
-        let _guard = proxy::Registered::new(shared, upstream.get_ref());
-        if let Err(e) = upstream.write_all(&up_head).and_then(|_| upstream.flush()) {
-            if tries > 0 {
-                continue;
-            }
-            return Err((502, format!("the upstream failed: {e}")));
-        }
-        if expect {
-            tls.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-                .map_err(|_| (400, "the client went away".to_string()))?;
-        }
-        match copy_body(pending, tls, &mut upstream, body, Chunked::request()) {
-            Ok(()) => {}
-            Err(Ended::Framing(why)) => return Err((400, why)),
-            Err(_) => return Ok(false),
-        }
-        let _ = upstream.flush();
-        let mut buf = Vec::new();
-        match response_head(&mut upstream, &mut buf, method == "HEAD", close, inj) {
-            Ok(first) => break (upstream, buf, first),
-            Err(_) if tries > 0 && buf.is_empty() => continue,
-            Err(why) => return Err((502, why)),
-        }
-    };
+    let mut upstream = connect(host, addrs, inj).inspect_err(|(_, why)| {
+        // Told in the result, not only in the body of the 502 the client
+        // may not show (pip: "no matching distribution").
+        deny(shared, host, port, format!("upstream: {why}"));
+    })?;
+    let _guard = proxy::Registered::new(shared, &upstream.get_ref().sock);
+    upstream
+        .write_all(&up_head)
+        .and_then(|_| upstream.flush())
+        .map_err(|e| (502, format!("the upstream failed: {e}")))?;
     drop(up_head);
-    let _guard = proxy::Registered::new(shared, upstream.get_ref());
+    if expect {
+        tls.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .map_err(|_| (400, "the client went away".to_string()))?;
+    }
+    match copy_body(pending, tls, &mut upstream, body, Chunked::request()) {
+        Ok(()) => {}
+        Err(Ended::Framing(why)) => return Err((400, why)),
+        Err(_) => return Ok(false),
+    }
+    let _ = upstream.flush();
+    let mut buf = Vec::new();
     // The response: interim heads as they come, then the final one.
-    let mut first = Some(first);
     loop {
-        let (len, status, out, rbody, upstream_closes) = match first.take() {
-            Some(h) => h,
-            None => response_head(&mut upstream, &mut buf, method == "HEAD", close, inj)
-                .map_err(|why| (502, why))?,
-        };
+        let (len, status, out, rbody) =
+            response_head(&mut upstream, &mut buf, method == "HEAD", close, inj)
+                .map_err(|why| (502, why))?;
         if status == 101 {
             return Err((
                 502,
@@ -687,13 +752,7 @@ fn one_request(
             copy_body(&mut buf, &mut upstream, tls, rbody, Chunked::response())
         };
         let _ = tls.flush();
-        let again = copied.is_ok() && !close && !ends_with_close;
-        // Kept for the next request only when the answer ended where its
-        // framing says and nothing came after it.
-        if again && !upstream_closes && buf.is_empty() {
-            *kept = Some(upstream);
-        }
-        return Ok(again);
+        return Ok(copied.is_ok() && !close && !ends_with_close);
     }
 }
 
@@ -708,7 +767,7 @@ fn connect(host: &str, addrs: &[SocketAddr], inj: &Injector) -> Result<Upstream,
     };
     let conn = ClientConnection::new(inj.upstream.clone(), name)
         .map_err(|e| (502, format!("upstream TLS: {e}")))?;
-    let mut up = StreamOwned::new(conn, sock);
+    let mut up = StreamOwned::new(conn, Buffered::new(sock, Vec::new()));
     while up.conn.is_handshaking() {
         let StreamOwned { conn, sock } = &mut up;
         conn.complete_io(sock).map_err(|e| {
@@ -726,15 +785,14 @@ fn connect(host: &str, addrs: &[SocketAddr], inj: &Injector) -> Result<Upstream,
 /// Reads the upstream's next response head into `buf`: its length, its
 /// status, the head for the client (fields holding a secret redacted;
 /// `Connection: close` when `close` or the body runs until close), its
-/// body's framing, and whether the upstream closes the connection after
-/// it (`Connection: close`, or HTTP/1.0).
+/// and its body's framing.
 fn response_head<R: Read>(
     upstream: &mut R,
     buf: &mut Vec<u8>,
     head_request: bool,
     close: bool,
     inj: &Injector,
-) -> Result<(usize, u16, Vec<u8>, Body, bool), String> {
+) -> Result<(usize, u16, Vec<u8>, Body), String> {
     let mut chunk = [0u8; 8192];
     loop {
         if !buf.is_empty() {
@@ -752,7 +810,6 @@ fn response_head<R: Read>(
                     };
                     let mut out = format!("HTTP/1.1 {status} {reason}\r\n").into_bytes();
                     let listed = proxy::connection_options(resp.headers);
-                    let closes = resp.version == Some(0) || listed.iter().any(|o| o == "close");
                     for h in resp.headers.iter() {
                         if proxy::hop_by_hop(h.name)
                             || (body == Body::Chunked
@@ -784,7 +841,7 @@ fn response_head<R: Read>(
                     } else {
                         out.extend_from_slice(b"\r\n");
                     }
-                    return Ok((len, status, out, body, closes));
+                    return Ok((len, status, out, body));
                 }
                 Ok(httparse::Status::Partial) if buf.len() < HEAD_MAX => {}
                 Ok(httparse::Status::Partial) => {

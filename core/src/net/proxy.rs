@@ -149,6 +149,17 @@ pub struct NetworkStats {
 
 impl NetworkStats {
     pub(super) fn deny(&mut self, host: &str, port: u16, reason: String) {
+        // A host is at most 253 bytes (RFC 1035 2.3.4); what the command
+        // sent may be any length.
+        let host = if host.len() > 253 {
+            let mut end = 253;
+            while !host.is_char_boundary(end) {
+                end -= 1;
+            }
+            &format!("{}...", &host[..end])
+        } else {
+            host
+        };
         if let Some(same) = self
             .denials
             .iter_mut()
@@ -265,7 +276,14 @@ impl Proxy {
     /// forms, and loopback in `NO_PROXY`/`no_proxy` (the gate lets loopback
     /// through directly). The token is this run's: another process on the
     /// host, another run's command among them, gets 407 without it.
-    pub fn env(&self) -> Vec<(String, String)> {
+    ///
+    /// With credentials, also the CA variables (see `mitm::Injector::env`;
+    /// `current` is the command's environment so far, whose CA files are
+    /// kept in the bundles) and the phantoms.
+    pub fn env(
+        &self,
+        current: &[(std::ffi::OsString, std::ffi::OsString)],
+    ) -> Vec<(String, String)> {
         let url = self.shared.url.clone();
         let mut env: Vec<(String, String)> = [
             "HTTP_PROXY",
@@ -295,7 +313,7 @@ impl Proxy {
             env.push((k.into(), direct.join(",")));
         }
         if let Some(inj) = &self.shared.injector {
-            env.extend(inj.env());
+            env.extend(inj.env(current));
         }
         env
     }

@@ -463,30 +463,61 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
     }
     // Credentials: checked against the allow-list, then read (a source
     // that is missing or empty is a usage error: nothing runs).
-    let injection = {
-        let d = req.config.as_ref().map(|c| &c.defaults);
-        fn pick<T: Clone>(flag: &[T], conf: Option<&Vec<T>>) -> Vec<T> {
-            if flag.is_empty() {
-                conf.cloned().unwrap_or_default()
-            } else {
-                flag.to_vec()
-            }
-        }
-        crate::net::inject::Injection {
-            credentials: pick(&req.injection.credentials, d.map(|d| &d.credentials)),
-            inject: pick(&req.injection.inject, d.map(|d| &d.inject)),
-            phantom_env: pick(&req.injection.phantom_env, d.map(|d| &d.credential_env)),
-            upstream_ca: pick(&req.injection.upstream_ca, d.map(|d| &d.upstream_ca))
-                .into_iter()
-                .map(|p| absolute(cwd, p))
-                .collect(),
-        }
-    };
+    // The flags' declarations replace the configuration file's as a whole
+    // (a credential, its rules and its phantom belong together); the
+    // file's apply to the runs with an allow-list alone, so that a
+    // --network deny or loopback run is not refused for them.
     let allow = sandbox
         .as_ref()
         .filter(|p| p.network.value == crate::sandbox::Network::AllowList)
         .map(|p| &p.network_allow[..]);
-    injection.check(allow).map_err(UsageError)?;
+    let (injection, from_config) = if !req.injection.is_empty() {
+        (req.injection.clone(), false)
+    } else {
+        match (req.config.as_ref().map(|c| &c.defaults), allow) {
+            (Some(d), Some(_)) => (
+                crate::net::inject::Injection {
+                    credentials: d.credentials.clone(),
+                    inject: d.inject.clone(),
+                    phantom_env: d.credential_env.clone(),
+                    upstream_ca: d.upstream_ca.clone(),
+                },
+                true,
+            ),
+            _ => (crate::net::inject::Injection::default(), false),
+        }
+    };
+    // Paths made absolute now: a job's supervisor runs elsewhere.
+    let injection = crate::net::inject::Injection {
+        upstream_ca: injection
+            .upstream_ca
+            .iter()
+            .map(|p| absolute(cwd, p.clone()))
+            .collect(),
+        credentials: injection
+            .credentials
+            .iter()
+            .map(|c| crate::net::inject::Credential {
+                name: c.name.clone(),
+                source: match &c.source {
+                    crate::net::inject::Source::File(p) => {
+                        crate::net::inject::Source::File(absolute(cwd, p.clone()))
+                    }
+                    other => other.clone(),
+                },
+            })
+            .collect(),
+        ..injection
+    };
+    let from_where = |e: String| {
+        UsageError(if from_config {
+            format!("{e} (from the configuration file's credentials)")
+        } else {
+            e
+        })
+    };
+    injection.check(allow).map_err(from_where)?;
+    crate::net::inject::check_upstream_ca(&injection.upstream_ca).map_err(from_where)?;
     for c in &injection.credentials {
         if let crate::net::inject::Source::Env(var) = &c.source
             && req.env.iter().any(|e| match e {
@@ -503,7 +534,7 @@ pub fn resolve(req: Request, ambient: &Ambient) -> Result<Spec, UsageError> {
     let secrets = match &req.secrets {
         Some(s) => s.clone(),
         None => crate::net::inject::Secrets::load(&injection.credentials, &ambient.env)
-            .map_err(UsageError)?,
+            .map_err(from_where)?,
     };
     let mut sandbox = sandbox;
     if let Some(p) = sandbox.as_mut() {

@@ -108,6 +108,9 @@ pub struct Context {
     /// list: a refusal there gets no hint, since lifting it would open
     /// every run's output to the command.
     pub state_dir: Option<PathBuf>,
+    /// The files of `--credential NAME=file:PATH` (real paths), on the
+    /// deny list: a refusal there gets no hint either.
+    pub secret_files: Vec<PathBuf>,
     /// The mode whose default the network policy is, when no flag or
     /// configuration named one ([`super::Policy::network_default_of`]): a
     /// network refusal's hint says so.
@@ -436,7 +439,12 @@ impl Context {
             return None;
         }
         let hint = match self.read_denied.iter().find(|d| p.starts_with(d)) {
-            Some(entry) if self.state_dir.as_deref() == Some(entry) => None,
+            Some(entry)
+                if self.state_dir.as_deref() == Some(entry)
+                    || self.secret_files.iter().any(|f| f == entry) =>
+            {
+                None
+            }
             // Lifting all of /dev would open the raw disks: name the device.
             Some(entry) if entry == Path::new("/dev") => {
                 Some(format!("--allow-read {}", p.display()))
@@ -896,6 +904,7 @@ mod tests {
             read_exceptions: vec![],
             read_roots: vec![],
             state_dir: None,
+            secret_files: vec![],
             network_default_of: None,
         }
     }

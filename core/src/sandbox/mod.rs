@@ -1689,6 +1689,15 @@ impl Prepared {
             read_exceptions: self.roots.read_exceptions.clone(),
             read_roots: self.roots.read_roots.clone(),
             state_dir: std::fs::canonicalize(&policy.state_dir).ok(),
+            secret_files: policy
+                .injection
+                .credentials
+                .iter()
+                .filter_map(|c| match &c.source {
+                    crate::net::inject::Source::File(p) => std::fs::canonicalize(p).ok(),
+                    _ => None,
+                })
+                .collect(),
             network_default_of: policy.network_default_of(),
         }
     }
