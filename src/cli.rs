@@ -645,7 +645,7 @@ pub struct RunArgs {
     /// Declare a secret the command never gets: NAME=env:VAR, NAME=file:PATH or NAME=fd:N (repeatable; config key credentials). The proxy of --network allow= puts it into the requests an --inject rule names.
     #[arg(long = "credential", value_name = "NAME=SOURCE")]
     pub credentials: Vec<dsh_exec_core::net::inject::Credential>,
-    /// Where a credential goes: HOST[:PORT][/PREFIX]=bearer:NAME, basic:USER:NAME, header:FIELD:NAME or query:PARAM:NAME (port 443 unless given; the host must be on --network allow=; repeatable; config key inject). TLS to HOST is ended by the proxy with a CA made for the run.
+    /// Where a credential goes: HOST:PORT/PREFIX=bearer:NAME, basic:USER:NAME, header:FIELD:NAME or query:PARAM:NAME (:PORT and /PREFIX may be left out: port 443, every path; the host must be on --network allow=; repeatable; config key inject). TLS to HOST is ended by the proxy with a CA made for the run.
     #[arg(long = "inject", value_name = "RULE")]
     pub inject: Vec<dsh_exec_core::net::inject::InjectRule>,
     /// Give the command a phantom of credential NAME in variable VAR, for tools that will not start without a key; the proxy swaps it for the real value where a rule allows and refuses it anywhere else (repeatable; config key credential_env).
