@@ -1069,3 +1069,69 @@ fn a_file_source_with_another_hard_link_is_refused() {
         )
     );
 }
+
+#[test]
+fn no_byte_crosses_from_one_request_to_the_next_on_a_kept_upstream_connection() {
+    let s = secret("desync");
+    let up = Upstream::start(&format!("Bearer {s}"), None);
+    let work = tempfile::tempdir().unwrap();
+    // Two requests on one connection through the proxy, each answer read
+    // to the end its framing says; what the second answer shows is printed.
+    let client = r#"import base64, os, socket, ssl, sys, time, urllib.parse
+u = urllib.parse.urlsplit(os.environ['HTTPS_PROXY'])
+s = socket.create_connection((u.hostname, u.port))
+a = base64.b64encode(('%s:%s' % (u.username, u.password)).encode()).decode()
+s.sendall(('CONNECT localhost:PORT HTTP/1.1\r\nProxy-Authorization: Basic %s\r\n\r\n' % a).encode())
+h = b''
+while b'\r\n\r\n' not in h:
+    h += s.recv(1)
+t = ssl.create_default_context(cafile=os.environ['SSL_CERT_FILE']).wrap_socket(s, server_hostname='localhost')
+f = t.makefile('rb')
+def answer():
+    head = b''
+    while not head.endswith(b'\r\n\r\n'):
+        head += f.read(1)
+    n = [int(l.split(b':')[1]) for l in head.split(b'\r\n') if l.lower().startswith(b'content-length')]
+    return head + f.read(n[0] if n else 0)
+first, body = sys.argv[1], sys.argv[2].encode()
+if body:
+    t.sendall(('POST %s HTTP/1.1\r\nHost: localhost:PORT\r\nContent-Length: %d\r\n\r\n' % (first, len(body))).encode() + body)
+else:
+    t.sendall(('GET %s HTTP/1.1\r\nHost: localhost:PORT\r\n\r\n' % first).encode())
+answer()
+time.sleep(0.3)
+t.sendall(b'POST /api/x HTTP/1.1\r\nHost: localhost:PORT\r\nContent-Length: 600\r\n\r\n' + b'x' * 600)
+sys.stdout.write(answer().decode('latin-1'))
+"#
+    .replace("PORT", &up.port.to_string());
+    std::fs::write(work.path().join("two.py"), client).unwrap();
+    let smuggled = format!(
+        "POST /paste HTTP/1.1\r\nHost: localhost:{}\r\nContent-Length: 300\r\n\r\n",
+        up.port
+    );
+    for (first, body) in [("/split", ""), ("/early", smuggled.as_str())] {
+        let (v, text) = run(
+            work.path(),
+            &s,
+            &flags(&up, &format!("{}=bearer:K", up.host())),
+            &format!("python3 two.py {first} {}", shell_quote(body)),
+        );
+        let out = v["stdout"]["text"].as_str().unwrap();
+        assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{first}: {text}");
+        assert!(
+            out.contains(r#"{"authorized": true, "path": "/api/x"}"#),
+            "{first}: {out}"
+        );
+        assert!(
+            out.contains("X-Echo: [redacted by dsh-exec]"),
+            "{first}: {out}"
+        );
+        assert!(!out.contains("PASTED"), "{first}: {out}");
+        assert_absent(&s, &text, work.path(), &v);
+    }
+}
+
+/// `s` single-quoted for bash.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}

@@ -15,6 +15,11 @@ Authorization value that counts as authorized.
 - /echo: a raw answer that echoes the Authorization everywhere a header
   can hold it: a 103 interim head (reason phrase and a field), the final
   head's reason phrase and a field, a chunk extension, a trailer field.
+- /split: a bodiless 200, then, 50 ms later, a second 200 head nobody
+  asked for, whose 400-byte body would swallow the next answer's head
+  (a response split through an echoed header, its tail arriving late).
+- /early: 401 at once, the request's body left unread; /paste: its body
+  echoed (a smuggled request would reach it).
 - /simple/... and /files/...: files under ROOT, 401 without it.
 
 With TLS_UPSTREAM_PLAIN=1 in its environment it speaks plain HTTP.
@@ -67,6 +72,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def handle_any(self):
+        if self.path == "/early":
+            self.send_response(401)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         body = self.body()
         with LOCK, open(LOG, "a") as log:
             log.write(json.dumps({"method": self.command, "path": self.path,
@@ -74,6 +84,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         auth = self.headers.get("Authorization", "")
         authorized = auth == EXPECTED_AUTH
         url = urllib.parse.urlsplit(self.path)
+        if url.path == "/split":
+            import time
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+            self.wfile.flush()
+            time.sleep(0.05)
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 400\r\n\r\n")
+            self.wfile.flush()
+            return
+        if url.path == "/paste":
+            return self.send(200, b"PASTED:" + body, "text/plain")
         if url.path == "/echo":
             a = auth.encode()
             self.wfile.write(b"HTTP/1.1 103 " + a + b"\r\nX-Early: " + a + b"\r\n\r\n"
