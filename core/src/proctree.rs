@@ -52,6 +52,23 @@ fn start_time(pid: i32) -> Option<u64> {
     procfs::stat(&pid.to_string()).map(|s| s.start_time)
 }
 
+/// The owner named in `NS-PID-START-REST`, the names of what a
+/// `dsh-exec` leaves behind if it is killed (run cgroups, CA directories):
+/// its PID namespace's inode, its pid and its start time ([`live_start_time`]);
+/// `None` when `name` is not such a name.
+pub(crate) fn owner_in_name(name: &str) -> Option<(u64, i32, u64)> {
+    let mut parts = name.split('-');
+    let (Some(Ok(ns)), Some(Ok(pid)), Some(Ok(start)), Some(_)) = (
+        parts.next().map(str::parse::<u64>),
+        parts.next().map(str::parse::<i32>),
+        parts.next().map(str::parse::<u64>),
+        parts.next(),
+    ) else {
+        return None;
+    };
+    Some((ns, pid, start))
+}
+
 /// The inode of this process's PID namespace (`/proc/self/ns/pid`,
 /// pid_namespaces(7)), or 0 when it cannot be read: what names the
 /// namespace in which a pid recorded in a name means something.

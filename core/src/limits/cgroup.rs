@@ -371,17 +371,11 @@ fn prune_stale(base: &Path, me: (u64, i32, u64)) {
     };
     for e in entries.flatten() {
         let name = e.file_name();
-        let mut parts = name
+        let Some((ns, pid, start)) = name
             .to_str()
             .and_then(|n| n.strip_prefix("run-"))
-            .unwrap_or_default()
-            .split('-');
-        let (Some(Ok(ns)), Some(Ok(pid)), Some(Ok(start)), Some(_)) = (
-            parts.next().map(str::parse::<u64>),
-            parts.next().map(str::parse::<i32>),
-            parts.next().map(str::parse::<u64>),
-            parts.next(),
-        ) else {
+            .and_then(crate::proctree::owner_in_name)
+        else {
             continue;
         };
         if ns != me.0 || (pid, start) == (me.1, me.2) {

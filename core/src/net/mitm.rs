@@ -86,16 +86,11 @@ fn prune_stale_ca_dirs(temp: &Path, ns: u64) {
     let uid = nix::unistd::geteuid().as_raw();
     for e in entries.flatten() {
         let name = e.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("dsh-exec-ca-")) else {
-            continue;
-        };
-        let mut parts = rest.split('-');
-        let (Some(Ok(their_ns)), Some(Ok(pid)), Some(Ok(start)), Some(_)) = (
-            parts.next().map(str::parse::<u64>),
-            parts.next().map(str::parse::<i32>),
-            parts.next().map(str::parse::<u64>),
-            parts.next(),
-        ) else {
+        let Some((their_ns, pid, start)) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("dsh-exec-ca-"))
+            .and_then(crate::proctree::owner_in_name)
+        else {
             continue;
         };
         let mine = e
@@ -875,73 +870,50 @@ fn response_head<R: Read>(
     close: bool,
     inj: &Injector,
 ) -> Result<(usize, u16, Vec<u8>, Body, bool), String> {
-    let mut chunk = [0u8; 8192];
-    loop {
-        if !buf.is_empty() {
-            let mut fields = vec![httparse::EMPTY_HEADER; 256];
-            let mut resp = httparse::Response::new(&mut fields);
-            match resp.parse(buf) {
-                Ok(httparse::Status::Complete(len)) => {
-                    let status = resp.code.unwrap_or(0);
-                    let body = response_body(head_request, status, resp.headers)?;
-                    let reason = resp.reason.unwrap_or("");
-                    let reason = if inj.redacts(reason.as_bytes()) {
-                        REDACTED
-                    } else {
-                        reason
-                    };
-                    let mut out = format!("HTTP/1.1 {status} {reason}\r\n").into_bytes();
-                    let listed = proxy::connection_options(resp.headers);
-                    let closes = resp.version == Some(0) || listed.iter().any(|o| o == "close");
-                    for h in resp.headers.iter() {
-                        if proxy::hop_by_hop(h.name)
-                            || (body == Body::Chunked
-                                && h.name.eq_ignore_ascii_case("content-length"))
-                            || (!proxy::frames_body(h.name)
-                                && listed.iter().any(|f| h.name.eq_ignore_ascii_case(f)))
-                        {
-                            continue;
-                        }
-                        if inj.redacts(h.name.as_bytes()) {
-                            out.extend_from_slice(b"X-Dsh-Exec-Redacted: ");
-                            out.extend_from_slice(REDACTED.as_bytes());
-                            out.extend_from_slice(b"\r\n");
-                            continue;
-                        }
-                        out.extend_from_slice(h.name.as_bytes());
-                        out.extend_from_slice(b": ");
-                        if inj.redacts(h.value) {
-                            out.extend_from_slice(REDACTED.as_bytes());
-                        } else {
-                            out.extend_from_slice(h.value);
-                        }
-                        out.extend_from_slice(b"\r\n");
-                    }
-                    if (100..200).contains(&status) {
-                        out.extend_from_slice(b"\r\n");
-                    } else if close || body == Body::UntilClose {
-                        out.extend_from_slice(b"Connection: close\r\n\r\n");
-                    } else {
-                        out.extend_from_slice(b"\r\n");
-                    }
-                    return Ok((len, status, out, body, closes));
-                }
-                Ok(httparse::Status::Partial) if buf.len() < HEAD_MAX => {}
-                Ok(httparse::Status::Partial) => {
-                    return Err(format!(
-                        "the upstream's response head is longer than {HEAD_MAX} bytes"
-                    ));
-                }
-                Err(e) => return Err(format!("the upstream's response is not HTTP ({e})")),
+    proxy::read_response_head(upstream, buf, |resp, len| {
+        let status = resp.code.unwrap_or(0);
+        let body = response_body(head_request, status, resp.headers)?;
+        let reason = resp.reason.unwrap_or("");
+        let reason = if inj.redacts(reason.as_bytes()) {
+            REDACTED
+        } else {
+            reason
+        };
+        let mut out = format!("HTTP/1.1 {status} {reason}\r\n").into_bytes();
+        let listed = proxy::connection_options(resp.headers);
+        let closes = resp.version == Some(0) || listed.iter().any(|o| o == "close");
+        for h in resp.headers.iter() {
+            if proxy::hop_by_hop(h.name)
+                || (body == Body::Chunked && h.name.eq_ignore_ascii_case("content-length"))
+                || (!proxy::frames_body(h.name)
+                    && listed.iter().any(|f| h.name.eq_ignore_ascii_case(f)))
+            {
+                continue;
             }
+            if inj.redacts(h.name.as_bytes()) {
+                out.extend_from_slice(b"X-Dsh-Exec-Redacted: ");
+                out.extend_from_slice(REDACTED.as_bytes());
+                out.extend_from_slice(b"\r\n");
+                continue;
+            }
+            out.extend_from_slice(h.name.as_bytes());
+            out.extend_from_slice(b": ");
+            if inj.redacts(h.value) {
+                out.extend_from_slice(REDACTED.as_bytes());
+            } else {
+                out.extend_from_slice(h.value);
+            }
+            out.extend_from_slice(b"\r\n");
         }
-        match upstream.read(&mut chunk) {
-            Ok(0) => return Err("the upstream closed the connection without a response".into()),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("the upstream's response failed: {e}")),
+        if (100..200).contains(&status) {
+            out.extend_from_slice(b"\r\n");
+        } else if close || body == Body::UntilClose {
+            out.extend_from_slice(b"Connection: close\r\n\r\n");
+        } else {
+            out.extend_from_slice(b"\r\n");
         }
-    }
+        Ok((len, status, out, body, closes))
+    })
 }
 
 /// Why a body was not copied whole.
@@ -995,22 +967,7 @@ fn copy_body<R: Read, W: Write>(
                 }
             }
         }
-        Body::Length(n) => {
-            let k = (pending.len() as u64).min(n) as usize;
-            to.write_all(&pending[..k]).map_err(|_| Ended::Broken)?;
-            pending.drain(..k);
-            let mut left = n - k as u64;
-            while left > 0 {
-                let want = left.min(BUF as u64) as usize;
-                let got = read_some(from, &mut buf[..want])?;
-                if got == 0 {
-                    return Err(Ended::Broken);
-                }
-                to.write_all(&buf[..got]).map_err(|_| Ended::Broken)?;
-                left -= got as u64;
-            }
-            Ok(())
-        }
+        Body::Length(n) => copy_exact(pending, from, to, n, &mut buf),
         Body::UntilClose => {
             to.write_all(pending).map_err(|_| Ended::Broken)?;
             pending.clear();
@@ -1023,6 +980,32 @@ fn copy_body<R: Read, W: Write>(
             }
         }
     }
+}
+
+/// Copies exactly `n` bytes to `to`: first from `pending` (what was read
+/// already; the rest of it stays there), then from `from` through `buf`,
+/// never reading past the `n`th byte. An early end is [`Ended::Broken`].
+fn copy_exact<R: Read, W: Write>(
+    pending: &mut Vec<u8>,
+    from: &mut R,
+    to: &mut W,
+    n: u64,
+    buf: &mut [u8],
+) -> Result<(), Ended> {
+    let k = (pending.len() as u64).min(n) as usize;
+    to.write_all(&pending[..k]).map_err(|_| Ended::Broken)?;
+    pending.drain(..k);
+    let mut left = n - k as u64;
+    while left > 0 {
+        let want = left.min(buf.len() as u64) as usize;
+        let got = read_some(from, &mut buf[..want])?;
+        if got == 0 {
+            return Err(Ended::Broken);
+        }
+        to.write_all(&buf[..got]).map_err(|_| Ended::Broken)?;
+        left -= got as u64;
+    }
+    Ok(())
 }
 
 /// One read; an end of the peer's TLS without close_notify counts as the
@@ -1090,21 +1073,7 @@ pub(super) fn copy_chunked_redacted<R: Read, W: Write>(
         if size == 0 {
             break;
         }
-        // The data: first what was read already, then from the stream.
-        let mut left = size;
-        let k = (pending.len() as u64).min(left) as usize;
-        to.write_all(&pending[..k]).map_err(|_| Ended::Broken)?;
-        pending.drain(..k);
-        left -= k as u64;
-        while left > 0 {
-            let want = left.min(BUF as u64) as usize;
-            let got = read_some(from, &mut buf[..want])?;
-            if got == 0 {
-                return Err(Ended::Broken);
-            }
-            to.write_all(&buf[..got]).map_err(|_| Ended::Broken)?;
-            left -= got as u64;
-        }
+        copy_exact(pending, from, to, size, &mut buf)?;
         if !read_line(pending, from, 0)?.is_empty() {
             return Err(Ended::Framing("chunk data longer than its size".into()));
         }

@@ -1183,56 +1183,63 @@ fn response_head(
     head_request: bool,
     injector: Option<&super::mitm::Injector>,
 ) -> Result<(usize, u16, Vec<u8>, Body), String> {
+    read_response_head(&mut upstream, buf, |resp, len| {
+        let status = resp.code.unwrap_or(0);
+        let body = response_body(head_request, status, resp.headers)?;
+        let reason = resp.reason.unwrap_or("");
+        let reason = match injector {
+            Some(i) if i.redacts(reason.as_bytes()) => super::mitm::REDACTED,
+            _ => reason,
+        };
+        let mut out =
+            format!("HTTP/1.{} {status} {reason}\r\n", resp.version.unwrap_or(1)).into_bytes();
+        // The fields `Connection` names are the upstream's hop's
+        // alone (RFC 9110 7.6.1), but for those that frame the
+        // body, which goes on as they frame it.
+        let listed = connection_options(resp.headers);
+        for h in resp.headers.iter() {
+            // Transfer-Encoding frames the body it came with:
+            // a Content-Length beside it goes (RFC 9112 6.3).
+            if hop_by_hop(h.name)
+                || (body == Body::Chunked && h.name.eq_ignore_ascii_case("content-length"))
+                || (!frames_body(h.name) && listed.iter().any(|f| h.name.eq_ignore_ascii_case(f)))
+            {
+                continue;
+            }
+            out.extend_from_slice(h.name.as_bytes());
+            out.extend_from_slice(b": ");
+            if injector.is_some_and(|i| i.redacts(h.value)) {
+                out.extend_from_slice(super::mitm::REDACTED.as_bytes());
+            } else {
+                out.extend_from_slice(h.value);
+            }
+            out.extend_from_slice(b"\r\n");
+        }
+        if (100..200).contains(&status) {
+            out.extend_from_slice(b"\r\n");
+        } else {
+            out.extend_from_slice(b"Connection: close\r\nProxy-Connection: close\r\n\r\n");
+        }
+        Ok((len, status, out, body))
+    })
+}
+
+/// Reads `upstream` into `buf` (which may hold bytes already) until it
+/// holds a whole response head (at most [`HEAD_MAX`] bytes, at most
+/// [`RESPONSE_FIELDS`] fields), then gives the parsed head and its length
+/// to `take`; or says why there is none.
+pub(super) fn read_response_head<R: Read, T>(
+    upstream: &mut R,
+    buf: &mut Vec<u8>,
+    mut take: impl FnMut(&httparse::Response, usize) -> Result<T, String>,
+) -> Result<T, String> {
     let mut chunk = [0u8; 8192];
     loop {
         if !buf.is_empty() {
             let mut fields = vec![httparse::EMPTY_HEADER; RESPONSE_FIELDS];
             let mut resp = httparse::Response::new(&mut fields);
             match resp.parse(buf) {
-                Ok(httparse::Status::Complete(len)) => {
-                    let status = resp.code.unwrap_or(0);
-                    let body = response_body(head_request, status, resp.headers)?;
-                    let reason = resp.reason.unwrap_or("");
-                    let reason = match injector {
-                        Some(i) if i.redacts(reason.as_bytes()) => super::mitm::REDACTED,
-                        _ => reason,
-                    };
-                    let mut out =
-                        format!("HTTP/1.{} {status} {reason}\r\n", resp.version.unwrap_or(1))
-                            .into_bytes();
-                    // The fields `Connection` names are the upstream's hop's
-                    // alone (RFC 9110 7.6.1), but for those that frame the
-                    // body, which goes on as they frame it.
-                    let listed = connection_options(resp.headers);
-                    for h in resp.headers.iter() {
-                        // Transfer-Encoding frames the body it came with:
-                        // a Content-Length beside it goes (RFC 9112 6.3).
-                        if hop_by_hop(h.name)
-                            || (body == Body::Chunked
-                                && h.name.eq_ignore_ascii_case("content-length"))
-                            || (!frames_body(h.name)
-                                && listed.iter().any(|f| h.name.eq_ignore_ascii_case(f)))
-                        {
-                            continue;
-                        }
-                        out.extend_from_slice(h.name.as_bytes());
-                        out.extend_from_slice(b": ");
-                        if injector.is_some_and(|i| i.redacts(h.value)) {
-                            out.extend_from_slice(super::mitm::REDACTED.as_bytes());
-                        } else {
-                            out.extend_from_slice(h.value);
-                        }
-                        out.extend_from_slice(b"\r\n");
-                    }
-                    if (100..200).contains(&status) {
-                        out.extend_from_slice(b"\r\n");
-                    } else {
-                        out.extend_from_slice(
-                            b"Connection: close\r\nProxy-Connection: close\r\n\r\n",
-                        );
-                    }
-                    return Ok((len, status, out, body));
-                }
+                Ok(httparse::Status::Complete(len)) => return take(&resp, len),
                 Ok(httparse::Status::Partial) if buf.len() < HEAD_MAX => {}
                 Ok(httparse::Status::Partial) => {
                     return Err(format!(
