@@ -1071,7 +1071,7 @@ fn a_file_source_with_another_hard_link_is_refused() {
 }
 
 #[test]
-fn no_byte_crosses_from_one_request_to_the_next_on_a_kept_upstream_connection() {
+fn no_byte_crosses_from_one_request_to_the_next_through_the_upstream_connection() {
     let s = secret("desync");
     let up = Upstream::start(&format!("Bearer {s}"), None);
     let work = tempfile::tempdir().unwrap();
@@ -1093,14 +1093,21 @@ def answer():
         head += f.read(1)
     n = [int(l.split(b':')[1]) for l in head.split(b'\r\n') if l.lower().startswith(b'content-length')]
     return head + f.read(n[0] if n else 0)
-first, body = sys.argv[1], sys.argv[2].encode()
+first, body, pipelined = sys.argv[1], sys.argv[2].encode(), sys.argv[3] == 'pipelined'
 if body:
-    t.sendall(('POST %s HTTP/1.1\r\nHost: localhost:PORT\r\nContent-Length: %d\r\n\r\n' % (first, len(body))).encode() + body)
+    one = ('POST %s HTTP/1.1\r\nHost: localhost:PORT\r\nContent-Length: %d\r\n\r\n' % (first, len(body))).encode() + body
 else:
-    t.sendall(('GET %s HTTP/1.1\r\nHost: localhost:PORT\r\n\r\n' % first).encode())
-answer()
-time.sleep(0.3)
-t.sendall(b'POST /api/x HTTP/1.1\r\nHost: localhost:PORT\r\nContent-Length: 600\r\n\r\n' + b'x' * 600)
+    one = ('GET %s HTTP/1.1\r\nHost: localhost:PORT\r\n\r\n' % first).encode()
+two = b'POST /api/x HTTP/1.1\r\nHost: localhost:PORT\r\nContent-Length: 600\r\n\r\n' + b'x' * 600
+# The second request as soon as the first answer is read, or in the same
+# write: the command chooses when it comes.
+if pipelined:
+    t.sendall(one + two)
+    answer()
+else:
+    t.sendall(one)
+    answer()
+    t.sendall(two)
 sys.stdout.write(answer().decode('latin-1'))
 "#
     .replace("PORT", &up.port.to_string());
@@ -1109,12 +1116,16 @@ sys.stdout.write(answer().decode('latin-1'))
         "POST /paste HTTP/1.1\r\nHost: localhost:{}\r\nContent-Length: 300\r\n\r\n",
         up.port
     );
-    for (first, body) in [("/split", ""), ("/early", smuggled.as_str())] {
+    for (first, body, mode) in [
+        ("/split", "", "sequential"),
+        ("/split", "", "pipelined"),
+        ("/early", smuggled.as_str(), "sequential"),
+    ] {
         let (v, text) = run(
             work.path(),
             &s,
             &flags(&up, &format!("{}=bearer:K", up.host())),
-            &format!("python3 two.py {first} {}", shell_quote(body)),
+            &format!("python3 two.py {first} {} {mode}", shell_quote(body)),
         );
         let out = v["stdout"]["text"].as_str().unwrap();
         assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{first}: {text}");

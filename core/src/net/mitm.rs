@@ -524,16 +524,8 @@ pub(super) fn serve(
     }
     let mut tls = StreamOwned::new(conn, sock);
     let mut pending: Vec<u8> = Vec::new();
-    let mut kept: Option<Upstream> = None;
     loop {
-        let step = one_request(
-            &mut tls,
-            &mut pending,
-            &mut kept,
-            (host, port, addrs),
-            shared,
-            inj,
-        );
+        let step = one_request(&mut tls, &mut pending, (host, port, addrs), shared, inj);
         match step {
             Ok(true) => continue,
             Ok(false) => break,
@@ -581,38 +573,22 @@ fn read_head<R: Read>(from: &mut R, pending: &mut Vec<u8>) -> Result<Option<usiz
 /// The upstream's TLS stream.
 type Upstream = StreamOwned<ClientConnection, Buffered>;
 
-/// Whether anything is waiting to be read on an upstream connection: bytes
-/// the proxy read but did not pass on, plaintext rustls holds, bytes in
-/// the socket buffer, or its end (poll(2) `POLLIN` with no wait).
-fn unread(upstream: &mut Upstream, buf: &[u8]) -> bool {
-    use std::os::fd::AsRawFd;
-    let in_tls = upstream.conn.process_new_packets().map_or(true, |s| {
-        s.plaintext_bytes_to_read() > 0 || s.peer_has_closed()
-    });
-    let sock = upstream.get_ref();
-    !buf.is_empty()
-        || in_tls
-        || sock.at < sock.buf.len()
-        || crate::sys::poll_one(sock.sock.as_raw_fd(), nix::libc::POLLIN, 0).0 != 0
-}
-
-/// Carries one request of a connection and its response: `Ok(true)` when
-/// the client connection may carry another.
+/// Carries one request of a connection and its response, on an upstream
+/// connection of its own: `Ok(true)` when the client connection may carry
+/// another.
 ///
-/// `kept` is the upstream connection the previous request left open. It
-/// is left open only after a request without a body whose answer ended
-/// where its framing says with nothing after it, and it is used again only
-/// if still nothing waits on it: a body an upstream answered before
-/// reading (read then as the next request) or bytes it sent past its
-/// answer (a response split through a header it echoes, read then as the
-/// next response) would otherwise cross from one judged request to the
-/// next. What an upstream sends unasked much later is not guarded: only an
-/// upstream that means to would do so, and that one holds the credential
-/// anyway.
+/// One request per upstream connection, as on the plain path: bytes an
+/// upstream leaves unread (a body it answered before reading) or sends
+/// past its answer (a response split through a header it echoes, its tail
+/// arriving a little later) die with the connection, never read as the
+/// next request or response. Keeping the connection while "nothing waits
+/// on it" is no guard: the command chooses when its next request comes,
+/// and a tail in flight is invisible until it lands. TLS sessions are
+/// resumed, so a new connection costs a round trip and a key exchange,
+/// not a certificate check.
 fn one_request(
     tls: &mut StreamOwned<ServerConnection, Buffered>,
     pending: &mut Vec<u8>,
-    kept: &mut Option<Upstream>,
     (host, port, addrs): (&str, u16, &[SocketAddr]),
     shared: &Shared,
     inj: &Injector,
@@ -735,12 +711,7 @@ fn one_request(
     }
     // A request with a body ends its upstream connection: what of the body
     // the upstream leaves unread dies with it.
-    let bodiless = matches!(body, Body::Empty | Body::Length(0));
-    up_head.extend_from_slice(if close || !bodiless {
-        b"Connection: close\r\n\r\n".as_slice()
-    } else {
-        b"\r\n".as_slice()
-    });
+    up_head.extend_from_slice(b"Connection: close\r\n\r\n");
     if let Some(name) = &injected.used
         && let Ok(mut s) = shared.stats.lock()
     {
@@ -750,57 +721,33 @@ fn one_request(
             .entry(host.to_string())
             .or_insert(0) += 1;
     }
-    // A kept connection with anything waiting on it is dropped; one the
-    // upstream closed meanwhile fails at once or answers nothing, and a
-    // request without a body then goes again, once, on a new one.
-    let reused = kept.as_mut().is_some_and(|u| !unread(u, &[]));
-    let mut tries = if reused && bodiless { 2 } else { 1 };
-    let mut reuse = reused;
-    let (mut upstream, mut buf, first) = loop {
-        tries -= 1;
-        let mut upstream = match kept.take().filter(|_| reuse) {
-            Some(u) => u,
-            None => connect(host, addrs, inj).inspect_err(|(_, why)| {
-                // Told in the result, not only in the body of the 502 the
-                // client may not show (pip: "no matching distribution").
-                deny(shared, host, port, format!("upstream: {why}"));
-            })?,
-        };
-        reuse = false;
-        let _guard = proxy::Registered::new(shared, &upstream.get_ref().sock);
-        if let Err(e) = upstream.write_all(&up_head).and_then(|_| upstream.flush()) {
-            if tries > 0 {
-                continue;
-            }
-            return Err((502, format!("the upstream failed: {e}")));
-        }
-        if expect {
-            tls.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-                .map_err(|_| (400, "the client went away".to_string()))?;
-        }
-        match copy_body(pending, tls, &mut upstream, body, Chunked::request()) {
-            Ok(()) => {}
-            Err(Ended::Framing(why)) => return Err((400, why)),
-            Err(_) => return Ok(false),
-        }
-        let _ = upstream.flush();
-        let mut buf = Vec::new();
-        match response_head(&mut upstream, &mut buf, method == "HEAD", close, inj) {
-            Ok(first) => break (upstream, buf, first),
-            Err(_) if tries > 0 && buf.is_empty() => continue,
-            Err(why) => return Err((502, why)),
-        }
-    };
-    drop(up_head);
+    let mut upstream = connect(host, addrs, inj).inspect_err(|(_, why)| {
+        // Told in the result, not only in the body of the 502 the client
+        // may not show (pip: "no matching distribution").
+        deny(shared, host, port, format!("upstream: {why}"));
+    })?;
     let _guard = proxy::Registered::new(shared, &upstream.get_ref().sock);
-    let mut first = Some(first);
+    upstream
+        .write_all(&up_head)
+        .and_then(|_| upstream.flush())
+        .map_err(|e| (502, format!("the upstream failed: {e}")))?;
+    drop(up_head);
+    if expect {
+        tls.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .map_err(|_| (400, "the client went away".to_string()))?;
+    }
+    match copy_body(pending, tls, &mut upstream, body, Chunked::request()) {
+        Ok(()) => {}
+        Err(Ended::Framing(why)) => return Err((400, why)),
+        Err(_) => return Ok(false),
+    }
+    let _ = upstream.flush();
+    let mut buf = Vec::new();
     // The response: interim heads as they come, then the final one.
     loop {
-        let (len, status, out, rbody, upstream_closes) = match first.take() {
-            Some(h) => h,
-            None => response_head(&mut upstream, &mut buf, method == "HEAD", close, inj)
-                .map_err(|why| (502, why))?,
-        };
+        let (len, status, out, rbody) =
+            response_head(&mut upstream, &mut buf, method == "HEAD", close, inj)
+                .map_err(|why| (502, why))?;
         if status == 101 {
             return Err((
                 502,
@@ -824,11 +771,7 @@ fn one_request(
             copy_body(&mut buf, &mut upstream, tls, rbody, Chunked::response())
         };
         let _ = tls.flush();
-        let again = copied.is_ok() && !close && !ends_with_close;
-        if again && bodiless && !upstream_closes && !unread(&mut upstream, &buf) {
-            *kept = Some(upstream);
-        }
-        return Ok(again);
+        return Ok(copied.is_ok() && !close && !ends_with_close);
     }
 }
 
@@ -861,15 +804,14 @@ fn connect(host: &str, addrs: &[SocketAddr], inj: &Injector) -> Result<Upstream,
 /// Reads the upstream's next response head into `buf`: its length, its
 /// status, the head for the client (fields holding a secret redacted;
 /// `Connection: close` when `close` or the body runs until close), its
-/// its body's framing, and whether the upstream closes the connection
-/// after it (`Connection: close`, or HTTP/1.0).
+/// and its body's framing.
 fn response_head<R: Read>(
     upstream: &mut R,
     buf: &mut Vec<u8>,
     head_request: bool,
     close: bool,
     inj: &Injector,
-) -> Result<(usize, u16, Vec<u8>, Body, bool), String> {
+) -> Result<(usize, u16, Vec<u8>, Body), String> {
     proxy::read_response_head(upstream, buf, |resp, len| {
         let status = resp.code.unwrap_or(0);
         let body = response_body(head_request, status, resp.headers)?;
@@ -881,7 +823,6 @@ fn response_head<R: Read>(
         };
         let mut out = format!("HTTP/1.1 {status} {reason}\r\n").into_bytes();
         let listed = proxy::connection_options(resp.headers);
-        let closes = resp.version == Some(0) || listed.iter().any(|o| o == "close");
         for h in resp.headers.iter() {
             if proxy::hop_by_hop(h.name)
                 || (body == Body::Chunked && h.name.eq_ignore_ascii_case("content-length"))
@@ -912,7 +853,7 @@ fn response_head<R: Read>(
         } else {
             out.extend_from_slice(b"\r\n");
         }
-        Ok((len, status, out, body, closes))
+        Ok((len, status, out, body))
     })
 }
 
@@ -1090,6 +1031,11 @@ pub(super) fn copy_chunked_redacted<R: Read, W: Write>(
             return to.write_all(b"\r\n").map_err(|_| Ended::Broken);
         }
         match line.iter().position(|b| *b == b':') {
+            Some(at) if inj.redacts(&line[..at]) => {
+                to.write_all(b"X-Dsh-Exec-Redacted: ")
+                    .and_then(|_| to.write_all(REDACTED.as_bytes()))
+                    .map_err(|_| Ended::Broken)?;
+            }
             Some(at) if inj.redacts(&line[at + 1..]) => {
                 to.write_all(&line[..at]).map_err(|_| Ended::Broken)?;
                 to.write_all(b": ").map_err(|_| Ended::Broken)?;
