@@ -194,6 +194,9 @@ class Sandbox:
     network_denials: tuple[NetworkDenial, ...] | None = None
     network_denials_more: int | None = None
     network_allowed: Mapping[str, int] | None = None
+    credentials_used: Mapping[str, Mapping[str, int]] | None = None
+    """Requests a credential was put into (``--credential``/``--inject``
+    through ``extra_args``): by credential name, then by host, how many."""
     protected_changes: tuple[ProtectedChange, ...] | None = None
     extra: Mapping[str, Any] = _extra()
 
@@ -207,6 +210,7 @@ class Sandbox:
                 "network_allow": _strings,
                 "network_denials": _tuple_of(NetworkDenial.from_json),
                 "network_allowed": dict,
+                "credentials_used": lambda d: {k: dict(v) for k, v in d.items()},
                 "protected_changes": _tuple_of(ProtectedChange.from_json),
             },
         )
