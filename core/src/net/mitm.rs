@@ -150,6 +150,17 @@ impl Injector {
                     | rustls::CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
             )
         });
+        // Key exchange with X25519 and P-256 only. Every TLS 1.3 peer must
+        // have P-256 (RFC 8446 9.1); ring's P-384 is its generic bignum code,
+        // and an upstream that asked for it once (OpenSSL servers may
+        // prefer it; rustls then offers it first on every resumption) cost
+        // two P-384 operations, most of 4 ms, on each request.
+        provider.kx_groups.retain(|g| {
+            matches!(
+                g.name(),
+                rustls::NamedGroup::X25519 | rustls::NamedGroup::secp256r1
+            )
+        });
         let provider = Arc::new(provider);
         let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).map_err(tls_err)?;
         let mut params = rcgen::CertificateParams::default();
