@@ -720,8 +720,7 @@ fn one_request(
         up_head.extend_from_slice(value);
         up_head.extend_from_slice(b"\r\n");
     }
-    // A request with a body ends its upstream connection: what of the body
-    // the upstream leaves unread dies with it.
+    // One request per upstream connection (see above).
     up_head.extend_from_slice(b"Connection: close\r\n\r\n");
     if let Some(name) = &injected.used
         && let Ok(mut s) = shared.stats.lock()
