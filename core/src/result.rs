@@ -118,7 +118,7 @@ pub fn json_schema() -> serde_json::Value {
 
 /// The fields of [`RunResult`] and its parts that are absent when empty
 /// (see [`json_schema`]).
-const SOMETIMES: [&str; 22] = [
+const SOMETIMES: [&str; 23] = [
     "limits",
     "transaction",
     "what",
@@ -141,6 +141,7 @@ const SOMETIMES: [&str; 22] = [
     "network_denials_more",
     "network_allowed",
     "credentials_used",
+    "credentials_missed",
 ];
 
 /// The JSON Schema of `T` with every property required but those serde

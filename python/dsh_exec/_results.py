@@ -197,6 +197,9 @@ class Sandbox:
     credentials_used: Mapping[str, Mapping[str, int]] | None = None
     """Requests a credential was put into (``--credential``/``--inject``
     through ``extra_args``): by credential name, then by host, how many."""
+    credentials_missed: Mapping[str, int] | None = None
+    """Requests to a host an injection rule names that no rule covered,
+    sent without a credential: by host, how many."""
     protected_changes: tuple[ProtectedChange, ...] | None = None
     extra: Mapping[str, Any] = _extra()
 
@@ -211,6 +214,7 @@ class Sandbox:
                 "network_denials": _tuple_of(NetworkDenial.from_json),
                 "network_allowed": dict,
                 "credentials_used": lambda d: {k: dict(v) for k, v in d.items()},
+                "credentials_missed": dict,
                 "protected_changes": _tuple_of(ProtectedChange.from_json),
             },
         )

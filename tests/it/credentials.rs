@@ -210,6 +210,7 @@ fn curl_gets_the_credential_where_the_rule_says_and_only_ever_sees_a_phantom() {
             "env > env.txt; echo \"phantom=$K_TOKEN\"; \
              curl -sS -D headers.txt -H \"Authorization: Bearer $K_TOKEN\" https://{0}/api/one; echo; \
              curl -sS https://{0}/api/two?x=1; echo; \
+             curl -sS -o /dev/null https://{0}/other; \
              grep -i '^x-echo' headers.txt",
             up.host()
         ),
@@ -228,13 +229,19 @@ fn curl_gets_the_credential_where_the_rule_says_and_only_ever_sees_a_phantom() {
     // The upstream echoed the secret in a header: redacted.
     assert!(out.contains("X-Echo: [redacted by dsh-exec]"), "{out}");
     let reqs = up.requests();
-    assert_eq!(reqs.len(), 2);
-    for r in &reqs {
+    assert_eq!(reqs.len(), 3);
+    for r in &reqs[..2] {
         assert_eq!(r["headers"]["Authorization"], format!("Bearer {s}"));
     }
+    // A path no rule covers: on without a credential, and counted.
+    assert_eq!(reqs[2]["headers"].get("Authorization"), None);
     assert_eq!(
         v["sandbox"]["credentials_used"],
         serde_json::json!({"K": {"localhost": 2}})
+    );
+    assert_eq!(
+        v["sandbox"]["credentials_missed"],
+        serde_json::json!({"localhost": 1})
     );
     assert_absent(&s, &text, work.path(), &v);
     let env = std::fs::read_to_string(work.path().join("env.txt")).unwrap();
@@ -817,6 +824,12 @@ fn plain_http_and_trace_never_carry_the_credential() {
     assert_eq!(traced[0]["method"], "TRACE");
     assert_eq!(traced[0]["headers"].get("Authorization"), None);
     assert!(v["sandbox"].get("credentials_used").is_none(), "{text}");
+    // The bare plain request and the TRACE went on without one.
+    assert_eq!(
+        v["sandbox"]["credentials_missed"],
+        serde_json::json!({"localhost": 2}),
+        "{text}"
+    );
     assert_absent(&s, &text, work.path(), &v);
 }
 

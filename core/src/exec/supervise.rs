@@ -444,6 +444,7 @@ impl Execution {
             facts.network_denials_more = proxy.denials_more;
             facts.network_allowed = proxy.allowed;
             facts.credentials_used = proxy.credentials_used;
+            facts.credentials_missed = proxy.credentials_missed;
             let extra = denials.len().saturating_sub(MAX_DENIALS) as u64;
             denials.truncate(MAX_DENIALS);
             facts.denials_more = gate_denials.more + extra;

@@ -832,6 +832,10 @@ pub(crate) struct Injected {
     pub add: Option<(String, Zeroizing<Vec<u8>>)>,
     /// The credential put in, by name.
     pub used: Option<String>,
+    /// A request to a host some rule names that no rule covered (another
+    /// path, a method or a plain `http://` that never gets one): it goes
+    /// on without a credential.
+    pub missed: bool,
 }
 
 /// Whether `hay` holds `needle`.
@@ -909,6 +913,7 @@ pub(crate) fn judge(
         drop_field: None,
         add: None,
         used: None,
+        missed: !for_host.is_empty(),
     };
     let Some(rule) = rule else {
         return match carried.first() {
@@ -932,6 +937,7 @@ pub(crate) fn judge(
         .ok_or_else(|| format!("{NO_RULE}: {} has no value", rule.credential))?;
     let value = secret.value();
     let mut out = Injected {
+        missed: false,
         target: target.to_string(),
         drop_field: rule.scheme.field(),
         add: None,

@@ -722,14 +722,8 @@ fn one_request(
     }
     // One request per upstream connection (see above).
     up_head.extend_from_slice(b"Connection: close\r\n\r\n");
-    if let Some(name) = &injected.used
-        && let Ok(mut s) = shared.stats.lock()
-    {
-        *s.credentials_used
-            .entry(name.clone())
-            .or_default()
-            .entry(host.to_string())
-            .or_insert(0) += 1;
+    if let Ok(mut s) = shared.stats.lock() {
+        s.injected(host, injected.used.as_deref(), injected.missed);
     }
     let mut upstream = connect(host, addrs, inj).inspect_err(|(_, why)| {
         // Told in the result, not only in the body of the 502 the client

@@ -145,9 +145,29 @@ pub struct NetworkStats {
     /// Requests a credential was put into: by credential name, then by
     /// host, how many (`--inject`; never a value).
     pub credentials_used: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Requests to a host an `--inject` rule names that no rule covered
+    /// (another path, a `TRACE`, plain `http://`), which went on without a
+    /// credential: by host, how many.
+    pub credentials_missed: BTreeMap<String, u64>,
 }
 
 impl NetworkStats {
+    /// Counts a request to `host` that `used` a credential, or `missed`
+    /// one.
+    pub(super) fn injected(&mut self, host: &str, used: Option<&str>, missed: bool) {
+        if let Some(name) = used {
+            *self
+                .credentials_used
+                .entry(name.to_string())
+                .or_default()
+                .entry(host.to_string())
+                .or_insert(0) += 1;
+        }
+        if missed {
+            *self.credentials_missed.entry(host.to_string()).or_insert(0) += 1;
+        }
+    }
+
     pub(super) fn deny(&mut self, host: &str, port: u16, reason: String) {
         // A host is at most 253 bytes (RFC 1035 2.3.4); what the command
         // sent may be any length.
@@ -506,6 +526,8 @@ struct Head {
     refusal: Option<String>,
     /// The credential put into it.
     used: Option<String>,
+    /// It went to a host a rule names, uncovered (see `inject::Injected`).
+    missed: bool,
 }
 
 /// Splits an authority (`host:port`, `[v6]:port`, `host`) into the host
@@ -657,6 +679,7 @@ fn head_of(
             authorized: false,
             refusal: None,
             used: None,
+            missed: false,
         });
     }
     let after_scheme = target
@@ -771,6 +794,7 @@ fn head_of(
         head.extend_from_slice(b"\r\n");
     }
     head.extend_from_slice(b"Connection: close\r\n\r\n");
+    let missed = injected.as_ref().is_some_and(|i| i.missed);
     let used = injected.and_then(|i| i.used);
     Ok(Head {
         host,
@@ -783,6 +807,7 @@ fn head_of(
         authorized: false,
         refusal,
         used,
+        missed,
     })
 }
 
@@ -982,13 +1007,7 @@ fn serve(mut client: TcpStream, shared: &Shared) {
     if let Ok(mut s) = shared.stats.lock() {
         let key = parse_addr(&head.host).map_or_else(|| head.host.clone(), |ip| ip.to_string());
         *s.allowed.entry(key.clone()).or_insert(0) += 1;
-        if let Some(name) = &head.used {
-            *s.credentials_used
-                .entry(name.clone())
-                .or_default()
-                .entry(key)
-                .or_insert(0) += 1;
-        }
+        s.injected(&key, head.used.as_deref(), head.missed);
     }
     let _guard = Registered::new(shared, &upstream);
     let _ = client.set_nodelay(true);

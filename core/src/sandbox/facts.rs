@@ -105,6 +105,11 @@ pub struct SandboxFacts {
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub credentials_used:
         std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>,
+    /// Requests to a host an `--inject` rule names that no rule covered
+    /// (another path, a `TRACE`, plain `http://`), which went on without a
+    /// credential: by host, how many. Absent when none.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub credentials_missed: std::collections::BTreeMap<String, u64>,
     /// Changes the command made to protected paths, and whether they were
     /// undone (absent when none): a protected file it created (removed),
     /// or, without a mount namespace, one it modified (restored).

@@ -1772,6 +1772,7 @@ pub(crate) fn facts(
         network_denials_more: 0,
         network_allowed: Default::default(),
         credentials_used: Default::default(),
+        credentials_missed: Default::default(),
     }
 }
 
