@@ -945,37 +945,58 @@ fn sandbox_rows(spec: &Spec, policy: &Policy) -> Vec<(String, String, String)> {
     if policy.network.value == crate::sandbox::Network::AllowList {
         rows.push(("proxy".into(), PROXY_WHERE.into(), String::new()));
     }
+    // The credentials: one row each, the label on the first of a kind.
     let inj = &policy.injection;
-    for (i, c) in inj.credentials.iter().enumerate() {
-        let name = if i == 0 { "credentials" } else { "" };
-        rows.push((
-            name.into(),
-            c.to_string(),
-            "(read by dsh-exec; never given to the command)".into(),
-        ));
-    }
-    for (i, r) in inj.inject.iter().enumerate() {
-        let name = if i == 0 { "inject" } else { "" };
-        rows.push((
-            name.into(),
-            r.to_string(),
-            "(TLS ended by the proxy with the run's CA)".into(),
-        ));
-    }
-    for (i, p) in inj.phantom_env.iter().enumerate() {
-        let name = if i == 0 { "phantoms" } else { "" };
-        rows.push((
-            name.into(),
-            format!("{}={}", p.var, crate::net::inject::PHANTOM_PREFIX),
-            format!(
-                "(phantom of {}; refused anywhere no rule sends it)",
-                p.credential
-            ),
-        ));
-    }
-    for (i, f) in inj.upstream_ca.iter().enumerate() {
-        let name = if i == 0 { "upstream-ca" } else { "" };
-        rows.push((name.into(), f.display().to_string(), String::new()));
+    let listed: [(&str, Vec<(String, String)>); 4] = [
+        (
+            "credentials",
+            inj.credentials
+                .iter()
+                .map(|c| {
+                    let note = "(read by dsh-exec; never given to the command)";
+                    (c.to_string(), note.into())
+                })
+                .collect(),
+        ),
+        (
+            "inject",
+            inj.inject
+                .iter()
+                .map(|r| {
+                    (
+                        r.to_string(),
+                        "(TLS ended by the proxy with the run's CA)".into(),
+                    )
+                })
+                .collect(),
+        ),
+        (
+            "phantoms",
+            inj.phantom_env
+                .iter()
+                .map(|p| {
+                    (
+                        format!("{}={}", p.var, crate::net::inject::PHANTOM_PREFIX),
+                        format!(
+                            "(phantom of {}; refused anywhere no rule sends it)",
+                            p.credential
+                        ),
+                    )
+                })
+                .collect(),
+        ),
+        (
+            "upstream-ca",
+            inj.upstream_ca
+                .iter()
+                .map(|f| (f.display().to_string(), String::new()))
+                .collect(),
+        ),
+    ];
+    for (label, entries) in listed {
+        for (i, (value, note)) in entries.into_iter().enumerate() {
+            rows.push((if i == 0 { label } else { "" }.into(), value, note));
+        }
     }
     if policy.network.value != crate::sandbox::Network::Allow {
         rows.push((
