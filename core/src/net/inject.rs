@@ -254,49 +254,44 @@ fn percent_decoded(s: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Whether some server could read `path` as climbing out of a prefix: a
-/// segment of dots only (`..`, `.`, `...`), also with `;parameters`
-/// (`..;`, which Tomcat and Jetty read as `..`) and after percent-decoding
-/// up to three times (`%2e`, `%252e`); a backslash in any of those forms
-/// (read as `/` by some); an overlong UTF-8 form of `.` or `/` (`%c0%ae`).
-///
-/// Also: `%u` escapes (IIS), a control character (NUL, tab: servers that
-/// cut or trim there), and segments of dot-like characters other than `.`
-/// (U+FF0E, U+2024, U+FE52, U+3002, U+FF61: NFKC makes some of them `.`).
+/// Whether some server could read `path` as one outside a prefix it
+/// starts with. Judged by what a path may hold, not by the tricks known to
+/// climb: the path, its `%XX` escapes decoded once, must hold only ASCII
+/// letters, digits and `-._~!$&'()*+,=:@/` (RFC 3986 3.3's path
+/// characters less `;`, which Tomcat and Jetty read as parameters, so
+/// `..;` is `..` to them). A `%` that is not an escape, or that an escape
+/// yields (`%252e`, for a server that decodes twice), a backslash, a
+/// control character or any byte past ASCII (overlong UTF-8, fullwidth
+/// dots that NFKC makes `.`) makes a path one that climbs; so does a
+/// segment of dots alone (`.`, `..`, `...`), after decoding (`%2e%2e`).
+/// An encoded slash (`group%2Fproject`) is a slash then.
 pub fn climbs(path: &str) -> bool {
-    let lower = path.to_ascii_lowercase();
-    if ["%c0", "%c1", "%e0%80", "%u"]
-        .iter()
-        .any(|e| lower.contains(e))
-    {
-        return true;
-    }
-    let mut p = path.as_bytes().to_vec();
-    for _ in 0..3 {
-        let d = percent_decoded(&p);
-        if d == p {
-            break;
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,=:@/".contains(&b);
+    let hex = |b: u8| (b as char).to_digit(16);
+    let bytes = path.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'%' {
+            decoded.push(bytes[i]);
+            i += 1;
+            continue;
         }
-        p = d;
+        match (
+            bytes.get(i + 1).and_then(|b| hex(*b)),
+            bytes.get(i + 2).and_then(|b| hex(*b)),
+        ) {
+            (Some(h), Some(l)) => decoded.push((h * 16 + l) as u8),
+            _ => return true,
+        }
+        i += 3;
     }
-    if p.contains(&b'\\') || p.contains(&b'%') {
-        // Still escaped after three rounds: not read alike by everyone.
-        return p.contains(&b'\\') || percent_decoded(&p) != p;
-    }
-    if p.iter().any(|b| *b < 0x20 || *b == 0x7f) {
+    if !decoded.iter().all(|b| allowed(*b)) {
         return true;
     }
-    let dot_like = |c: char| {
-        matches!(
-            c,
-            '.' | '\u{ff0e}' | '\u{2024}' | '\u{fe52}' | '\u{3002}' | '\u{ff61}'
-        )
-    };
-    p.split(|b| *b == b'/').any(|seg| {
-        let seg = seg.split(|b| *b == b';').next().unwrap_or_default();
-        let seg = String::from_utf8_lossy(seg);
-        !seg.is_empty() && seg.chars().all(dot_like)
-    })
+    decoded
+        .split(|b| *b == b'/')
+        .any(|seg| !seg.is_empty() && seg.iter().all(|b| *b == b'.'))
 }
 
 /// Whether `path` has no dot segment (`.`, `..`), no empty segment and
@@ -1082,6 +1077,9 @@ mod tests {
         assert!(r.covers("/repos/me/"));
         assert!(r.covers("/repos/me/x"));
         assert!(r.covers("/repos/me/group%2Fproject"));
+        assert!(r.covers("/repos/me/compare/a...b@x"));
+        assert!(r.covers("/repos/me/%40scope%2Fpkg"));
+        assert!(!r.covers("/repos/me/x%2F..%2F..%2Fother"));
         assert!(!r.covers("/repos/meow"));
         assert!(!r.covers("/repos"));
         for climbing in [
@@ -1103,6 +1101,10 @@ mod tests {
             "/repos/me/%e2%80%a4%e2%80%a4/other",
             "/repos/me/.%00./other",
             "/repos/me/..%09/other",
+            "/repos/me/x;y",
+            "/repos/me/caf%C3%A9",
+            "/repos/me/100%",
+            "/repos/me/%2e",
         ] {
             assert!(!r.covers(climbing), "{climbing}");
         }
