@@ -100,6 +100,61 @@ if ! command -v bwrap >/dev/null && [[ $EUID -eq 0 ]] && command -v apt-get >/de
 fi
 BWRAP=$(command -v bwrap || true)
 
+# The agents' sandboxes are peers too: `codex sandbox` (npm @openai/codex)
+# and `srt` (npm @anthropic-ai/sandbox-runtime, which needs ripgrep and
+# socat). Missing ones are installed from their registries into
+# target/bench-peers (BENCH_PEERS_DIR), never globally; a peer that cannot
+# be installed or does not run is reported as "peer unavailable".
+PEERS_DIR=${BENCH_PEERS_DIR:-${CARGO_TARGET_DIR:-$ROOT/target}/bench-peers}
+CODEX=$(command -v codex || true)
+SRT=$(command -v srt || true)
+if { [[ -z $CODEX ]] || [[ -z $SRT ]]; } && command -v npm >/dev/null; then
+  if [[ ! -x $PEERS_DIR/node_modules/.bin/codex || ! -x $PEERS_DIR/node_modules/.bin/srt ]]; then
+    echo "installing codex and srt for the agent-sandbox peers ..." >&2
+    mkdir -p "$PEERS_DIR"
+    npm install --prefix "$PEERS_DIR" --no-audit --no-fund --silent \
+      @openai/codex @anthropic-ai/sandbox-runtime >/dev/null 2>&1 || true
+  fi
+  [[ -n $CODEX ]] || { [[ -x $PEERS_DIR/node_modules/.bin/codex ]] && CODEX=$PEERS_DIR/node_modules/.bin/codex; } || true
+  [[ -n $SRT ]] || { [[ -x $PEERS_DIR/node_modules/.bin/srt ]] && SRT=$PEERS_DIR/node_modules/.bin/srt; } || true
+fi
+if [[ -n $SRT ]] && ! { command -v rg && command -v socat; } >/dev/null \
+  && [[ $EUID -eq 0 ]] && command -v apt-get >/dev/null; then
+  echo "installing ripgrep and socat for srt ..." >&2
+  { apt-get update -qq && apt-get install -y -qq ripgrep socat; } >/dev/null 2>&1 || true
+fi
+# codex makes helper links in CODEX_HOME and refuses a temporary one.
+CODEX_HOME_DIR=$PEERS_DIR/codex-home
+mkdir -p "$CODEX_HOME_DIR" 2>/dev/null || true
+# srt: writes allowed in the workspace only, no network (its defaults
+# otherwise), the same job as the other confined rows.
+cat > "$BENCH_TMP/srt-settings.json" <<JSON
+{"filesystem": {"denyRead": [], "allowWrite": ["$BENCH_TMP/tmp"], "denyWrite": []},
+ "network": {"allowedDomains": [], "deniedDomains": []}}
+JSON
+peer_check() {  # peer_check NAME CMD...: prints why the peer is unavailable, or nothing
+  local name=$1; shift
+  local out
+  if ! out=$(cd "$BENCH_TMP/tmp" && timeout 30 "$@" 2>&1 </dev/null); then
+    echo "$name: peer unavailable ($(printf '%s' "$out" | tail -n1 | cut -c1-120))"
+  fi
+}
+UNAVAILABLE=""
+if [[ -n $CODEX ]]; then
+  why=$(CODEX_HOME=$CODEX_HOME_DIR peer_check codex "$CODEX" sandbox -c 'sandbox_mode="workspace-write"' -- bash -c true)
+  [[ -z $why ]] || { UNAVAILABLE+="$why"$'\n'; CODEX=""; }
+else
+  UNAVAILABLE+="codex: peer unavailable (not installed; npm install @openai/codex failed or npm missing)"$'\n'
+fi
+if [[ -n $SRT ]]; then
+  why=$(peer_check srt "$SRT" -s "$BENCH_TMP/srt-settings.json" -c true)
+  [[ -z $why ]] || { UNAVAILABLE+="$why"$'\n'; SRT=""; }
+else
+  UNAVAILABLE+="srt: peer unavailable (not installed; npm install @anthropic-ai/sandbox-runtime failed or npm missing)"$'\n'
+fi
+[[ -z $BWRAP ]] && UNAVAILABLE+="bwrap: peer unavailable (not installed)"$'\n'
+export CODEX SRT CODEX_HOME_DIR UNAVAILABLE
+
 GATE_RUNS=${BENCH_GATE_RUNS:-3}
 export BIN STATIC_BIN BASE_BIN RUNS BIG_RUNS KILL_RUNS ESCAPE_RUNS BENCH_TMP BWRAP GATE_FS GATE_FS_KIND GATE_RUNS
 python3 - <<'PY'
@@ -246,6 +301,23 @@ def cpu_bench(cmds, batches):
             out[label][0].append(cpu * 1e9 / BATCH)
     return {k: (v[0][1:], v[1], v[2]) for k, v in out.items()}
 res = cpu_bench(start, max(1, RUNS // BATCH))
+# The agents' sandboxes take 0.1 to 0.3 s a run: a quarter of the batches,
+# measured right after, beside the confined run once more.
+CODEX_WS = "`codex sandbox -c sandbox_mode=\"workspace-write\" -- bash -c true`"
+SRT_WS = "`srt -s SETTINGS -c true` (writes: the workspace only)"
+agents = []
+if os.environ["CODEX"]:
+    agents.append((CODEX_WS, ["env", f"CODEX_HOME={os.environ['CODEX_HOME_DIR']}", os.environ["CODEX"],
+                              "sandbox", "-c", 'sandbox_mode="workspace-write"', "-C", "@DIR@",
+                              "--", "bash", "-c", "true"]))
+if os.environ["SRT"]:
+    agents.append((SRT_WS, [os.environ["SRT"], "-s", os.path.join(TMP, "srt-settings.json"),
+                            "-c", "true"]))
+agent_batches = max(1, RUNS // BATCH // 4)
+if agents:
+    SANDBOXED_AGAIN = SANDBOXED + " (beside the agents' sandboxes)"
+    ares = cpu_bench([(SANDBOXED_AGAIN, start[[l for l, _ in start].index(SANDBOXED)][1]), *agents],
+                     agent_batches)
 t_base = med(res["`timeout 10 bash -c true`"][0])
 for label, _ in start:
     xs = res[label][0]
@@ -266,6 +338,13 @@ for label, _ in start:
         target = "deny list <= +0.3 ms"
     rows.append((f"startup CPU: {label}", f"{RUNS // BATCH}x{BATCH}", f"{med(xs) / 1e6:.2f} ms",
                  f"{p90(xs) / 1e6:.2f} ms", ratio, target))
+if agents:
+    mine = med(ares[SANDBOXED_AGAIN][0])
+    for label, _ in [(SANDBOXED_AGAIN, None), *agents]:
+        xs = ares[label][0]
+        ratio = "" if label == SANDBOXED_AGAIN else f"dsh-exec confined: {mine / med(xs):.3f}x"
+        rows.append((f"startup CPU: {label}", f"{agent_batches}x{BATCH}", f"{med(xs) / 1e6:.2f} ms",
+                     f"{p90(xs) / 1e6:.2f} ms", ratio, ""))
 
 # 2. Throughput: 1 GiB on stdout, 1 MiB tail budget, full stream spilled to a
 #    file. Two baselines do the same writing: the producer straight into a
@@ -450,6 +529,8 @@ for label, _, _ in cmds:
     xs, _, surv, _ = res[label]
     print(f"| {label} | {ESCAPE_RUNS} | {med(xs) / 1e9:.2f} s | {sum(surv)} | "
           f"{'0 survivors' if 'dsh-exec' in label else ''} |")
-if not BWRAP:
-    print("\nbwrap: not installed")
+if os.environ["UNAVAILABLE"].strip():
+    print()
+    for line in os.environ["UNAVAILABLE"].strip().splitlines():
+        print(f"- {line}")
 PY

@@ -761,11 +761,50 @@ pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command().after_long_help(reference_text())
 }
 
-/// Parses this process's arguments with [`command`].
+/// The names the full [`command`] takes as a subcommand in the first
+/// argument (a test checks this list against the definition).
+const SUBCOMMANDS: &[&str] = &[
+    "explain",
+    "mcp",
+    "job",
+    "prune",
+    "commit",
+    "discard",
+    "diff",
+    "transaction",
+    "parse-status",
+];
+
+/// Parses `argv` (the program's name first) with [`command`].
+///
+/// A run, whose first argument names no subcommand, is parsed by the run's
+/// options alone: building the subcommands' definitions, two of which
+/// hold every run option again, was a sixth of the instructions of
+/// `dsh-exec -- true`. A run that parses so is what the full command
+/// would have parsed (no subcommand can match); anything else, a help or
+/// version request or an error included, goes through the full command,
+/// so its message and help text are the full command's.
 ///
 /// Errors with clap's error (help and version requests included).
-pub fn parse() -> Result<Cli, clap::Error> {
-    let matches = command().try_get_matches()?;
+pub fn parse(argv: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
+    let names_subcommand = argv
+        .get(1)
+        .and_then(|a| a.to_str())
+        .is_some_and(|a| SUBCOMMANDS.contains(&a));
+    if !names_subcommand {
+        let run_only = <RunArgs as clap::Args>::augment_args(
+            clap::Command::new("dsh-exec").disable_help_subcommand(true),
+        );
+        if let Ok(matches) = run_only.try_get_matches_from(argv)
+            && let Ok(run) = <RunArgs as clap::FromArgMatches>::from_arg_matches(&matches)
+        {
+            return Ok(Cli {
+                subcommand: None,
+                run,
+            });
+        }
+    }
+    let matches = command().try_get_matches_from(argv)?;
     <Cli as clap::FromArgMatches>::from_arg_matches(&matches)
 }
 
@@ -780,6 +819,53 @@ mod tests {
 
     fn parse(args: &[&str]) -> Cli {
         Cli::try_parse_from(std::iter::once("dsh-exec").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn the_fast_path_knows_every_subcommand_name() {
+        let mut names: Vec<String> = command()
+            .get_subcommands()
+            .flat_map(|c| std::iter::once(c.get_name()).chain(c.get_all_aliases()))
+            .map(String::from)
+            .collect();
+        names.sort();
+        let mut known: Vec<String> = SUBCOMMANDS.iter().map(|s| s.to_string()).collect();
+        known.sort();
+        assert_eq!(names, known);
+    }
+
+    #[test]
+    fn the_fast_path_parses_what_the_full_command_parses() {
+        for args in [
+            &["--", "true"][..],
+            &["-t", "5", "explain"],
+            &["--json", "ls", "-la", "--color"],
+            &[
+                "-s",
+                "workspace-write",
+                "--network",
+                "deny",
+                "-e",
+                "A=1",
+                "--",
+                "echo",
+                "a b",
+            ],
+            &["--stdout-max-bytes", "1MiB", "--keep", "head", "true"],
+        ] {
+            let argv: Vec<std::ffi::OsString> = std::iter::once("dsh-exec")
+                .chain(args.iter().copied())
+                .map(Into::into)
+                .collect();
+            let fast = super::parse(&argv).unwrap();
+            let full = Cli::try_parse_from(&argv).unwrap();
+            assert!(fast.subcommand.is_none() && full.subcommand.is_none());
+            assert_eq!(
+                format!("{:?}", fast.run),
+                format!("{:?}", full.run),
+                "{args:?}"
+            );
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ fn main() -> ExitCode {
     if argv.get(1).is_some_and(|a| a == cmd::supervise::SUPERVISE) {
         return cmd::supervise::main(&argv);
     }
-    let cli = match cli::parse() {
+    let cli = match cli::parse(&argv) {
         Ok(cli) => cli,
         Err(e) => return output::clap_error(e),
     };

@@ -118,6 +118,9 @@ pub const TOKEN_SHAPES: [(&str, &str, usize); 21] = [
     ("slack", "xapp-", 10),
 ];
 
+/// The first bytes of [`TOKEN_SHAPES`]' prefixes (a test checks them).
+const TOKEN_FIRST_BYTES: &[u8] = b"gxshnAepr";
+
 /// Whether `name` is `prefix` followed by a number (`GIT_CONFIG_KEY_0`).
 fn is_git_config_pair(name: &[u8], prefix: &[u8]) -> bool {
     name.strip_prefix(prefix)
@@ -284,6 +287,9 @@ fn value_rule(value: &[u8]) -> Option<String> {
         return Some("private key".into());
     }
     let lower = text.to_ascii_lowercase();
+    // Every marker and header below holds a `=` or a `:`; most values
+    // (paths, words, numbers) hold neither, and skip the searches.
+    let has_separator = value.iter().any(|c| matches!(c, b'=' | b':'));
     // A password in a connection string or a document: JDBC `password=`,
     // ADO.NET `Password=...;`, JSON `"password": ...`.
     for marker in [
@@ -293,7 +299,7 @@ fn value_rule(value: &[u8]) -> Option<String> {
         "\"password\" :",
         "passwd=",
     ] {
-        if lower.contains(marker) {
+        if has_separator && lower.contains(marker) {
             return Some("inline password".into());
         }
     }
@@ -316,7 +322,7 @@ fn value_rule(value: &[u8]) -> Option<String> {
         "x-api-key:",
     ]
     .iter()
-    .any(|h| lower.contains(h));
+    .any(|h| has_separator && lower.contains(h));
     if header || scheme {
         return Some("authorization header".into());
     }
@@ -329,6 +335,10 @@ fn value_rule(value: &[u8]) -> Option<String> {
     for start in 0..bytes.len() {
         // A token starts a URL's userinfo too (`https://ghp_...@github.com`).
         if start > 0 && !boundary_char(bytes[start - 1]) && !bytes[..start].ends_with(b"://") {
+            continue;
+        }
+        // Every shape's prefix starts with one of these bytes.
+        if !TOKEN_FIRST_BYTES.contains(&bytes[start]) {
             continue;
         }
         for (what, prefix, least) in TOKEN_SHAPES {
@@ -662,6 +672,19 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).into(), (*v).into()))
             .collect()
+    }
+
+    #[test]
+    fn token_first_bytes_are_the_shapes_first_bytes() {
+        let mut firsts: Vec<u8> = TOKEN_SHAPES
+            .iter()
+            .map(|(_, p, _)| p.as_bytes()[0])
+            .collect();
+        firsts.sort();
+        firsts.dedup();
+        let mut known = TOKEN_FIRST_BYTES.to_vec();
+        known.sort();
+        assert_eq!(firsts, known);
     }
 
     fn get<'a>(env: &'a [(OsString, OsString)], k: &str) -> Option<&'a str> {
