@@ -308,7 +308,7 @@ SRT_WS = "`srt -s SETTINGS -c true` (writes: the workspace only)"
 agents = []
 if os.environ["CODEX"]:
     agents.append((CODEX_WS, ["env", f"CODEX_HOME={os.environ['CODEX_HOME_DIR']}", os.environ["CODEX"],
-                              "sandbox", "-c", 'sandbox_mode="workspace-write"', "-C", "@DIR@",
+                              "sandbox", "-c", 'sandbox_mode="workspace-write"',
                               "--", "bash", "-c", "true"]))
 if os.environ["SRT"]:
     agents.append((SRT_WS, [os.environ["SRT"], "-s", os.path.join(TMP, "srt-settings.json"),
