@@ -9,6 +9,7 @@
 #   DSH_EXEC_STATIC_BIN=/path/to/static/dsh-exec ...    # and the static one
 #   DSH_EXEC_BASELINE_BIN=/path/to/older/dsh-exec ...   # measured beside it, same run
 #   BENCH_CURVE_MIB=1,64,1024,4096 bash bench/run.sh   # the peak-RSS curve's sizes (the default)
+#   BENCH_WITH_SCRIPTS=0 bash bench/run.sh    # without bench/limits.sh and bench/network.sh
 #
 # Timing is done by a small embedded python3 loop (time.perf_counter_ns around
 # subprocess.run, stdin/stdout/stderr on /dev/null). The loop's own fork/exec
@@ -259,6 +260,7 @@ rows = []  # (measure, runs, median, p90, ratio, target)
 #    dsh-exec relative to the usual "run with a deadline" wrapper.
 UNSANDBOXED = "`dsh-exec -- true`"
 STATIC = "`dsh-exec -- true` (static-pie build)"
+STATIC_SANDBOXED = "`dsh-exec --sandbox workspace-write -- true` (static-pie build)"
 SANDBOXED = "`dsh-exec --sandbox workspace-write -- true`"
 NO_DENY = "`dsh-exec --sandbox workspace-write --allow-read / -- true` (no read deny list)"
 BWRAP_WS = "`bwrap --ro-bind / / --dev /dev --bind WS WS -- bash -c true`"
@@ -271,9 +273,26 @@ start = [("`bash -c true`", ["bash", "-c", "true"]),
          # The sandboxed run: Landlock ruleset, no-new-privs, capabilities
          # dropped; the workspace is a fresh directory (@DIR@).
          (SANDBOXED, [BIN, "--sandbox", "workspace-write", "-C", "@DIR@", "--", "true"]),
+         *([(STATIC_SANDBOXED, [STATIC_BIN, "--sandbox", "workspace-write", "-C", "@DIR@", "--", "true"])]
+           if STATIC_BIN else []),
          # The same with the read deny list lifted: its cost is the split
          # of the Landlock grants along the way to each denied entry.
          (NO_DENY, [BIN, "--sandbox", "workspace-write", "--allow-read", "/", "-C", "@DIR@", "--", "true"])]
+# A confined run walks its writable roots, the temp dir among them, for
+# git directories to snapshot (docs/sandbox.md): with a temp dir as full
+# as a developer's (here: 2,000 directories, 16,000 files, two
+# repositories), that walk is most of the run's cost.
+FULL_TMP = os.path.join(TMP, "fulltmp")
+for d in range(2000):
+    sub = os.path.join(FULL_TMP, f"t{d // 100}", f"d{d}")
+    os.makedirs(sub, exist_ok=True)
+    for f in range(8):
+        open(os.path.join(sub, f"f{f}"), "w").close()
+for r in ("repo1", "repo2"):
+    subprocess.run(["git", "init", "-q", os.path.join(FULL_TMP, r)], check=True)
+FULL_TMP_LABEL = "`dsh-exec --sandbox workspace-write -- true`, temp dir of 2,000 dirs and 16,000 files"
+start.append((FULL_TMP_LABEL, [BIN, "--sandbox", "workspace-write", "-C", "@DIR@", "--", "true"]))
+ENV_FOR = {FULL_TMP_LABEL: {**os.environ, "TMPDIR": FULL_TMP}}
 if BASE_BIN:
     start += [(BASE_UNSANDBOXED, [BASE_BIN, "--", "true"]),
               (BASE_SANDBOXED, [BASE_BIN, "--sandbox", "workspace-write", "-C", "@DIR@", "--", "true"])]
@@ -287,15 +306,20 @@ if BWRAP:  # the sandboxing peer (namespaces + bind mounts), same job
 # getrusage(RUSAGE_CHILDREN)), which is not. Each sample is a batch of
 # BATCH runs in a shell loop, divided by BATCH.
 BATCH = 20
+# The confined rows' workspace: an empty directory of its own (the rest
+# of the benchmark's directory, the full temp dir among it, is not walked).
+START_WS = os.path.join(TMP, "ws")
+os.makedirs(START_WS, exist_ok=True)
 def batched(argv):
     return ["bash", "-c", f'for i in $(seq {BATCH}); do "$@" >/dev/null; done', "batch"] + argv
 def cpu_bench(cmds, batches):
     out = {label: ([], [], []) for label, _ in cmds}
     for _ in range(batches + 1):  # the first round warms up
         for label, argv in cmds:
-            argv = [a.replace("@DIR@", TMP) for a in argv]
+            argv = [a.replace("@DIR@", START_WS) for a in argv]
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            subprocess.run(batched(argv), stdin=subprocess.DEVNULL, check=True)
+            subprocess.run(batched(argv), stdin=subprocess.DEVNULL, check=True,
+                           env=ENV_FOR.get(label))
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
             out[label][0].append(cpu * 1e9 / BATCH)
@@ -324,13 +348,18 @@ for label, _ in start:
     ratio, target = "", ""
     if label in (UNSANDBOXED, STATIC, BASE_UNSANDBOXED):
         ratio, target = f"{med(xs) / t_base:.2f}x timeout", "<= 1.0x timeout"
-    elif label in (SANDBOXED, BASE_SANDBOXED):
-        plain = UNSANDBOXED if label == SANDBOXED else BASE_UNSANDBOXED
+    elif label in (SANDBOXED, BASE_SANDBOXED, STATIC_SANDBOXED):
+        plain = {SANDBOXED: UNSANDBOXED, BASE_SANDBOXED: BASE_UNSANDBOXED,
+                 STATIC_SANDBOXED: STATIC}[label]
         ratio = f"{med(xs) / med(res[plain][0]):.2f}x unsandboxed"
         target = "<= 1.5x unsandboxed"
         if BWRAP:
             ratio += f", {med(xs) / med(res[BWRAP_WS][0]):.2f}x bwrap"
             target += ", <= 0.8x bwrap"
+    elif label == FULL_TMP_LABEL:
+        ratio = f"{(med(xs) - med(res[SANDBOXED][0])) / 1e6:+.2f} ms over an empty temp dir"
+        if BWRAP:
+            ratio += f", {med(xs) / med(res[BWRAP_WS][0]):.2f}x bwrap"
     elif label == BWRAP_WS:
         ratio = f"{med(xs) / t_base:.2f}x timeout"
     elif label == NO_DENY:
@@ -534,3 +563,16 @@ if os.environ["UNAVAILABLE"].strip():
     for line in os.environ["UNAVAILABLE"].strip().splitlines():
         print(f"- {line}")
 PY
+
+# The cgroup v1 limits and the proxy's tunnel are measured by their own
+# scripts (bench/limits.sh, bench/network.sh), run here after the table
+# above with the same binary, so that one command measures every row of
+# the performance targets. BENCH_WITH_SCRIPTS=0 skips them.
+if [[ ${BENCH_WITH_SCRIPTS:-1} == 1 ]]; then
+  echo
+  echo "## Limits (bench/limits.sh)"
+  DSH_EXEC_BIN=$BIN bash "$ROOT/bench/limits.sh"
+  echo
+  echo "## Network (bench/network.sh)"
+  DSH_EXEC_BIN=$BIN bash "$ROOT/bench/network.sh"
+fi
