@@ -428,6 +428,25 @@ for mib_out in CURVE:
                        "--", f"head -c {mib_out}M /dev/zero"]
     got = bench([(label, argv)], 1, warmup=0)[label]
     rows.append((label, 1, f"{got[1][0] / 1024:.1f} MiB", "", "", "<= 8 MiB"))
+# 3c. The same curve as the heap's peak, counted by valgrind's massif
+#     (instrumented, so exact and the same from run to run; peak RSS moves
+#     by up to 1 MiB between runs of the same binary: the pages of the
+#     binary and libraries mapped in by fault-around).
+if shutil.which("valgrind"):
+    for mib_out in CURVE:
+        label = f"peak heap (massif), {mib_out} MiB through a 1 MiB budget: `dsh-exec`"
+        d = tempfile.mkdtemp(dir=TMP)
+        try:
+            out = os.path.join(d, "massif.out")
+            subprocess.run(["valgrind", "--tool=massif", f"--massif-out-file={out}", BIN,
+                            "--timeout", "0", "--stdout-max-bytes", "1MiB", "--spill-dir", d,
+                            "--", f"head -c {mib_out}M /dev/zero"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            with open(out) as f:
+                peak = max(int(l.split("=")[1]) for l in f if l.startswith("mem_heap_B="))
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+        rows.append((label, 1, f"{peak / MIB:.2f} MiB", "", "", "flat"))
 
 # 4. Kill latency: a command that outlives a 200 ms deadline; both exit 124.
 #    The difference of medians is dsh-exec's cost of killing over timeout's.

@@ -339,7 +339,10 @@ impl StreamCapture {
                     self.total += chunk.len() as u64;
                     if !self.tail_in_file {
                         self.tail_in_file = true;
-                        self.tail = VecDeque::new();
+                        // Emptied, not freed: the allocator would keep
+                        // the pages anyway, and [`Self::load_tail`]
+                        // reads the tail back into this buffer.
+                        self.tail.clear();
                     }
                     return;
                 }
@@ -384,21 +387,21 @@ impl StreamCapture {
             return;
         };
         let n = (self.budget as u64).min(self.total);
-        // One byte more where there is one: the byte before the tail.
-        let extra = u64::from(self.total > n);
-        let mut buf = vec![0u8; (n + extra) as usize];
-        let mut got = 0;
-        while got < buf.len() {
-            match file.read_at(&mut buf[got..], self.total - n - extra + got as u64) {
-                Ok(0) => break,
-                Ok(k) => got += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => break,
-            }
-        }
+        // Into the buffer the tail had before it moved to the file (its
+        // capacity is the budget when the budget was filled in memory):
+        // a second buffer of the budget's size would stay resident beside
+        // the first, and peak memory would grow with the output.
+        let mut buf = Vec::from(std::mem::take(&mut self.tail));
+        buf.clear();
+        buf.resize(n as usize, 0);
+        let got = read_fully_at(file, &mut buf, self.total - n);
         buf.truncate(got);
-        if extra == 1 && !buf.is_empty() {
-            self.before_tail = Some(buf.remove(0));
+        // The byte before the tail, where there is one.
+        if self.total > n {
+            let mut byte = [0u8];
+            if read_fully_at(file, &mut byte, self.total - n - 1) == 1 {
+                self.before_tail = Some(byte[0]);
+            }
         }
         self.tail = VecDeque::from(buf);
     }
@@ -585,15 +588,7 @@ impl StreamCapture {
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         let read = |at: u64, n: u64| -> Vec<u8> {
             let mut buf = vec![0u8; n as usize];
-            let mut got = 0;
-            while got < buf.len() {
-                match file.read_at(&mut buf[got..], at + got as u64) {
-                    Ok(0) => break,
-                    Ok(k) => got += k,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
-            }
+            let got = read_fully_at(&file, &mut buf, at);
             buf.truncate(got);
             buf
         };
@@ -635,6 +630,21 @@ impl StreamCapture {
         }
         self
     }
+}
+
+/// Reads from `file` at `offset` until `buf` is full, end of file or an
+/// error (EINTR is retried); returns the bytes read.
+fn read_fully_at(file: &File, buf: &mut [u8], offset: u64) -> usize {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    got
 }
 
 #[cfg(test)]
