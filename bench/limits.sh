@@ -52,7 +52,7 @@ def mechanism(flag, value, limit):
     m = json.loads(out.stdout)["limit_mechanisms"][limit]
     return m["mechanism"], m["detail"]
 
-rows = [("`dsh-exec -- true` (no limit: no cgroup)", [BIN, "--", "true"])]
+rows = [("`dsh-exec -- true` (no limit: the containment cgroup only, a v2 cgroup without controllers)", [BIN, "--", "true"])]
 for flag, value, limit in [("--cpu-max", "1h", "cpu"), ("--pids-max", "4096", "pids"),
                            ("--memory-max", "4GiB", "memory")]:
     name, detail = mechanism(flag, value, limit)
