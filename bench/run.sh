@@ -2,7 +2,7 @@
 # Benchmark for dsh-exec: startup overhead, 1 GiB throughput with a 1 MiB budget,
 # and peak memory. Prints figures only (no pass/fail), as a markdown table.
 #
-#   bash bench/run.sh                      # N=200 startup runs, 3 big runs
+#   bash bench/run.sh                      # 200 startup runs, 5 runs of 1 GiB
 #   BENCH_RUNS=50 BENCH_BIG_RUNS=1 bash bench/run.sh
 #   BENCH_KILL_RUNS=20 BENCH_ESCAPE_RUNS=3 bash bench/run.sh   # (the defaults)
 #   DSH_EXEC_BIN=/path/to/dsh-exec bash bench/run.sh   # skip the build
@@ -92,7 +92,6 @@ echo "- binary: $BIN_SHOWN ($("$BIN" --version 2>&1 | head -n1)), measured as a 
 [[ -z $STATIC_BIN ]] || echo "- static binary: $STATIC_BIN"
 [[ -z $BASE_BIN ]] || echo "- baseline binary: $BASE_BIN ($("$BASE_BIN" --version 2>&1 | head -n1))"
 echo "- startup runs: $RUNS, 1 GiB runs: $BIG_RUNS, kill runs: $KILL_RUNS, escape runs: $ESCAPE_RUNS"
-echo
 
 # bwrap (Debian: bubblewrap) is the sandboxing peer; install it when we can.
 if ! command -v bwrap >/dev/null && [[ $EUID -eq 0 ]] && command -v apt-get >/dev/null; then
@@ -155,6 +154,12 @@ else
 fi
 [[ -z $BWRAP ]] && UNAVAILABLE+="bwrap: peer unavailable (not installed)"$'\n'
 export CODEX SRT CODEX_HOME_DIR UNAVAILABLE
+peers="timeout ($(timeout --version 2>/dev/null | head -n1))"
+[[ -z $BWRAP ]] || peers+=", bwrap ($("$BWRAP" --version 2>/dev/null | head -n1))"
+[[ -z $CODEX ]] || peers+=", codex ($(CODEX_HOME=$CODEX_HOME_DIR "$CODEX" --version 2>/dev/null | head -n1))"
+[[ -z $SRT ]] || peers+=", srt ($("$SRT" --version 2>/dev/null | head -n1))"
+echo "- peers: $peers"
+echo
 
 GATE_RUNS=${BENCH_GATE_RUNS:-3}
 export BIN STATIC_BIN BASE_BIN RUNS BIG_RUNS KILL_RUNS ESCAPE_RUNS BENCH_TMP BWRAP GATE_FS GATE_FS_KIND GATE_RUNS
@@ -446,7 +451,10 @@ if shutil.which("valgrind"):
                 peak = max(int(l.split("=")[1]) for l in f if l.startswith("mem_heap_B="))
         finally:
             shutil.rmtree(d, ignore_errors=True)
-        rows.append((label, 1, f"{peak / MIB:.2f} MiB", "", "", "flat"))
+        # massif sees the heap by replacing malloc in the dynamic linker's
+        # libraries: of a statically linked binary it sees nothing.
+        figure = f"{peak / MIB:.2f} MiB" if peak else "n/a (a static binary: massif cannot see its heap)"
+        rows.append((label, 1, figure, "", "", "flat"))
 
 # 4. Kill latency: a command that outlives a 200 ms deadline; both exit 124.
 #    The difference of medians is dsh-exec's cost of killing over timeout's.
@@ -531,12 +539,16 @@ for i in range(40):
 have_cargo = shutil.which("cargo") is not None
 build = [("unconfined", []), ("`--sandbox workspace-write`", ["-s", "workspace-write"])]
 btimes = {label: [] for label, _ in build}
+# The crate builds into its own target/ (removed with it), whatever
+# CARGO_TARGET_DIR the caller has: a confined build could not write there.
+build_env = {k: v for k, v in os.environ.items() if k != "CARGO_TARGET_DIR"}
 for i in range(GATE_RUNS + 1 if have_cargo else 0):
     for label, extra in build:
         shutil.rmtree(os.path.join(crate, "target"), ignore_errors=True)
         t0 = time.perf_counter_ns()
         subprocess.run([BIN, "--timeout", "0", *extra, "-C", crate, "--", "cargo build --offline -q"],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,
+                       env=build_env)
         if i:
             btimes[label].append(time.perf_counter_ns() - t0)
 if have_cargo:

@@ -337,9 +337,14 @@ fn sigterm_ends_dsh_exec_stuck_writing_to_a_consumer_that_stopped_reading() {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
     // The command ends at its deadline; dsh-exec then only writes events
-    // to a pipe nobody reads. SIGTERM must still end it.
+    // to a pipe nobody reads. SIGTERM must still end it. The spill file
+    // (`yes` fills a gigabyte in that second) goes into a directory the
+    // test removes.
+    let spill = tempfile::tempdir().unwrap();
     let mut child = dsh()
-        .args(["--events", "--timeout", "1s", "--", "yes"])
+        .args(["--events", "--timeout", "1s", "--spill-dir"])
+        .arg(spill.path())
+        .args(["--", "yes"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
