@@ -1356,47 +1356,39 @@ mod tests {
                 .unwrap();
             assert_eq!(err, "phantom to unlisted host: GH");
         }
-        // The right host, a path no rule covers.
-        let err = judge(
-            &rules,
-            &s,
-            "GET",
-            "api.gh.test",
-            443,
-            "/user",
-            &[("Authorization", auth.as_bytes())],
-            true,
-        )
-        .err()
-        .unwrap();
-        assert_eq!(err, "no injection rule: GH");
-        let err = judge(
-            &rules,
-            &s,
-            "GET",
-            "api.gh.test",
-            443,
-            "/repos/../user",
-            &[("Authorization", auth.as_bytes())],
-            true,
-        )
-        .err()
-        .unwrap();
-        assert_eq!(err, "no injection rule: GH");
-        // Another credential's phantom to a host of this one.
-        let err = judge(
-            &rules,
-            &s,
-            "GET",
-            "api.gh.test",
-            443,
-            "/repos/a",
-            &[("X-Npm", npm.as_bytes())],
-            true,
-        )
-        .err()
-        .unwrap();
-        assert_eq!(err, "phantom to unlisted host: NPM");
+        for (target, field, expected) in [
+            // The right host, a path no rule covers.
+            (
+                "/user",
+                ("Authorization", auth.as_bytes()),
+                "no injection rule: GH",
+            ),
+            (
+                "/repos/../user",
+                ("Authorization", auth.as_bytes()),
+                "no injection rule: GH",
+            ),
+            // Another credential's phantom to a host of this one.
+            (
+                "/repos/a",
+                ("X-Npm", npm.as_bytes()),
+                "phantom to unlisted host: NPM",
+            ),
+        ] {
+            let err = judge(
+                &rules,
+                &s,
+                "GET",
+                "api.gh.test",
+                443,
+                target,
+                &[field],
+                true,
+            )
+            .err()
+            .unwrap();
+            assert_eq!(err, expected, "{target}");
+        }
         // Never on plain http, never in a TRACE, never with a fragment:
         // the phantom is then refused, and without one nothing goes in.
         for (method, target, tls) in [
