@@ -101,6 +101,16 @@ pub struct Credential {
     pub source: Source,
 }
 
+/// `NAME=REST` split at the first `=`, NAME checked ([`valid_name`]).
+/// Errors with why: `usage` when there is no `=`, or what a name must be.
+fn split_named<'a>(s: &'a str, usage: &str) -> Result<(&'a str, &'a str), String> {
+    let (name, rest) = s.split_once('=').ok_or_else(|| usage.to_string())?;
+    if !valid_name(name) {
+        return Err("the name must be 1 to 64 letters, digits, '_' and '-'".into());
+    }
+    Ok((name, rest))
+}
+
 impl FromStr for Credential {
     type Err = String;
 
@@ -109,12 +119,8 @@ impl FromStr for Credential {
     /// Errors with a one-line message naming the entry.
     fn from_str(s: &str) -> Result<Credential, String> {
         let bad = |why: &str| format!("invalid --credential '{s}': {why}");
-        let (name, source) = s
-            .split_once('=')
-            .ok_or_else(|| bad("write NAME=env:VAR, NAME=file:PATH or NAME=fd:N"))?;
-        if !valid_name(name) {
-            return Err(bad("the name must be 1 to 64 letters, digits, '_' and '-'"));
-        }
+        let (name, source) = split_named(s, "write NAME=env:VAR, NAME=file:PATH or NAME=fd:N")
+            .map_err(|why| bad(&why))?;
         let source = match source.split_once(':') {
             Some(("env", var)) if !var.is_empty() && !var.contains(['=', '\0']) => {
                 Source::Env(var.into())
@@ -422,12 +428,8 @@ impl FromStr for PhantomVar {
     /// Parses `NAME=VAR`.
     fn from_str(s: &str) -> Result<PhantomVar, String> {
         let bad = |why: &str| format!("invalid --credential-env '{s}': {why}");
-        let (name, var) = s
-            .split_once('=')
-            .ok_or_else(|| bad("write NAME=VAR, as API=OPENAI_API_KEY"))?;
-        if !valid_name(name) {
-            return Err(bad("the name must be 1 to 64 letters, digits, '_' and '-'"));
-        }
+        let (name, var) =
+            split_named(s, "write NAME=VAR, as API=OPENAI_API_KEY").map_err(|why| bad(&why))?;
         if var.is_empty() || var.contains(['=', '\0']) {
             return Err(bad("VAR must be a variable name"));
         }
